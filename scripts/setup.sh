@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the project builds and tests with; does nothing if all are present.
+set -euo pipefail
+packages=(
+  libantlr4-runtime-dev antlr4 uuid-dev llvm-16-dev llvm-16-tools libzstd-dev clang-16
+  libclang-rt-16-dev libbpf-dev libelf-dev bpftool liburing-dev libhwloc-dev hwloc libboost-graph-dev
+  libprotobuf-dev protobuf-compiler libibverbs-dev libgtest-dev libbenchmark-dev
+  cmake ninja-build pkg-config python3
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+echo "setup: installing ${missing[*]}"
+sudo=""
+[[ $(id -u) -eq 0 ]] || sudo="sudo"
+$sudo apt-get update -q
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"

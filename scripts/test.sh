@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Runs every test and ends with one line "N passed, N failed" (exit 1 on any failure):
+#   - unit tests (GoogleTest, through ctest) and the lit suite, in the release build and in the
+#     ASan+UBSan build;
+#   - every libFuzzer target for MSC_FUZZ_SECONDS (default 60) from its seed corpus.
+# MSC_TEST_FLAVOURS="release asan fuzz" chooses what runs.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+scripts/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
+
+lit_py=/usr/lib/llvm-16/build/utils/lit/lit.py
+flavours=${MSC_TEST_FLAVOURS:-release asan fuzz}
+fuzz_seconds=${MSC_FUZZ_SECONDS:-60}
+passed=0
+failed=0
+logdir=$root/build/test-logs
+mkdir -p "$logdir"
+
+count() { # count PASSED FAILED LABEL
+  passed=$((passed + $1)); failed=$((failed + $2))
+  printf '%-28s %5d passed, %d failed\n' "$3" "$1" "$2"
+}
+
+run_suites() { # run_suites FLAVOUR DIR
+  local flavour=$1 dir=$2 log
+  log=$logdir/ctest-$flavour.log
+  ctest --test-dir "$dir" -j "$(nproc)" --output-on-failure --timeout 300 >"$log" 2>&1
+  local summary total nfail
+  summary=$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1)
+  if [[ -n $summary ]]; then
+    total=$(sed -E 's/.*out of ([0-9]+).*/\1/' <<<"$summary")
+    nfail=$(sed -E 's/.*, ([0-9]+) tests? failed.*/\1/' <<<"$summary")
+    count $((total - nfail)) "$nfail" "unit ($flavour)"
+    ((nfail)) && grep -E '^\s*[0-9]+ - |\*\*\*Failed|Exception' "$log" | head -40
+  elif grep -q 'No tests were found' "$log"; then
+    count 0 0 "unit ($flavour)"
+  else
+    count 0 1 "unit ($flavour)"; tail -20 "$log"
+  fi
+
+  log=$logdir/lit-$flavour.log
+  python3 "$lit_py" -sv "$dir/test/lit" >"$log" 2>&1
+  local p f
+  p=$(grep -E '^\s*(Passed|Expectedly Failed)\s*:' "$log" | awk -F: '{s+=$2} END {print s+0}')
+  f=$(grep -E '^\s*(Failed|Unexpectedly Passed|Unresolved|Timed Out)\s*:' "$log" | awk -F: '{s+=$2} END {print s+0}')
+  if [[ $p -eq 0 && $f -eq 0 ]] && ! grep -q 'Testing Time' "$log"; then f=1; tail -20 "$log"; fi
+  count "$p" "$f" "lit ($flavour)"
+  ((f)) && grep -E '^(FAIL|UNRESOLVED|XPASS|TIMEOUT):' "$log" | head -40
+  grep -E '^\s*Unsupported\s*:' "$log" | sed "s/^/  lit ($flavour) /"
+  return 0
+}
+
+for flavour in $flavours; do
+  case $flavour in
+    release) dir=build ;;
+    asan) dir=build-asan ;;
+    fuzz) dir=build-fuzz ;;
+    *) echo "unknown flavour $flavour"; count 0 1 "$flavour"; continue ;;
+  esac
+  if ! scripts/build.sh "$flavour" >"$logdir/build-$flavour.log" 2>&1; then
+    echo "build ($flavour) failed:"; grep -E 'error|Error' "$logdir/build-$flavour.log" | head -30
+    count 0 1 "build ($flavour)"
+    continue
+  fi
+  if [[ $flavour == fuzz ]]; then
+    for fuzzer in "$dir"/fuzz/*_fuzzer; do
+      [[ -x $fuzzer ]] || continue
+      name=$(basename "$fuzzer" _fuzzer)
+      corpus=$root/build-fuzz/corpus/$name
+      mkdir -p "$corpus"
+      seeds=$root/test/fuzz/seeds/$name
+      if "$fuzzer" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+          "$corpus" ${seeds:+$( [[ -d $seeds ]] && echo "$seeds")} >"$logdir/fuzz-$name.log" 2>&1; then
+        count 1 0 "fuzz $name (${fuzz_seconds}s)"
+      else
+        count 0 1 "fuzz $name (${fuzz_seconds}s)"; grep -E 'ERROR|SUMMARY|crash' "$logdir/fuzz-$name.log" | head -10
+      fi
+    done
+  else
+    run_suites "$flavour" "$dir"
+  fi
+done
+
+echo "$passed passed, $failed failed"
+((failed == 0))

@@ -1,0 +1,289 @@
+#include "support/DiagnosticPrinters.h"
+
+#include "support/ErrorIndex.h"
+
+#include <llvm/Support/FormatVariadic.h>
+#include <llvm/Support/JSON.h>
+#include <llvm/Support/SourceMgr.h>
+
+#include <algorithm>
+
+namespace msc {
+
+namespace {
+
+// The text of the line holding `loc`, and the column (0-based) of `loc` in it.
+struct SourceLine {
+  llvm::StringRef text;
+  const char *begin = nullptr;
+};
+
+SourceLine lineContaining(const llvm::SourceMgr &sm, llvm::SMLoc loc) {
+  unsigned id = sm.FindBufferContainingLoc(loc);
+  if (!id)
+    return {};
+  const llvm::MemoryBuffer *buffer = sm.getMemoryBuffer(id);
+  const char *bufStart = buffer->getBufferStart();
+  const char *bufEnd = buffer->getBufferEnd();
+  const char *p = loc.getPointer();
+  const char *lineStart = p;
+  while (lineStart > bufStart && lineStart[-1] != '\n' && lineStart[-1] != '\r')
+    --lineStart;
+  const char *lineEnd = p;
+  while (lineEnd < bufEnd && *lineEnd != '\n' && *lineEnd != '\r')
+    ++lineEnd;
+  return {llvm::StringRef(lineStart, static_cast<size_t>(lineEnd - lineStart)), lineStart};
+}
+
+// Tabs become one space so carets line up with what we print.
+std::string printable(llvm::StringRef line) {
+  std::string out;
+  out.reserve(line.size());
+  for (char c : line) {
+    unsigned char u = static_cast<unsigned char>(c);
+    out += (c == '\t' || (u < 0x20)) ? ' ' : c;
+  }
+  return out;
+}
+
+} // namespace
+
+void TextDiagnosticPrinter::printOne(Severity severity, llvm::StringRef code, llvm::StringRef message,
+                                     const Location &loc, llvm::ArrayRef<FixIt> fixits,
+                                     const llvm::SourceMgr *sm) {
+  ResolvedLoc where = resolve(loc, sm);
+  if (!where.file.empty()) {
+    os_ << where.file << ':';
+    if (where.line) {
+      os_ << where.line << ':';
+      if (where.column)
+        os_ << where.column << ':';
+    }
+    os_ << ' ';
+  }
+  os_ << severityName(severity);
+  if (!code.empty())
+    os_ << '[' << code << ']';
+  os_ << ": " << message << '\n';
+
+  if (!sm || !loc.hasRange())
+    return;
+  SourceLine line = lineContaining(*sm, loc.range.Start);
+  if (!line.begin)
+    return;
+  // Very long lines (minified or binary input) are clipped around the caret.
+  constexpr size_t kMaxShown = 200;
+  size_t startCol = static_cast<size_t>(loc.range.Start.getPointer() - line.begin);
+  size_t endCol = startCol + 1;
+  if (loc.range.End.isValid() && loc.range.End.getPointer() > loc.range.Start.getPointer())
+    endCol = std::min(line.text.size(), static_cast<size_t>(loc.range.End.getPointer() - line.begin));
+  endCol = std::max(endCol, startCol + 1);
+  size_t shownFrom = startCol > kMaxShown / 2 ? startCol - kMaxShown / 2 : 0;
+  llvm::StringRef shown = line.text.substr(shownFrom, kMaxShown);
+  os_ << printable(shown) << '\n';
+  std::string caret(startCol - shownFrom, ' ');
+  caret += '^';
+  size_t tildes = std::min(endCol - startCol - 1, kMaxShown);
+  caret.append(tildes, '~');
+  os_ << caret << '\n';
+  for (const FixIt &fix : fixits) {
+    if (!fix.range.Start.isValid() || fix.range.Start.getPointer() < line.begin ||
+        fix.range.Start.getPointer() > line.begin + line.text.size())
+      continue;
+    size_t col = static_cast<size_t>(fix.range.Start.getPointer() - line.begin);
+    if (col < shownFrom)
+      continue;
+    os_ << std::string(col - shownFrom, ' ') << fix.replacement << '\n';
+  }
+}
+
+void TextDiagnosticPrinter::handle(const Diagnostic &diag, const llvm::SourceMgr *sm) {
+  printOne(diag.severity, diagInfo(diag.code).name, diag.message, diag.loc, diag.fixits, sm);
+  for (const DiagNote &note : diag.notes)
+    printOne(Severity::Note, "", note.message, note.loc, note.fixits, sm);
+}
+
+namespace {
+
+llvm::json::Object locationJson(const Location &loc, const llvm::SourceMgr *sm) {
+  ResolvedLoc r = resolve(loc, sm);
+  llvm::json::Object o;
+  o["file"] = r.file;
+  if (r.line) {
+    o["line"] = static_cast<int64_t>(r.line);
+    o["column"] = static_cast<int64_t>(r.column);
+    o["endLine"] = static_cast<int64_t>(r.endLine);
+    o["endColumn"] = static_cast<int64_t>(r.endColumn);
+  }
+  return o;
+}
+
+llvm::json::Array fixitsJson(llvm::ArrayRef<FixIt> fixits, const llvm::SourceMgr *sm) {
+  llvm::json::Array out;
+  for (const FixIt &fix : fixits) {
+    llvm::json::Object o = locationJson(Location{fix.range, {}, 0}, sm);
+    o["replacement"] = fix.replacement;
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+std::string serialize(llvm::json::Value value) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << value;
+  return s;
+}
+
+} // namespace
+
+void JsonDiagnosticPrinter::handle(const Diagnostic &diag, const llvm::SourceMgr *sm) {
+  llvm::json::Object o = locationJson(diag.loc, sm);
+  o["code"] = diagInfo(diag.code).name;
+  o["severity"] = severityName(diag.severity);
+  o["message"] = diag.message;
+  llvm::json::Array notes;
+  for (const DiagNote &note : diag.notes) {
+    llvm::json::Object n = locationJson(note.loc, sm);
+    n["message"] = note.message;
+    n["fixits"] = fixitsJson(note.fixits, sm);
+    notes.push_back(std::move(n));
+  }
+  o["notes"] = std::move(notes);
+  o["fixits"] = fixitsJson(diag.fixits, sm);
+  items_.push_back(serialize(std::move(o)));
+}
+
+void JsonDiagnosticPrinter::finish(const llvm::SourceMgr *) {
+  os_ << "[";
+  for (size_t i = 0; i < items_.size(); ++i)
+    os_ << (i ? ",\n " : "\n ") << items_[i];
+  os_ << (items_.empty() ? "]\n" : "\n]\n");
+  items_.clear();
+}
+
+namespace {
+
+llvm::json::Object sarifRegion(const ResolvedLoc &r) {
+  llvm::json::Object region;
+  region["startLine"] = static_cast<int64_t>(r.line);
+  if (r.column) {
+    region["startColumn"] = static_cast<int64_t>(r.column);
+    region["endLine"] = static_cast<int64_t>(r.endLine);
+    region["endColumn"] = static_cast<int64_t>(std::max(r.endColumn, r.column + 1));
+  }
+  return region;
+}
+
+llvm::json::Object sarifLocation(const Location &loc, const llvm::SourceMgr *sm) {
+  ResolvedLoc r = resolve(loc, sm);
+  llvm::json::Object physical;
+  physical["artifactLocation"] = llvm::json::Object{{"uri", r.file}};
+  if (r.line)
+    physical["region"] = sarifRegion(r);
+  return llvm::json::Object{{"physicalLocation", std::move(physical)}};
+}
+
+llvm::StringRef sarifLevel(Severity s) {
+  switch (s) {
+  case Severity::Error: return "error";
+  case Severity::Warning: return "warning";
+  case Severity::Note: return "note";
+  }
+  return "error";
+}
+
+} // namespace
+
+void SarifDiagnosticPrinter::handle(const Diagnostic &diag, const llvm::SourceMgr *sm) {
+  if (std::find(rules_.begin(), rules_.end(), diag.code) == rules_.end())
+    rules_.push_back(diag.code);
+  llvm::json::Object result;
+  result["ruleId"] = diagInfo(diag.code).name;
+  result["level"] = sarifLevel(diag.severity);
+  result["message"] = llvm::json::Object{{"text", diag.message}};
+  if (!resolve(diag.loc, sm).file.empty())
+    result["locations"] = llvm::json::Array{sarifLocation(diag.loc, sm)};
+  llvm::json::Array related;
+  int64_t id = 0;
+  for (const DiagNote &note : diag.notes) {
+    llvm::json::Object rel = sarifLocation(note.loc, sm);
+    rel["id"] = id++;
+    rel["message"] = llvm::json::Object{{"text", note.message}};
+    related.push_back(std::move(rel));
+  }
+  if (!related.empty())
+    result["relatedLocations"] = std::move(related);
+  std::vector<FixIt> fixits = diag.fixits;
+  for (const DiagNote &note : diag.notes)
+    fixits.insert(fixits.end(), note.fixits.begin(), note.fixits.end());
+  llvm::json::Array fixes;
+  for (const FixIt &fix : fixits) {
+    ResolvedLoc r = resolve(fix.range, sm);
+    if (r.file.empty())
+      continue;
+    llvm::json::Object deleted{{"startLine", static_cast<int64_t>(r.line)},
+                               {"startColumn", static_cast<int64_t>(r.column)},
+                               {"endLine", static_cast<int64_t>(r.endLine)},
+                               {"endColumn", static_cast<int64_t>(r.endColumn)}};
+    llvm::json::Object replacement{{"deletedRegion", std::move(deleted)},
+                                   {"insertedContent", llvm::json::Object{{"text", fix.replacement}}}};
+    llvm::json::Object change{{"artifactLocation", llvm::json::Object{{"uri", r.file}}},
+                              {"replacements", llvm::json::Array{std::move(replacement)}}};
+    fixes.push_back(llvm::json::Object{
+        {"description", llvm::json::Object{{"text", "replace with '" + fix.replacement + "'"}}},
+        {"artifactChanges", llvm::json::Array{std::move(change)}}});
+  }
+  if (!fixes.empty())
+    result["fixes"] = std::move(fixes);
+  results_.push_back(serialize(std::move(result)));
+}
+
+void SarifDiagnosticPrinter::finish(const llvm::SourceMgr *) {
+  llvm::json::Array rules;
+  std::vector<DiagCode> sorted = rules_;
+  std::sort(sorted.begin(), sorted.end());
+  for (DiagCode code : sorted) {
+    const DiagInfo &info = diagInfo(code);
+    llvm::json::Object rule{{"id", info.name},
+                            {"shortDescription", llvm::json::Object{{"text", info.summary}}},
+                            {"helpUri", "docs/error_codes.md#" + info.name.lower()},
+                            {"defaultConfiguration",
+                             llvm::json::Object{{"level", sarifLevel(info.severity)}}}};
+    if (auto text = explainText(info.name))
+      rule["fullDescription"] = llvm::json::Object{{"text", *text}};
+    rules.push_back(std::move(rule));
+  }
+  llvm::json::Array results;
+  for (const std::string &r : results_) {
+    auto parsed = llvm::json::parse(r);
+    if (parsed)
+      results.push_back(std::move(*parsed));
+    else
+      llvm::consumeError(parsed.takeError());
+  }
+  llvm::json::Object driver{{"name", toolName_},
+                            {"version", toolVersion_},
+                            {"informationUri", "docs/error_codes.md"},
+                            {"rules", std::move(rules)}};
+  llvm::json::Object run{{"tool", llvm::json::Object{{"driver", std::move(driver)}}},
+                         {"results", std::move(results)}};
+  llvm::json::Object log{{"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
+                         {"version", "2.1.0"},
+                         {"runs", llvm::json::Array{std::move(run)}}};
+  os_ << llvm::formatv("{0:2}", llvm::json::Value(std::move(log))) << '\n';
+  results_.clear();
+}
+
+std::unique_ptr<DiagnosticConsumer> makeDiagnosticPrinter(DiagnosticsFormat format, llvm::raw_ostream &os,
+                                                          llvm::StringRef toolName, llvm::StringRef version) {
+  switch (format) {
+  case DiagnosticsFormat::Json: return std::make_unique<JsonDiagnosticPrinter>(os);
+  case DiagnosticsFormat::Sarif:
+    return std::make_unique<SarifDiagnosticPrinter>(os, toolName.str(), version.str());
+  case DiagnosticsFormat::Text: break;
+  }
+  return std::make_unique<TextDiagnosticPrinter>(os);
+}
+
+} // namespace msc

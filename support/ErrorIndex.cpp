@@ -1,0 +1,30 @@
+#include "support/ErrorIndex.h"
+
+#include <llvm/ADT/StringMap.h>
+
+namespace msc {
+
+namespace {
+struct Entry {
+  const char *code;
+  const char *text;
+};
+constexpr Entry kEntries[] = {
+#include "support/ErrorIndex.inc"
+};
+} // namespace
+
+std::optional<std::string> explainText(llvm::StringRef code) {
+  static const llvm::StringMap<const char *> index = [] {
+    llvm::StringMap<const char *> map;
+    for (const Entry &e : kEntries)
+      map[e.code] = e.text;
+    return map;
+  }();
+  auto it = index.find(code.upper());
+  if (it == index.end())
+    return std::nullopt;
+  return std::string(it->second);
+}
+
+} // namespace msc

@@ -1,0 +1,36 @@
+# lit configuration for the MegaScale-Omni regression suite.
+import os
+import shutil
+import subprocess
+
+import lit.formats
+
+config.name = "MegaScale-Omni"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".msc", ".test", ".yaml"]
+config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py.in", "CMakeLists.txt"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.msc_obj_root, "test", "lit")
+
+config.environment["PATH"] = os.pathsep.join(
+    [config.msc_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ.get("PATH", ""))])
+for var in ("HOME", "TMPDIR", "ASAN_OPTIONS", "UBSAN_OPTIONS"):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
+# Sanitized builds: leak checks stay on, but a report must fail the test, not scroll by.
+config.environment.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+
+config.substitutions.append(("%fixtures", config.msc_fixtures_dir))
+config.substitutions.append(("%stdlib", os.path.join(config.msc_src_root, "stdlib")))
+config.substitutions.append(("%examples", os.path.join(config.msc_src_root, "examples")))
+config.substitutions.append(("%python", shutil.which("python3") or "python3"))
+
+# Features that gate tests needing what some machines lack. A skipped test says why in lit -v.
+if os.geteuid() == 0:
+    config.available_features.add("root")
+if os.path.exists("/sys/kernel/btf/vmlinux"):
+    config.available_features.add("btf")
+if os.path.isdir(config.msc_fixtures_dir):
+    config.available_features.add("fixtures")
+if config.msc_sanitized:
+    config.available_features.add("asan")
