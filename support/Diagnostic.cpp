@@ -101,6 +101,7 @@ DiagBuilder &DiagBuilder::fixIt(FixIt fix) {
 }
 
 void DiagnosticEngine::emit(Diagnostic diag) {
+  emitted_[static_cast<size_t>(diag.code)] = true;
   if (diag.severity == Severity::Warning && warningsAsErrors_)
     diag.severity = Severity::Error;
   if (diag.severity == Severity::Error) {

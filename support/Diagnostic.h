@@ -118,6 +118,8 @@ public:
   unsigned errorCount() const { return errors_; }
   unsigned warningCount() const { return warnings_; }
   bool hasErrors() const { return errors_ != 0; }
+  // Whether a diagnostic with `code` was emitted (tools map some codes to exit statuses).
+  bool emitted(DiagCode code) const { return emitted_[static_cast<size_t>(code)]; }
   // Stop reporting after this many errors (0 = no limit); the last one says so.
   void setErrorLimit(unsigned limit) { errorLimit_ = limit; }
   void setWarningsAsErrors(bool on) { warningsAsErrors_ = on; }
@@ -132,6 +134,7 @@ private:
   unsigned errorLimit_ = 0;
   bool warningsAsErrors_ = false;
   bool limitReported_ = false;
+  std::vector<bool> emitted_ = std::vector<bool>(static_cast<size_t>(DiagCode::NumCodes));
 };
 
 // Keeps every diagnostic in memory; used by tests and by callers that decide later.

@@ -1,0 +1,45 @@
+// The frontend's public face: a contract file (and what it imports) in, a verified IR module out.
+#pragma once
+
+#include "compiler/AST.h"
+#include "compiler/Parser.h"
+#include "ir/IR.h"
+#include "support/Diagnostic.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class SourceMgr;
+}
+
+namespace msc {
+
+struct FrontendOptions {
+  std::vector<std::string> includeDirs; // -I, searched after the importing file's directory
+  std::string stdlibDir;                // searched last; holds profiles/*.msc
+  ParseLimits limits;
+};
+
+// Everything the frontend read: the files (main file first) and their ASTs.
+struct SourceSet {
+  std::vector<std::unique_ptr<ast::File>> files;
+  uint64_t hash = 0; // FNV-1a over every file's bytes, in load order
+};
+
+// Loads `path` and, transitively, its imports into `sm`. Reports unreadable files, syntax
+// errors, missing imports and import cycles. Returns null if the main file could not be read.
+std::unique_ptr<SourceSet> loadSources(llvm::StringRef path, const FrontendOptions &options, llvm::SourceMgr &sm,
+                                       DiagnosticEngine &diags);
+
+// Type-checks the ASTs and resolves profiles into an IR module. Contracts come from the main
+// file only; profiles from every file. Returns nullopt if any error was reported.
+std::optional<ir::Module> buildModule(const SourceSet &sources, DiagnosticEngine &diags);
+
+// loadSources + buildModule + ir::verify.
+std::optional<ir::Module> compileContractFile(llvm::StringRef path, const FrontendOptions &options,
+                                              llvm::SourceMgr &sm, DiagnosticEngine &diags);
+
+} // namespace msc

@@ -1,0 +1,27 @@
+// Numbers with units, as written ("1.5GiB", "70C", "15%"), turned into exact integers.
+#pragma once
+
+#include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/StringRef.h>
+
+#include <cstdint>
+#include <optional>
+
+namespace msc {
+
+enum class Dimension { None, Size, Duration, Temperature, Percent, Bandwidth, Steps };
+
+// The dimension a unit suffix measures, or nullopt for an unknown suffix.
+std::optional<Dimension> dimensionOfUnit(llvm::StringRef unit);
+// All unit suffixes of a dimension, for "did you mean" suggestions.
+llvm::ArrayRef<llvm::StringRef> unitsOf(Dimension dimension);
+llvm::StringRef dimensionName(Dimension dimension); // "a size", "a duration", ...
+
+enum class QuantityError { None, Malformed, Overflow, Inexact };
+
+// Converts `number` (digits, optionally ".digits") in `unit` to the dimension's base unit
+// (bytes, ns, millidegrees C, ppm, bits/s, steps), exactly: 1.5KiB is 1536, 0.5B is Inexact.
+// A number without unit is converted with factor 1.
+std::optional<uint64_t> toBaseUnits(llvm::StringRef number, llvm::StringRef unit, QuantityError &error);
+
+} // namespace msc

@@ -1,0 +1,167 @@
+// The typed IR of contracts and profiles. Profiles are resolved (inheritance and overrides
+// applied), units are normalised, and every value remembers where it was set, so that later
+// diagnostics can point at the line that asked for it.
+#pragma once
+
+#include "ir/Units.h"
+#include "support/PciAddress.h"
+
+#include <llvm/ADT/StringRef.h>
+#include <llvm/Support/SMLoc.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace msc::ir {
+
+enum class FieldKind {
+  Int, Bool, String, Size, Duration, Temperature, Percent, Bandwidth, Real,
+  CpuList, PciBus, GpuRef, RdmaPort, HugepagePool, RecoveryPoint, StringList, Choice
+};
+llvm::StringRef fieldKindName(FieldKind kind); // "an integer", "a size", ... for diagnostics
+
+struct GpuRef {
+  enum class Form { Index, Pci, Uuid };
+  Form form = Form::Index;
+  uint32_t index = 0;
+  PciAddress pci;
+  std::string uuid;
+  bool domainGiven = true; // "81:00.0" was written without its PCI domain
+  bool operator==(const GpuRef &) const = default;
+};
+
+struct RdmaPortRef {
+  std::string device; // "mlx5_0"
+  uint32_t port = 1;  // ports are numbered from 1
+  bool operator==(const RdmaPortRef &) const = default;
+};
+
+struct HugepagePool {
+  Bytes pageSize;
+  uint64_t count = 0;
+  bool operator==(const HugepagePool &) const = default;
+};
+
+struct RecoveryPoint {
+  uint64_t steps = 0;       // every N steps, or
+  Nanoseconds interval;     // every DURATION; exactly one is non-zero
+  bool operator==(const RecoveryPoint &) const = default;
+};
+
+template <FieldKind K> struct KindType;
+template <> struct KindType<FieldKind::Int> { using type = int64_t; };
+template <> struct KindType<FieldKind::Bool> { using type = bool; };
+template <> struct KindType<FieldKind::String> { using type = std::string; };
+template <> struct KindType<FieldKind::Size> { using type = Bytes; };
+template <> struct KindType<FieldKind::Duration> { using type = Nanoseconds; };
+template <> struct KindType<FieldKind::Temperature> { using type = MilliCelsius; };
+template <> struct KindType<FieldKind::Percent> { using type = PartsPerMillion; };
+template <> struct KindType<FieldKind::Bandwidth> { using type = BitsPerSecond; };
+template <> struct KindType<FieldKind::Real> { using type = double; };
+template <> struct KindType<FieldKind::CpuList> { using type = std::vector<uint32_t>; };
+template <> struct KindType<FieldKind::PciBus> { using type = msc::PciBus; };
+template <> struct KindType<FieldKind::GpuRef> { using type = GpuRef; };
+template <> struct KindType<FieldKind::RdmaPort> { using type = RdmaPortRef; };
+template <> struct KindType<FieldKind::HugepagePool> { using type = HugepagePool; };
+template <> struct KindType<FieldKind::RecoveryPoint> { using type = RecoveryPoint; };
+template <> struct KindType<FieldKind::StringList> { using type = std::vector<std::string>; };
+template <> struct KindType<FieldKind::Choice> { using type = std::string; };
+
+// Where a value came from: the declaration that set it and the source range of the value.
+struct Origin {
+  std::string declaration; // "profile mlvm_base", "contract qwen_vl_train"
+  llvm::SMRange range;     // the value as written
+  llvm::SMRange fieldRange; // the field name as written
+};
+
+template <typename T> struct Field {
+  T value{};
+  Origin origin;
+};
+
+#define MSC_DECLARE_FIELD(NAME, KIND, MIN, MAX, CHOICES, DOC)                                   \
+  std::optional<Field<KindType<FieldKind::KIND>::type>> NAME;
+
+struct ComputeFields {
+#define COMPUTE_FIELD MSC_DECLARE_FIELD
+#include "ir/Fields.def"
+};
+struct RoleFields {
+#define ROLE_FIELD MSC_DECLARE_FIELD
+#include "ir/Fields.def"
+};
+struct FaultToleranceFields {
+#define FAULT_TOLERANCE_FIELD MSC_DECLARE_FIELD
+#include "ir/Fields.def"
+};
+struct ScalingFields {
+#define SCALING_FIELD MSC_DECLARE_FIELD
+#include "ir/Fields.def"
+};
+struct PolicyFields {
+#define POLICY_FIELD MSC_DECLARE_FIELD
+#include "ir/Fields.def"
+};
+#undef MSC_DECLARE_FIELD
+
+struct Role {
+  std::string name;     // "image_loader", "patch_embed", any name the user gives
+  Origin origin;        // where the role was first declared
+  RoleFields fields;
+};
+
+// What a profile or a contract says, after merging its profile chain.
+struct Body {
+  ComputeFields compute;
+  std::vector<Role> roles; // in order of first declaration
+  FaultToleranceFields faultTolerance;
+  ScalingFields scaling;
+  PolicyFields policy;
+
+  const Role *role(llvm::StringRef name) const;
+  Role *role(llvm::StringRef name);
+};
+
+struct Profile {
+  std::string name;
+  std::string base;               // empty at the root of a chain
+  std::vector<std::string> chain; // this profile first, then its ancestors
+  llvm::SMRange nameRange;
+  bool imported = false;          // defined in an imported file, not the one compiled
+  Body body;                      // resolved: the chain's values with overrides applied
+};
+
+struct Contract {
+  std::string name;
+  std::string profile;            // empty when the contract uses none
+  std::vector<std::string> chain; // the profile and its ancestors
+  llvm::SMRange nameRange;
+  std::string sourceFile;
+  uint64_t sourceHash = 0;        // FNV-1a of the contract's file and its imports, for provenance
+  Body body;
+};
+
+struct Module {
+  std::vector<Profile> profiles;
+  std::vector<Contract> contracts;
+
+  const Profile *profile(llvm::StringRef name) const;
+  const Contract *contract(llvm::StringRef name) const;
+};
+
+// Applies `over` on top of `base`: fields set in `over` replace those of `base`; roles merge
+// by name. This is how a profile chain and a contract's own body combine.
+void mergeInto(Body &base, const Body &over);
+
+// `--emit=ir`: a stable, FileCheck-friendly text form.
+void print(const Module &module, llvm::raw_ostream &os);
+void print(const Contract &contract, llvm::raw_ostream &os);
+
+// Checks the IR's invariants (not user errors: the frontend reports those). Returns a list of
+// violations, empty when the module is well formed.
+std::vector<std::string> verify(const Module &module);
+
+} // namespace msc::ir

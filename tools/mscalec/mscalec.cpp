@@ -1,0 +1,128 @@
+// mscalec: compiles MegaScale-Omni contracts. A thin main over the libraries.
+#include "compiler/Frontend.h"
+#include "ir/IR.h"
+#include "support/DiagnosticPrinters.h"
+#include "support/ErrorIndex.h"
+
+#include <llvm/Support/CommandLine.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/Path.h>
+#include <llvm/Support/Process.h>
+#include <llvm/Support/SourceMgr.h>
+#include <llvm/Support/ToolOutputFile.h>
+#include <llvm/Support/raw_ostream.h>
+
+using namespace llvm;
+
+namespace {
+
+// How far the pipeline runs is one ordered value, not a web of flags.
+enum class EmitStage { Ast, Ir };
+
+cl::OptionCategory category("mscalec options");
+cl::list<std::string> inputs(cl::Positional, cl::desc("<contract.msc>..."), cl::cat(category));
+cl::list<std::string> includeDirs("I", cl::desc("Add a directory to the import search path"), cl::Prefix,
+                                  cl::value_desc("dir"), cl::cat(category));
+cl::opt<std::string> stdlibDir("stdlib", cl::desc("Standard library directory (default: the installed one)"),
+                               cl::value_desc("dir"), cl::cat(category));
+cl::opt<EmitStage> emit("emit", cl::desc("What to produce"), cl::init(EmitStage::Ir),
+                        cl::values(clEnumValN(EmitStage::Ast, "ast", "the syntax tree"),
+                                   clEnumValN(EmitStage::Ir, "ir", "the checked, resolved IR")),
+                        cl::cat(category));
+cl::opt<std::string> outputFile("o", cl::desc("Output file (default: stdout)"), cl::value_desc("file"),
+                                cl::init("-"), cl::cat(category));
+cl::opt<msc::DiagnosticsFormat> diagFormat(
+    "diagnostics-format", cl::desc("How diagnostics are printed (on stderr)"), cl::init(msc::DiagnosticsFormat::Text),
+    cl::values(clEnumValN(msc::DiagnosticsFormat::Text, "text", "clang-style text"),
+               clEnumValN(msc::DiagnosticsFormat::Json, "json", "a JSON array"),
+               clEnumValN(msc::DiagnosticsFormat::Sarif, "sarif", "SARIF 2.1.0")),
+    cl::cat(category));
+cl::opt<std::string> explain("explain", cl::desc("Print the long explanation of an error code"),
+                             cl::value_desc("CODE"), cl::cat(category));
+cl::opt<unsigned> errorLimit("error-limit", cl::desc("Stop printing errors after this many (0: no limit)"),
+                             cl::init(50), cl::cat(category));
+cl::opt<bool> warningsAsErrors("Werror", cl::desc("Treat warnings as errors"), cl::cat(category));
+
+constexpr const char *kVersion = "0.1.0";
+
+// Installed layout: bin/mscalec and share/megascale/stdlib; in the build tree the stdlib is
+// found through the MSC_STDLIB_DIR the build wrote in.
+std::string defaultStdlib(const char *argv0) {
+  if (auto env = sys::Process::GetEnv("MSCALE_STDLIB"))
+    return *env;
+  std::string exe = sys::fs::getMainExecutable(argv0, reinterpret_cast<void *>(&defaultStdlib));
+  SmallString<256> installed(sys::path::parent_path(sys::path::parent_path(exe)));
+  sys::path::append(installed, "share", "megascale", "stdlib");
+  if (sys::fs::is_directory(installed))
+    return installed.str().str();
+  return MSC_STDLIB_DIR;
+}
+
+enum ExitStatus { kAccepted = 0, kContractErrors = 1, kUsageOrIo = 2 };
+
+} // namespace
+
+int main(int argc, char **argv) {
+  cl::HideUnrelatedOptions(category);
+  cl::SetVersionPrinter([](raw_ostream &os) { os << "mscalec " << kVersion << "\n"; });
+  cl::ParseCommandLineOptions(argc, argv, "MegaScale-Omni contract compiler\n");
+
+  std::unique_ptr<msc::DiagnosticConsumer> printer =
+      msc::makeDiagnosticPrinter(diagFormat, errs(), "mscalec", kVersion);
+  SourceMgr sm;
+  msc::DiagnosticEngine diags(&sm, *printer);
+  diags.setErrorLimit(errorLimit);
+  diags.setWarningsAsErrors(warningsAsErrors);
+
+  if (!explain.empty()) {
+    if (auto text = msc::explainText(explain)) {
+      outs() << *text;
+      return kAccepted;
+    }
+    diags.report(msc::DiagCode::ERR_DRV_002) << explain;
+    diags.finish();
+    return kUsageOrIo;
+  }
+  if (inputs.empty()) {
+    diags.report(msc::DiagCode::ERR_DRV_005) << "no input files (see --help)";
+    diags.finish();
+    return kUsageOrIo;
+  }
+
+  msc::FrontendOptions options;
+  options.includeDirs = includeDirs;
+  options.stdlibDir = stdlibDir.empty() ? defaultStdlib(argv[0]) : stdlibDir;
+
+  std::string output;
+  raw_string_ostream out(output);
+  for (const std::string &input : inputs) {
+    if (emit == EmitStage::Ast) {
+      auto sources = msc::loadSources(input, options, sm, diags);
+      if (sources && !sources->files.empty() && !diags.hasErrors())
+        msc::ast::dump(*sources->files.front(), sm, out);
+      continue;
+    }
+    std::optional<msc::ir::Module> module = msc::compileContractFile(input, options, sm, diags);
+    if (!module)
+      continue;
+    for (const std::string &problem : msc::ir::verify(*module))
+      errs() << "mscalec: internal error: IR verifier: " << problem << "\n";
+    msc::ir::print(*module, out);
+  }
+
+  if (!diags.hasErrors()) {
+    std::error_code ec;
+    ToolOutputFile file(outputFile, ec, sys::fs::OF_None);
+    if (ec) {
+      diags.report(msc::DiagCode::ERR_DRV_004) << outputFile << ec.message();
+    } else {
+      file.os() << output;
+      file.keep();
+    }
+  }
+  diags.finish();
+  if (diags.emitted(msc::DiagCode::ERR_DRV_001) || diags.emitted(msc::DiagCode::ERR_DRV_004) ||
+      diags.emitted(msc::DiagCode::ERR_DRV_005))
+    return kUsageOrIo;
+  return diags.hasErrors() ? kContractErrors : kAccepted;
+}
