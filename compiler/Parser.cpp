@@ -34,7 +34,7 @@ bool checkSourceBytes(llvm::StringRef bytes, llvm::StringRef where, DiagnosticEn
   if (bad) {
     size_t offset = static_cast<size_t>(bad - reinterpret_cast<const llvm::UTF8 *>(bytes.data()));
     file.line = 1 + static_cast<unsigned>(bytes.take_front(offset).count('\n'));
-    diags.report(DiagCode::ERR_SYN_006, file) << llvm::utohexstr(*bad, /*LowerCase=*/true, 2)
+    diags.report(DiagCode::ERR_SYN_006, file) << llvm::toHex(llvm::ArrayRef<uint8_t>(bad, 1), /*LowerCase=*/true)
                                               << static_cast<uint64_t>(offset);
     return false;
   }

@@ -69,9 +69,12 @@ for flavour in $flavours; do
       name=$(basename "$fuzzer" _fuzzer)
       corpus=$root/build-fuzz/corpus/$name
       mkdir -p "$corpus"
-      seeds=$root/test/fuzz/seeds/$name
+      seeds=()
+      [[ -d $root/test/fuzz/seeds/$name ]] && seeds+=("$root/test/fuzz/seeds/$name")
+      [[ $name == frontend ]] && seeds+=("$root/examples/contracts" "$root/stdlib/profiles")
+      # The first corpus directory is the writable one; the seed directories are only read.
       if "$fuzzer" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-          "$corpus" ${seeds:+$( [[ -d $seeds ]] && echo "$seeds")} >"$logdir/fuzz-$name.log" 2>&1; then
+          "$corpus" "${seeds[@]}" >"$logdir/fuzz-$name.log" 2>&1; then
         count 1 0 "fuzz $name (${fuzz_seconds}s)"
       else
         count 0 1 "fuzz $name (${fuzz_seconds}s)"; grep -E 'ERROR|SUMMARY|crash' "$logdir/fuzz-$name.log" | head -10

@@ -1,10 +1,15 @@
 // mscalec: compiles MegaScale-Omni contracts. A thin main over the libraries.
 #include "compiler/Frontend.h"
+#include "hal/Loader.h"
 #include "ir/IR.h"
+#include "passes/PassManager.h"
+#include "passes/Passes.h"
+#include "passes/Resolve.h"
 #include "support/DiagnosticPrinters.h"
 #include "support/ErrorIndex.h"
 
 #include <llvm/Support/CommandLine.h>
+#include <llvm/Support/Format.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/Path.h>
 #include <llvm/Support/Process.h>
@@ -42,6 +47,16 @@ cl::opt<std::string> explain("explain", cl::desc("Print the long explanation of 
 cl::opt<unsigned> errorLimit("error-limit", cl::desc("Stop printing errors after this many (0: no limit)"),
                              cl::init(50), cl::cat(category));
 cl::opt<bool> warningsAsErrors("Werror", cl::desc("Treat warnings as errors"), cl::cat(category));
+cl::opt<std::string> topologyArg("topology",
+                                 cl::desc("Check against a node: 'live', a topology file (hwloc XML, YAML) or a "
+                                          "recorded sysfs directory"),
+                                 cl::value_desc("live|file|dir"), cl::cat(category));
+cl::opt<std::string> passList("passes", cl::desc("Run only these passes, comma-separated (default: all)"),
+                              cl::value_desc("a,b"), cl::cat(category));
+cl::list<std::string> printAfter("print-after", cl::desc("Print the placement after this pass ('all' for every pass)"),
+                                 cl::value_desc("pass"), cl::CommaSeparated, cl::cat(category));
+cl::opt<bool> timePasses("time-passes", cl::desc("Report the time each pass took (stderr)"), cl::cat(category));
+cl::opt<bool> listPasses("list-passes", cl::desc("List the passes with their summaries and exit"), cl::cat(category));
 
 constexpr const char *kVersion = "0.1.0";
 
@@ -83,6 +98,14 @@ int main(int argc, char **argv) {
     diags.finish();
     return kUsageOrIo;
   }
+  if (listPasses) {
+    for (const msc::passes::PassInfo &info : msc::passes::registeredPasses()) {
+      auto pass = info.create();
+      outs() << format("  %-16s", info.name.str().c_str()) << pass->summary()
+             << (pass->needsTopology() ? "" : " [no topology needed]") << "\n";
+    }
+    return kAccepted;
+  }
   if (inputs.empty()) {
     diags.report(msc::DiagCode::ERR_DRV_005) << "no input files (see --help)";
     diags.finish();
@@ -92,6 +115,23 @@ int main(int argc, char **argv) {
   msc::FrontendOptions options;
   options.includeDirs = includeDirs;
   options.stdlibDir = stdlibDir.empty() ? defaultStdlib(argv[0]) : stdlibDir;
+
+  std::optional<msc::hal::Topology> topology;
+  if (!topologyArg.empty()) {
+    topology = msc::hal::loadTopology(msc::hal::TopologySource::fromArgument(topologyArg), diags);
+    if (!topology) {
+      diags.finish();
+      return kUsageOrIo;
+    }
+  }
+  std::optional<msc::passes::PassManager> pipeline =
+      passList.empty() ? msc::passes::PassManager::defaultPipeline() : msc::passes::PassManager::fromNames(passList, diags);
+  if (!pipeline) {
+    diags.finish();
+    return kUsageOrIo;
+  }
+  msc::passes::Instrumentation instrumentation{printAfter, timePasses, &errs()};
+  msc::passes::AdmittedSet admitted;
 
   std::string output;
   raw_string_ostream out(output);
@@ -107,6 +147,11 @@ int main(int argc, char **argv) {
       continue;
     for (const std::string &problem : msc::ir::verify(*module))
       errs() << "mscalec: internal error: IR verifier: " << problem << "\n";
+    for (const msc::ir::Contract &contract : module->contracts) {
+      msc::passes::Placement placement = msc::passes::place(contract, topology ? &*topology : nullptr);
+      msc::passes::PassContext ctx{contract, topology ? &*topology : nullptr, admitted, diags, placement};
+      pipeline->run(ctx, instrumentation);
+    }
     msc::ir::print(*module, out);
   }
 

@@ -1,0 +1,18 @@
+// Small helpers the passes share for pointing diagnostics at contract values.
+#pragma once
+
+#include "ir/IR.h"
+#include "support/Diagnostic.h"
+
+#include <string>
+#include <vector>
+
+namespace msc::passes {
+
+inline Location at(const ir::Origin &origin) { return Location{origin.range, {}, 0}; }
+inline Location atField(const ir::Origin &origin) { return Location{origin.fieldRange, {}, 0}; }
+
+// "2, 3 and 5" style lists for messages.
+std::string joinNumbers(const std::vector<unsigned> &values);
+
+} // namespace msc::passes

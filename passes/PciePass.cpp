@@ -1,0 +1,193 @@
+// pcie: PCI addresses carry their domain; declared PCIe domains exist and hold the role's GPU;
+// GPU Direct Storage keeps NVMe on the GPU's root complex; the cluster's IO policy is honoured.
+#include "ir/ValueFormat.h"
+#include "passes/PassUtil.h"
+#include "passes/Passes.h"
+#include "passes/Resolve.h"
+
+#include <llvm/Support/Format.h>
+
+namespace msc::passes {
+
+namespace {
+
+std::string rootComplexName(const hal::Topology &topo, hal::VertexId bridge) {
+  if (bridge == hal::NoVertex)
+    return "no root complex";
+  if (const auto *info = topo.vertex(bridge).as<hal::HostBridgeInfo>()) {
+    std::string out;
+    llvm::raw_string_ostream os(out);
+    os << llvm::format("%04x:[%02x-%02x]", info->domain, info->firstBus, info->lastBus);
+    return out;
+  }
+  return topo.label(bridge);
+}
+
+bool bridgeServes(const hal::Topology &topo, hal::VertexId bridge, const PciBus &bus) {
+  if (bridge == hal::NoVertex)
+    return false;
+  const auto *info = topo.vertex(bridge).as<hal::HostBridgeInfo>();
+  return info && info->domain == bus.domain && info->firstBus <= bus.bus && bus.bus <= info->lastBus;
+}
+
+hal::VertexId gpuVertex(const hal::Topology &topo, const GpuPlacement &gpu) {
+  auto ref = topo.gpuByPci(gpu.pci);
+  return ref ? ref->vertex : hal::NoVertex;
+}
+
+class PciePass : public Pass {
+public:
+  llvm::StringRef name() const override { return "pcie"; }
+  llvm::StringRef summary() const override {
+    return "PCI addresses, PCIe domains, GPU Direct Storage locality and the cross-domain IO policy";
+  }
+
+  void run(PassContext &ctx) override {
+    const hal::Topology &topo = *ctx.topology;
+    for (const ir::Role &role : ctx.contract.body.roles) {
+      const RolePlacement *r = ctx.placement.findRole(role.name);
+      if (!r)
+        continue;
+      checkDomainGiven(ctx, role, r);
+      if (role.fields.pcie_domain)
+        checkDeclaredDomain(ctx, role, *r);
+      if (role.fields.gds && role.fields.gds->value)
+        checkGds(ctx, role, *r);
+    }
+    const ir::PolicyFields &policy = ctx.contract.body.policy;
+    if (policy.cross_domain_io && !policy.cross_domain_io->value)
+      checkCrossDomain(ctx);
+    if (policy.affinity_policy && policy.affinity_policy->value == "pcie_domain_first")
+      checkNicAffinity(ctx);
+    (void)topo;
+  }
+
+private:
+  // "81:00.0" names a bus in some domain; on a multi-domain node it is ambiguous.
+  void checkDomainGiven(PassContext &ctx, const ir::Role &role, const RolePlacement *r) {
+    if (!role.fields.gpu || role.fields.gpu->value.form != ir::GpuRef::Form::Pci || role.fields.gpu->value.domainGiven)
+      return;
+    const ir::Origin &origin = role.fields.gpu->origin;
+    uint32_t domain = r && r->gpu ? r->gpu->pci.domain : 0;
+    std::string prefix;
+    llvm::raw_string_ostream os(prefix);
+    os << llvm::format("%04x:", domain);
+    PciAddress full = role.fields.gpu->value.pci;
+    full.domain = domain;
+    ctx.diags.report(DiagCode::ERR_HAL_PCIE_001, at(origin))
+            .noteWithFixIt(at(origin), "did you mean '" + full.str() + "'?", {{origin.range.Start, origin.range.Start}, prefix})
+        << ir::formatValue(role.fields.gpu->value);
+  }
+
+  void checkDeclaredDomain(PassContext &ctx, const ir::Role &role, const RolePlacement &r) {
+    const hal::Topology &topo = *ctx.topology;
+    const PciBus &bus = role.fields.pcie_domain->value;
+    bool exists = false;
+    std::string known;
+    for (hal::VertexId hb : topo.verticesOf(hal::VertexKind::HostBridge)) {
+      exists |= bridgeServes(topo, hb, bus);
+      known += (known.empty() ? "" : ", ") + rootComplexName(topo, hb);
+    }
+    if (!exists) {
+      ctx.diags.report(DiagCode::ERR_HAL_PCIE_002, at(role.fields.pcie_domain->origin))
+              .note(Location::none(), known.empty() ? "the topology has no PCI host bridges"
+                                                    : "root complexes of this node: " + known)
+          << bus.str();
+      return;
+    }
+    if (!r.gpu)
+      return;
+    hal::VertexId hb = topo.rootComplexOf(gpuVertex(topo, *r.gpu));
+    if (!bridgeServes(topo, hb, bus))
+      ctx.diags.report(DiagCode::ERR_HAL_PCIE_003, at(role.fields.gpu->origin))
+              .note(at(role.fields.pcie_domain->origin), "pcie_domain declared here")
+              .note(Location::none(), "GPU " + r.gpu->pci.str() + " sits under root complex " + rootComplexName(topo, hb))
+          << r.gpu->pci.str() << role.name << bus.str();
+  }
+
+  void checkGds(PassContext &ctx, const ir::Role &role, const RolePlacement &r) {
+    const hal::Topology &topo = *ctx.topology;
+    const GpuPlacement *gpu = fedGpu(ctx.placement, r);
+    if (!gpu)
+      return;
+    hal::VertexId gv = gpuVertex(topo, *gpu);
+    for (const ir::Role &other : ctx.contract.body.roles) {
+      const RolePlacement *o = ctx.placement.findRole(other.name);
+      if (!o || !o->blockPci || !llvm::StringRef(o->blockDevice).starts_with("nvme"))
+        continue;
+      hal::VertexId nv = topo.findPci(*o->blockPci);
+      if (topo.shareRootComplex(gv, nv))
+        continue;
+      ctx.diags.report(DiagCode::ERR_HAL_PCIE_004, at(other.fields.io_queue->origin))
+              .note(at(role.fields.gds->origin), "GPU Direct Storage enabled here for role '" + role.name + "'")
+              .note(Location::none(), "GPU " + gpu->pci.str() + " is under root complex " +
+                                          rootComplexName(topo, topo.rootComplexOf(gv)) + ", '" + o->blockDevice +
+                                          "' under " + rootComplexName(topo, topo.rootComplexOf(nv)) +
+                                          " (link class " + topo.linkClass(gv, nv).str() + ")")
+          << o->blockDevice << gpu->pci.str();
+    }
+  }
+
+  void checkCrossDomain(PassContext &ctx) {
+    const hal::Topology &topo = *ctx.topology;
+    for (const ir::Role &role : ctx.contract.body.roles) {
+      const RolePlacement *r = ctx.placement.findRole(role.name);
+      const GpuPlacement *gpu = r ? fedGpu(ctx.placement, *r) : nullptr;
+      if (!gpu)
+        continue;
+      hal::VertexId gv = gpuVertex(topo, *gpu);
+      auto check = [&](hal::VertexId device, const std::string &name, const ir::Origin &origin) {
+        if (device == hal::NoVertex || topo.shareRootComplex(gv, device))
+          return;
+        ctx.diags.report(DiagCode::ERR_HAL_PCIE_005, at(origin))
+                .note(at(ctx.contract.body.policy.cross_domain_io->origin), "cross_domain_io = false set here")
+                .note(Location::none(), "GPU " + gpu->pci.str() + " is under root complex " +
+                                            rootComplexName(topo, topo.rootComplexOf(gv)) + ", '" + name + "' under " +
+                                            rootComplexName(topo, topo.rootComplexOf(device)))
+            << name << role.name << gpu->pci.str();
+      };
+      if (r->blockPci)
+        check(topo.findPci(*r->blockPci), r->blockDevice, role.fields.io_queue->origin);
+      if (!r->rdmaDevice.empty())
+        check(topo.findDevice(r->rdmaDevice), r->rdmaDevice, role.fields.rdma_port->origin);
+    }
+  }
+
+  void checkNicAffinity(PassContext &ctx) {
+    const hal::Topology &topo = *ctx.topology;
+    for (const ir::Role &role : ctx.contract.body.roles) {
+      const RolePlacement *r = ctx.placement.findRole(role.name);
+      if (!r || r->rdmaDevice.empty())
+        continue;
+      const GpuPlacement *gpu = fedGpu(ctx.placement, *r);
+      hal::VertexId nic = topo.findDevice(r->rdmaDevice);
+      if (!gpu || nic == hal::NoVertex)
+        continue;
+      hal::VertexId gv = gpuVertex(topo, *gpu);
+      hal::LinkClass current = topo.linkClass(gv, nic);
+      std::string bestName;
+      hal::LinkClass best = current;
+      for (hal::VertexId other : topo.verticesOf(hal::VertexKind::RdmaDevice)) {
+        hal::LinkClass link = topo.linkClass(gv, other);
+        if (link.kind < best.kind) {
+          best = link;
+          bestName = topo.vertex(other).name;
+        }
+      }
+      if (bestName.empty())
+        continue;
+      const ir::Origin &origin = role.fields.rdma_port->origin;
+      std::string replacement = "\"" + bestName + ":" + std::to_string(r->rdmaPort) + "\"";
+      ctx.diags.report(DiagCode::ERR_HAL_PCIE_006, at(origin))
+              .note(at(ctx.contract.body.policy.affinity_policy->origin), "affinity_policy set here")
+              .noteWithFixIt(at(origin), "use the NIC closest to the GPU", {origin.range, replacement})
+          << r->rdmaDevice << current.str() << gpu->pci.str() << bestName << best.str();
+    }
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createPciePass() { return std::make_unique<PciePass>(); }
+
+} // namespace msc::passes

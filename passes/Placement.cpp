@@ -1,0 +1,196 @@
+#include "passes/Placement.h"
+
+#include "hal/Topology.h"
+#include "ir/IR.h"
+#include "ir/ValueFormat.h"
+#include "passes/GpuArch.h"
+#include "passes/Resolve.h"
+
+#include <llvm/ADT/STLExtras.h>
+
+#include <algorithm>
+#include <set>
+
+namespace msc::passes {
+
+RolePlacement &Placement::role(llvm::StringRef name) {
+  for (RolePlacement &r : roles)
+    if (r.role == name)
+      return r;
+  roles.push_back({});
+  roles.back().role = name.str();
+  return roles.back();
+}
+
+const RolePlacement *Placement::findRole(llvm::StringRef name) const {
+  for (const RolePlacement &r : roles)
+    if (r.role == name)
+      return &r;
+  return nullptr;
+}
+
+void Placement::print(llvm::raw_ostream &os) const {
+  auto list = [](const std::vector<unsigned> &v) {
+    std::vector<uint32_t> copy(v.begin(), v.end());
+    return ir::formatValue(copy);
+  };
+  os << "placement {\n";
+  for (const RolePlacement &r : roles) {
+    os << "  role " << r.role << " {\n";
+    if (!r.cpus.empty())
+      os << "    cpus = " << list(r.cpus) << "\n    physical_cores = " << list(r.physicalCores) << "\n";
+    if (r.numaNode)
+      os << "    numa_node = " << *r.numaNode << "\n";
+    if (r.gpu) {
+      os << "    gpu = " << r.gpu->index << " " << r.gpu->pci.str();
+      if (!r.gpu->model.empty())
+        os << " \"" << r.gpu->model << "\"";
+      if (r.gpu->numaNode)
+        os << " numa " << *r.gpu->numaNode;
+      os << "\n";
+      if (r.smSlices)
+        os << "    sm_slices = " << r.smSlices << "\n";
+    }
+    if (!r.blockDevice.empty()) {
+      os << "    block_device = " << r.blockDevice;
+      if (r.blockPci)
+        os << " " << r.blockPci->str();
+      os << "\n";
+    }
+    if (!r.rdmaDevice.empty()) {
+      os << "    rdma = " << r.rdmaDevice << ":" << r.rdmaPort;
+      if (r.rdmaNumaNode)
+        os << " numa " << *r.rdmaNumaNode;
+      os << "\n";
+    }
+    if (r.poolNumaNode)
+      os << "    pool_numa_node = " << *r.poolNumaNode << "\n";
+    if (r.hugepagesToReserve)
+      os << "    reserve_hugepages = " << r.hugepagesToReserve << "\n";
+    os << "  }\n";
+  }
+  os << "}\n";
+}
+
+std::optional<hal::GpuRef> resolveGpu(const hal::Topology &topo, const ir::GpuRef &ref) {
+  switch (ref.form) {
+  case ir::GpuRef::Form::Index: return topo.gpuByIndex(ref.index);
+  case ir::GpuRef::Form::Pci:
+    if (ref.domainGiven)
+      return topo.gpuByPci(ref.pci);
+    for (const hal::GpuRef &gpu : topo.gpus())
+      if (gpu.info->pci.bus == ref.pci.bus && gpu.info->pci.device == ref.pci.device &&
+          gpu.info->pci.function == ref.pci.function)
+        return gpu;
+    return std::nullopt;
+  case ir::GpuRef::Form::Uuid:
+    for (const hal::GpuRef &gpu : topo.gpus())
+      if (llvm::is_contained(gpu.info->aliases, ref.uuid))
+        return gpu;
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::string blockDeviceName(llvm::StringRef path) {
+  path.consume_front("/dev/");
+  return path.str();
+}
+
+GpuPlacement gpuPlacement(const hal::Topology &topo, const hal::GpuRef &gpu) {
+  GpuPlacement g;
+  g.index = gpu.index;
+  g.pci = gpu.info->pci;
+  g.model = gpu.info->model;
+  g.smCount = gpu.info->smCount;
+  g.memoryBytes = gpu.info->memoryBytes;
+  g.smGranularity = smPartitioning(gpu.info->ccMajor, gpu.info->ccMinor).minSms;
+  g.numaNode = topo.numaNodeOfDevice(gpu.vertex);
+  return g;
+}
+
+unsigned firstPuOfCore(const hal::Topology &topo, unsigned pu) {
+  std::vector<unsigned> siblings = topo.smtSiblings(pu);
+  return siblings.empty() ? pu : *std::min_element(siblings.begin(), siblings.end());
+}
+
+Placement place(const ir::Contract &contract, const hal::Topology *topo) {
+  Placement placement;
+  for (const ir::Role &role : contract.body.roles) {
+    RolePlacement &r = placement.role(role.name);
+    const ir::RoleFields &f = role.fields;
+    if (f.cpu_cores)
+      r.cpus.assign(f.cpu_cores->value.begin(), f.cpu_cores->value.end());
+    if (f.sm_slices)
+      r.smSlices = static_cast<unsigned>(f.sm_slices->value);
+    else if (f.gpu && contract.body.compute.gpu_sm_slices)
+      r.smSlices = static_cast<unsigned>(contract.body.compute.gpu_sm_slices->value);
+    if (f.io_queue)
+      r.blockDevice = blockDeviceName(f.io_queue->value);
+    if (f.rdma_port) {
+      r.rdmaDevice = f.rdma_port->value.device;
+      r.rdmaPort = f.rdma_port->value.port;
+    }
+    if (!topo) {
+      if (f.numa_node)
+        r.numaNode = static_cast<unsigned>(f.numa_node->value);
+      continue;
+    }
+    std::set<unsigned> cores;
+    std::set<unsigned> cpuNodes;
+    for (unsigned cpu : r.cpus) {
+      if (!topo->hasPu(cpu))
+        continue;
+      cores.insert(firstPuOfCore(*topo, cpu));
+      if (auto node = topo->numaNodeOfPu(cpu))
+        cpuNodes.insert(*node);
+    }
+    r.physicalCores.assign(cores.begin(), cores.end());
+    if (f.gpu)
+      if (auto gpu = resolveGpu(*topo, f.gpu->value))
+        r.gpu = gpuPlacement(*topo, *gpu);
+    if (!r.blockDevice.empty()) {
+      hal::VertexId block = topo->blockDevice(r.blockDevice);
+      if (block != hal::NoVertex) {
+        hal::VertexId pci = topo->pciFunctionOf(block);
+        if (pci != hal::NoVertex)
+          if (const auto *info = topo->vertex(pci).as<hal::PciInfo>())
+            r.blockPci = info->address;
+      }
+    }
+    if (!r.rdmaDevice.empty() && topo->rdmaDevice(r.rdmaDevice))
+      r.rdmaNumaNode = topo->numaNodeOfDevice(llvm::StringRef(r.rdmaDevice));
+    // The role's NUMA node: as declared, else where its CPUs are, else its device's.
+    if (f.numa_node)
+      r.numaNode = static_cast<unsigned>(f.numa_node->value);
+    else if (cpuNodes.size() == 1)
+      r.numaNode = *cpuNodes.begin();
+    else if (r.rdmaNumaNode)
+      r.numaNode = r.rdmaNumaNode;
+    else if (r.gpu && r.gpu->numaNode)
+      r.numaNode = r.gpu->numaNode;
+    if (f.memory_pool)
+      r.poolNumaNode = r.rdmaNumaNode ? r.rdmaNumaNode : r.numaNode;
+  }
+  return placement;
+}
+
+} // namespace msc::passes
+
+namespace msc::passes {
+
+const GpuPlacement *fedGpu(const Placement &placement, const RolePlacement &role) {
+  if (role.gpu)
+    return &*role.gpu;
+  const GpuPlacement *only = nullptr;
+  for (const RolePlacement &r : placement.roles) {
+    if (!r.gpu)
+      continue;
+    if (only && only->pci != r.gpu->pci)
+      return nullptr;
+    only = &*r.gpu;
+  }
+  return only;
+}
+
+} // namespace msc::passes

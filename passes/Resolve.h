@@ -1,0 +1,24 @@
+// Shared lookups of contract values in a topology, used by several passes and by placement.
+#pragma once
+
+#include "hal/Topology.h"
+#include "ir/IR.h"
+#include "passes/Placement.h"
+
+#include <optional>
+#include <string>
+
+namespace msc::passes {
+
+std::optional<hal::GpuRef> resolveGpu(const hal::Topology &topo, const ir::GpuRef &ref);
+GpuPlacement gpuPlacement(const hal::Topology &topo, const hal::GpuRef &gpu);
+// "/dev/nvme0n1p1" -> "nvme0n1p1"
+std::string blockDeviceName(llvm::StringRef path);
+// The smallest logical CPU of the physical core that holds `pu`.
+unsigned firstPuOfCore(const hal::Topology &topo, unsigned pu);
+// Resolves every role of `contract` on `topo` (best effort, no diagnostics).
+Placement place(const ir::Contract &contract, const hal::Topology *topo);
+// The GPU a role without its own GPU feeds: the contract's only GPU, if it has exactly one.
+const GpuPlacement *fedGpu(const Placement &placement, const RolePlacement &role);
+
+} // namespace msc::passes
