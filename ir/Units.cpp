@@ -10,12 +10,15 @@ struct Unit {
   uint64_t factor;
 };
 
-// Largest unit first; the first that divides the value exactly wins.
+// The largest unit that divides the value exactly. Binary and decimal size units interleave
+// (1000 < 1024 < 10^6 < 2^20 ...), so the table order alone does not decide: 2e9 bytes is 2GB,
+// not 1953125KiB. On equal factors the unit listed first wins.
 template <size_t N> std::string formatExact(uint64_t value, const Unit (&units)[N]) {
+  const Unit *best = &units[N - 1];
   for (const Unit &u : units)
-    if (value != 0 && value % u.factor == 0)
-      return std::to_string(value / u.factor) + u.suffix;
-  return std::to_string(value) + units[N - 1].suffix;
+    if (value != 0 && value % u.factor == 0 && u.factor > best->factor)
+      best = &u;
+  return std::to_string(value / best->factor) + best->suffix;
 }
 } // namespace
 

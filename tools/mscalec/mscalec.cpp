@@ -2,6 +2,8 @@
 #include "compiler/Frontend.h"
 #include "hal/Loader.h"
 #include "ir/IR.h"
+#include "ir/PlanFile.h"
+#include "passes/Lowering.h"
 #include "passes/PassManager.h"
 #include "passes/Passes.h"
 #include "passes/Resolve.h"
@@ -22,7 +24,7 @@ using namespace llvm;
 namespace {
 
 // How far the pipeline runs is one ordered value, not a web of flags.
-enum class EmitStage { Ast, Ir };
+enum class EmitStage { Ast, Ir, Plan };
 
 cl::OptionCategory category("mscalec options");
 cl::list<std::string> inputs(cl::Positional, cl::desc("<contract.msc>..."), cl::cat(category));
@@ -32,7 +34,9 @@ cl::opt<std::string> stdlibDir("stdlib", cl::desc("Standard library directory (d
                                cl::value_desc("dir"), cl::cat(category));
 cl::opt<EmitStage> emit("emit", cl::desc("What to produce"), cl::init(EmitStage::Ir),
                         cl::values(clEnumValN(EmitStage::Ast, "ast", "the syntax tree"),
-                                   clEnumValN(EmitStage::Ir, "ir", "the checked, resolved IR")),
+                                   clEnumValN(EmitStage::Ir, "ir", "the checked, resolved IR"),
+                                   clEnumValN(EmitStage::Plan, "plan",
+                                              "the binary execution plan (default with -o FILE.msp)")),
                         cl::cat(category));
 cl::opt<std::string> outputFile("o", cl::desc("Output file (default: stdout)"), cl::value_desc("file"),
                                 cl::init("-"), cl::cat(category));
@@ -56,6 +60,8 @@ cl::opt<std::string> passList("passes", cl::desc("Run only these passes, comma-s
 cl::list<std::string> printAfter("print-after", cl::desc("Print the placement after this pass ('all' for every pass)"),
                                  cl::value_desc("pass"), cl::CommaSeparated, cl::cat(category));
 cl::opt<bool> timePasses("time-passes", cl::desc("Report the time each pass took (stderr)"), cl::cat(category));
+cl::list<std::string> admittedPlans("admitted", cl::desc("Plans already admitted on the node (admission check)"),
+                                    cl::value_desc("plan.msp"), cl::CommaSeparated, cl::cat(category));
 cl::opt<bool> listPasses("list-passes", cl::desc("List the passes with their summaries and exit"), cl::cat(category));
 
 constexpr const char *kVersion = "0.1.0";
@@ -71,6 +77,25 @@ std::string defaultStdlib(const char *argv0) {
   if (sys::fs::is_directory(installed))
     return installed.str().str();
   return MSC_STDLIB_DIR;
+}
+
+// One contract: -o FILE. Several: -o DIR gets DIR/<contract>.msp each.
+void writePlans(const std::vector<msc::plan::Plan> &plans, msc::DiagnosticEngine &diags) {
+  if (plans.size() == 1 && !sys::fs::is_directory(outputFile.getValue())) {
+    msc::plan::writePlanFile(plans.front(), outputFile, diags);
+    return;
+  }
+  if (!sys::fs::is_directory(outputFile.getValue())) {
+    diags.report(msc::DiagCode::ERR_DRV_005)
+        << (std::to_string(plans.size()) + " contracts give " + std::to_string(plans.size()) +
+            " plans: -o must name an existing directory");
+    return;
+  }
+  for (const msc::plan::Plan &plan : plans) {
+    SmallString<256> path(outputFile.getValue());
+    sys::path::append(path, plan.provenance().contract() + ".msp");
+    msc::plan::writePlanFile(plan, path, diags);
+  }
 }
 
 enum ExitStatus { kAccepted = 0, kContractErrors = 1, kUsageOrIo = 2 };
@@ -112,6 +137,15 @@ int main(int argc, char **argv) {
     return kUsageOrIo;
   }
 
+  EmitStage stage = emit;
+  if (emit.getNumOccurrences() == 0 && StringRef(outputFile).ends_with(".msp"))
+    stage = EmitStage::Plan;
+  if (stage == EmitStage::Plan && topologyArg.empty()) {
+    diags.report(msc::DiagCode::ERR_DRV_005) << "a plan is lowered against a node: add --topology live|FILE";
+    diags.finish();
+    return kUsageOrIo;
+  }
+
   msc::FrontendOptions options;
   options.includeDirs = includeDirs;
   options.stdlibDir = stdlibDir.empty() ? defaultStdlib(argv[0]) : stdlibDir;
@@ -132,11 +166,20 @@ int main(int argc, char **argv) {
   }
   msc::passes::Instrumentation instrumentation{printAfter, timePasses, &errs()};
   msc::passes::AdmittedSet admitted;
+  for (const std::string &path : admittedPlans) {
+    std::optional<msc::plan::Plan> plan = msc::plan::readPlanFile(path, diags);
+    if (!plan) {
+      diags.finish();
+      return kUsageOrIo;
+    }
+    admitted.holdings.push_back(msc::passes::holdingFromPlan(*plan));
+  }
+  std::vector<msc::plan::Plan> plans;
 
   std::string output;
   raw_string_ostream out(output);
   for (const std::string &input : inputs) {
-    if (emit == EmitStage::Ast) {
+    if (stage == EmitStage::Ast) {
       auto sources = msc::loadSources(input, options, sm, diags);
       if (sources && !sources->files.empty() && !diags.hasErrors())
         msc::ast::dump(*sources->files.front(), sm, out);
@@ -150,12 +193,17 @@ int main(int argc, char **argv) {
     for (const msc::ir::Contract &contract : module->contracts) {
       msc::passes::Placement placement = msc::passes::place(contract, topology ? &*topology : nullptr);
       msc::passes::PassContext ctx{contract, topology ? &*topology : nullptr, admitted, diags, placement};
-      pipeline->run(ctx, instrumentation);
+      if (pipeline->run(ctx, instrumentation) && stage == EmitStage::Plan)
+        plans.push_back(msc::passes::lowerToPlan(contract, placement, *topology, kVersion));
     }
-    msc::ir::print(*module, out);
+    if (stage == EmitStage::Ir)
+      msc::ir::print(*module, out);
   }
 
-  if (!diags.hasErrors()) {
+  if (stage == EmitStage::Plan) {
+    if (!diags.hasErrors())
+      writePlans(plans, diags);
+  } else if (!diags.hasErrors()) {
     std::error_code ec;
     ToolOutputFile file(outputFile, ec, sys::fs::OF_None);
     if (ec) {

@@ -1,0 +1,181 @@
+#include "passes/Lowering.h"
+
+#include "passes/GpuArch.h"
+
+namespace msc::passes {
+
+namespace {
+
+int32_t numaOr(std::optional<unsigned> node) { return node ? static_cast<int32_t>(*node) : -1; }
+
+template <typename T, typename F> auto valueOr(const std::optional<ir::Field<T>> &field, F fallback) {
+  return field ? field->value : fallback;
+}
+
+plan::GpuSlice::Mechanism mechanismFor(const hal::GpuInfo &info, unsigned slices, unsigned division) {
+  if (info.mig == hal::MigMode::Enabled)
+    return plan::GpuSlice::MIG;
+  if (division <= 1 && slices <= 1)
+    return plan::GpuSlice::WHOLE_GPU;
+  bool green = info.greenContexts ? *info.greenContexts : (info.ccMajor < 0 || info.ccMajor >= 6);
+  return green ? plan::GpuSlice::GREEN_CONTEXT : plan::GpuSlice::MPS;
+}
+
+} // namespace
+
+plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement, const hal::Topology &topo,
+                       llvm::StringRef compilerVersion) {
+  plan::Plan out;
+  out.set_format_major(1);
+  out.set_format_minor(0);
+  plan::Provenance *prov = out.mutable_provenance();
+  prov->set_contract(contract.name);
+  prov->set_source_file(contract.sourceFile);
+  prov->set_source_hash(contract.sourceHash);
+  prov->set_compiler_version(compilerVersion.str());
+  prov->set_topology_fingerprint(topo.fingerprint());
+  prov->set_topology_name(topo.name());
+  prov->set_profile(contract.profile);
+  for (const std::string &p : contract.chain)
+    prov->add_profile_chain(p);
+
+  const ir::ComputeFields &compute = contract.body.compute;
+  unsigned division = compute.gpu_sm_slices && compute.gpu_sm_slices->value > 0
+                          ? static_cast<unsigned>(compute.gpu_sm_slices->value)
+                          : 1;
+  for (const ir::Role &role : contract.body.roles) {
+    const RolePlacement *r = placement.findRole(role.name);
+    if (!r)
+      continue;
+    const ir::RoleFields &f = role.fields;
+    if (r->gpu) {
+      plan::GpuSlice *s = out.add_gpu_slices();
+      s->set_role(role.name);
+      s->set_gpu_index(r->gpu->index);
+      s->set_pci_address(r->gpu->pci.str());
+      s->set_model(r->gpu->model);
+      s->set_gpu_sm_count(r->gpu->smCount);
+      unsigned slices = std::max(1u, r->smSlices);
+      s->set_slices(slices);
+      s->set_slices_per_gpu(std::max(division, slices));
+      if (r->gpu->smCount) {
+        // Slices are equal and aligned to the architecture's green-context granularity.
+        std::optional<hal::GpuRef> ref = topo.gpuByPci(r->gpu->pci);
+        SmPartitioning part = ref ? smPartitioning(ref->info->ccMajor, ref->info->ccMinor) : SmPartitioning{};
+        unsigned perSlice = r->gpu->smCount / s->slices_per_gpu();
+        if (part.alignment > 1)
+          perSlice -= perSlice % part.alignment;
+        s->set_sm_count(perSlice * slices);
+      }
+      if (f.gpu_memory)
+        s->set_memory_limit_bytes(f.gpu_memory->value.value);
+      else if (compute.gpu_memory)
+        s->set_memory_limit_bytes(compute.gpu_memory->value.value);
+      s->set_stream_priority(static_cast<int32_t>(valueOr(f.stream_priority, int64_t(0))));
+      if (std::optional<hal::GpuRef> ref = topo.gpuByPci(r->gpu->pci))
+        s->set_mechanism(mechanismFor(*ref->info, slices, s->slices_per_gpu()));
+      if (f.gpu && f.gpu->value.form == ir::GpuRef::Form::Uuid)
+        s->set_uuid(f.gpu->value.uuid);
+      s->set_numa_node(numaOr(r->gpu->numaNode));
+    }
+    if (!r->cpus.empty() || !r->blockDevice.empty() || f.io_depth || f.threads || f.decoder) {
+      plan::IoBinding *b = out.add_io_bindings();
+      b->set_role(role.name);
+      b->set_threads(static_cast<uint32_t>(valueOr(f.threads, static_cast<int64_t>(r->cpus.size()))));
+      for (unsigned cpu : r->cpus)
+        b->add_cpus(cpu);
+      for (unsigned core : r->physicalCores)
+        b->add_physical_cores(core);
+      b->set_numa_node(numaOr(r->numaNode));
+      b->set_block_device(r->blockDevice);
+      if (r->blockPci)
+        b->set_block_pci(r->blockPci->str());
+      b->set_io_uring_depth(static_cast<uint32_t>(valueOr(f.io_depth, int64_t(0))));
+      b->set_io_weight(static_cast<uint32_t>(valueOr(f.io_weight, int64_t(0))));
+      b->set_io_limit_bps(f.io_limit ? f.io_limit->value.value : 0);
+      b->set_decoder(valueOr(f.decoder, std::string()));
+      b->set_gpu_direct_storage(valueOr(f.gds, false));
+    }
+    if (f.memory_pool) {
+      plan::MemoryPool *m = out.add_memory_pools();
+      m->set_role(role.name);
+      m->set_page_size(f.memory_pool->value.pageSize.value);
+      m->set_pages(f.memory_pool->value.count);
+      m->set_numa_node(numaOr(r->poolNumaNode ? r->poolNumaNode : r->numaNode));
+      m->set_reserve_pages(r->hugepagesToReserve);
+    }
+    if (f.rdma_port) {
+      plan::RdmaSetting *rd = out.add_rdma();
+      rd->set_role(role.name);
+      rd->set_device(f.rdma_port->value.device);
+      rd->set_port(f.rdma_port->value.port);
+      uint32_t qps = static_cast<uint32_t>(
+          valueOr(f.queue_pairs, compute.rdma_qps ? compute.rdma_qps->value : int64_t(1)));
+      rd->set_queue_pairs(std::max(1u, qps));
+      rd->set_max_outstanding(static_cast<uint32_t>(valueOr(f.max_outstanding, int64_t(128))));
+      rd->set_retry_count(static_cast<uint32_t>(valueOr(f.retry_count, int64_t(7))));
+      rd->set_timeout_ns(f.rdma_timeout ? f.rdma_timeout->value.value : 4'000'000);
+      rd->set_link_layer(valueOr(f.link_layer, std::string()));
+      if (f.failover_port) {
+        rd->set_failover_device(f.failover_port->value.device);
+        rd->set_failover_port(f.failover_port->value.port);
+      }
+      rd->set_numa_node(numaOr(r->rdmaNumaNode));
+    }
+  }
+
+  const ir::FaultToleranceFields &ft = contract.body.faultTolerance;
+  plan::FaultTolerance *pft = out.mutable_fault_tolerance();
+  if (ft.recovery_point) {
+    pft->set_snapshot_every_steps(ft.recovery_point->value.steps);
+    pft->set_snapshot_interval_ns(ft.recovery_point->value.interval.value);
+  }
+  pft->set_keep_snapshots(static_cast<uint32_t>(valueOr(ft.keep_snapshots, int64_t(PlanDefaults::keepSnapshots))));
+  pft->set_data_loader_offsets(valueOr(ft.stateful_io, false));
+  pft->set_rng_state(valueOr(ft.rng_state, false));
+  pft->set_loss_scale(valueOr(ft.loss_scale, false));
+  pft->set_lr_scheduler(valueOr(ft.lr_scheduler, false));
+  pft->set_in_memory_tier(valueOr(ft.in_memory_tier, false));
+  pft->set_heartbeat_ns(ft.heartbeat ? ft.heartbeat->value.value : PlanDefaults::heartbeatNs);
+  pft->set_heartbeat_misses(
+      static_cast<uint32_t>(valueOr(ft.heartbeat_misses, int64_t(PlanDefaults::heartbeatMisses))));
+  pft->set_snapshot_dir(valueOr(ft.snapshot_dir, std::string()));
+
+  const ir::ScalingFields &sc = contract.body.scaling;
+  plan::ScalingPolicy *ps = out.mutable_scaling();
+  ps->set_target_density(valueOr(compute.target_density, 0.0));
+  ps->set_deviation_ppm(
+      static_cast<uint32_t>(sc.density_deviation ? sc.density_deviation->value.value : PlanDefaults::deviationPpm));
+  ps->set_scale_up_below_mc(sc.scale_up_below ? sc.scale_up_below->value.value : PlanDefaults::scaleUpBelowMc);
+  ps->set_throttle_at_mc(sc.throttle_at ? sc.throttle_at->value.value : PlanDefaults::throttleAtMc);
+  ps->set_hysteresis_mc(sc.hysteresis ? sc.hysteresis->value.value : PlanDefaults::hysteresisMc);
+  ps->set_window_ns(sc.window ? sc.window->value.value : PlanDefaults::windowNs);
+  ps->set_windows(static_cast<uint32_t>(valueOr(sc.windows, int64_t(PlanDefaults::windows))));
+  ps->set_cooldown_ns(sc.cooldown ? sc.cooldown->value.value : PlanDefaults::cooldownNs);
+  ps->set_min_sm_slices(static_cast<uint32_t>(valueOr(sc.min_sm_slices, int64_t(0))));
+  ps->set_max_sm_slices(static_cast<uint32_t>(valueOr(sc.max_sm_slices, int64_t(0))));
+  return out;
+}
+
+Holding holdingFromPlan(const plan::Plan &p) {
+  Holding h;
+  h.contract = p.provenance().contract();
+  for (const plan::IoBinding &b : p.io_bindings())
+    h.physicalCores.insert(h.physicalCores.end(), b.physical_cores().begin(), b.physical_cores().end());
+  for (const plan::GpuSlice &s : p.gpu_slices()) {
+    Holding::Gpu g;
+    if (auto pci = parsePciAddress(s.pci_address()))
+      g.pci = *pci;
+    g.sms = s.sm_count();
+    g.memoryBytes = s.memory_limit_bytes();
+    h.gpus.push_back(g);
+  }
+  for (const plan::MemoryPool &m : p.memory_pools())
+    if (m.numa_node() >= 0)
+      h.hugepages.push_back({static_cast<unsigned>(m.numa_node()), m.page_size(), m.pages()});
+  for (const plan::RdmaSetting &r : p.rdma())
+    h.queuePairs.push_back({r.device(), r.queue_pairs()});
+  return h;
+}
+
+} // namespace msc::passes
