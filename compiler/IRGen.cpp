@@ -619,6 +619,7 @@ private:
     const ast::Declaration *ast;
     bool imported;
     ir::Body own; // the declaration's own block, type-checked
+    bool clean = true; // no error was reported while checking `own`
   };
 
   ir::Body checkBody(const ast::Declaration &decl);
@@ -757,7 +758,8 @@ const ir::Body *IRGen::resolveProfile(const std::string &name) {
       d << decl.ast->base;
       std::vector<llvm::StringRef> names;
       for (const Decl &p : profiles_)
-        names.push_back(p.ast->name);
+        if (p.ast->name != decl.ast->name) // a profile cannot extend itself
+          names.push_back(p.ast->name);
       if (auto fix = closestMatch(decl.ast->base, names))
         d.noteWithFixIt(Location{decl.ast->baseRange, {}, 0}, "did you mean '" + *fix + "'?",
                         {decl.ast->baseRange, *fix});
@@ -822,8 +824,11 @@ std::optional<ir::Module> IRGen::run() {
           continue;
         }
         // Contracts of imported files are not compiled: imports bring profiles.
-        if (fileIndex == 0)
+        if (fileIndex == 0) {
+          unsigned before = diags_.errorCount();
           contracts_.push_back({&decl, false, checkBody(decl)});
+          contracts_.back().clean = diags_.errorCount() == before;
+        }
       }
     }
   }
@@ -877,7 +882,9 @@ std::optional<ir::Module> IRGen::run() {
       contract.chain = chains_[c.ast->base];
     }
     ir::mergeInto(contract.body, c.own);
-    checkContractComplete(contract, *c.ast);
+    // A field that failed to convert is missing from the IR; do not report it missing again.
+    if (c.clean)
+      checkContractComplete(contract, *c.ast);
     module.contracts.push_back(std::move(contract));
   }
   if (diags_.errorCount() != errorsBefore)

@@ -29,8 +29,7 @@ public:
     llvm::SmallString<256> real;
     if (llvm::sys::fs::real_path(path, real))
       real = path;
-    if (loaded_.contains(real))
-      return true;
+    // The stack is checked first: a file on it is also in loaded_, and a cycle must be reported.
     for (size_t i = 0; i < stack_.size(); ++i) {
       if (stack_[i] != real)
         continue;
@@ -41,6 +40,8 @@ public:
       diags_.report(DiagCode::ERR_SEM_011, requestedAt) << chain;
       return true;
     }
+    if (loaded_.contains(real))
+      return true;
 
     std::unique_ptr<llvm::MemoryBuffer> buffer;
     if (!read(path, requestedAt, buffer))

@@ -81,9 +81,16 @@ void TextDiagnosticPrinter::printOne(Severity severity, llvm::StringRef code, ll
   size_t shownFrom = startCol > kMaxShown / 2 ? startCol - kMaxShown / 2 : 0;
   llvm::StringRef shown = line.text.substr(shownFrom, kMaxShown);
   os_ << printable(shown) << '\n';
-  std::string caret(startCol - shownFrom, ' ');
+  // Carets are placed in display columns: a UTF-8 sequence shows as one character, not one per byte.
+  auto width = [&](size_t from, size_t to) {
+    size_t n = 0;
+    for (size_t i = from; i < to && i < line.text.size(); ++i)
+      n += (static_cast<unsigned char>(line.text[i]) & 0xC0) != 0x80;
+    return n;
+  };
+  std::string caret(width(shownFrom, startCol), ' ');
   caret += '^';
-  size_t tildes = std::min(endCol - startCol - 1, kMaxShown);
+  size_t tildes = std::min(std::max<size_t>(width(startCol, endCol), 1) - 1, kMaxShown);
   caret.append(tildes, '~');
   os_ << caret << '\n';
   for (const FixIt &fix : fixits) {
@@ -93,7 +100,7 @@ void TextDiagnosticPrinter::printOne(Severity severity, llvm::StringRef code, ll
     size_t col = static_cast<size_t>(fix.range.Start.getPointer() - line.begin);
     if (col < shownFrom)
       continue;
-    os_ << std::string(col - shownFrom, ' ') << fix.replacement << '\n';
+    os_ << std::string(width(shownFrom, col), ' ') << fix.replacement << '\n';
   }
 }
 

@@ -1,0 +1,650 @@
+#include "bpf/TraceSession.h"
+
+#include "bpf/CudaFunctions.h"
+#include "bpf/ElfFile.h"
+#include "bpf/Process.h"
+#include "bpf/Symbolizer.h"
+
+#include <linux/types.h>
+
+#include "bpf/cuda_trace.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "cuda_trace.skel.h"
+
+#include <llvm/ADT/StringExtras.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <thread>
+#include <tuple>
+#include <unistd.h>
+
+namespace msc::trace {
+namespace {
+
+// ---- libbpf's messages -> our log sink ---------------------------------------------------------
+
+std::mutex gLogMutex;
+std::function<void(LogLevel, llvm::StringRef)> gLogSink;
+bool gLogVerbose = false;
+std::vector<std::string> gRecentWarnings; // the last few, for diagnostics
+
+int libbpfPrint(enum libbpf_print_level level, const char *format, va_list args) {
+  if (level == LIBBPF_DEBUG && !gLogVerbose)
+    return 0;
+  va_list copy;
+  va_copy(copy, args);
+  int n = vsnprintf(nullptr, 0, format, copy);
+  va_end(copy);
+  std::string buf(n > 0 ? static_cast<size_t>(n) + 1 : 1, '\0');
+  vsnprintf(buf.data(), buf.size(), format, args);
+  llvm::StringRef msg = llvm::StringRef(buf.c_str()).rtrim();
+  if (msg.starts_with("libbpf: "))
+    msg = msg.drop_front(8);
+  LogLevel ours = level == LIBBPF_WARN ? LogLevel::Warning : level == LIBBPF_INFO ? LogLevel::Info : LogLevel::Debug;
+  std::lock_guard<std::mutex> lock(gLogMutex);
+  if (ours == LogLevel::Warning) {
+    gRecentWarnings.push_back(msg.str());
+    if (gRecentWarnings.size() > 8)
+      gRecentWarnings.erase(gRecentWarnings.begin());
+  }
+  if (gLogSink)
+    gLogSink(ours, msg);
+  else if (ours != LogLevel::Debug || gLogVerbose)
+    fprintf(stderr, "libbpf: %s\n", msg.str().c_str());
+  return 0;
+}
+
+std::vector<std::string> takeRecentWarnings() {
+  std::lock_guard<std::mutex> lock(gLogMutex);
+  std::vector<std::string> out;
+  out.swap(gRecentWarnings);
+  return out;
+}
+
+std::string readSmallFile(const std::string &path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return llvm::StringRef(ss.str()).trim().str();
+}
+
+// "[none] integrity confidentiality" -> the bracketed mode.
+std::string lockdownMode(const std::string &path) {
+  std::string text = readSmallFile(path);
+  size_t open = text.find('['), close = text.find(']');
+  if (open == std::string::npos || close == std::string::npos || close < open)
+    return {};
+  return text.substr(open + 1, close - open - 1);
+}
+
+std::optional<std::string> findInPath(const std::string &cmd) {
+  if (cmd.find('/') != std::string::npos)
+    return ::access(cmd.c_str(), X_OK) == 0 ? std::optional<std::string>(cmd) : std::nullopt;
+  const char *path = getenv("PATH");
+  llvm::SmallVector<llvm::StringRef, 16> dirs;
+  llvm::StringRef(path ? path : "/usr/bin:/bin").split(dirs, ':');
+  for (llvm::StringRef d : dirs) {
+    std::string full = (d.empty() ? std::string(".") : d.str()) + "/" + cmd;
+    if (::access(full.c_str(), X_OK) == 0)
+      return full;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> findDriverLibraryOnDisk() {
+  std::vector<std::string> dirs;
+  if (const char *ld = getenv("LD_LIBRARY_PATH")) {
+    llvm::SmallVector<llvm::StringRef, 8> parts;
+    llvm::StringRef(ld).split(parts, ':', -1, false);
+    for (llvm::StringRef p : parts)
+      dirs.push_back(p.str());
+  }
+  for (const char *d : {"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"})
+    dirs.push_back(d);
+  for (const std::string &d : dirs) {
+    std::string p = d + "/libcuda.so.1";
+    if (::access(p.c_str(), R_OK) == 0)
+      return p;
+  }
+  return std::nullopt;
+}
+
+struct ResolvedFunction {
+  const CudaFunction *fn;
+  std::string library;
+  AttachPoint point;
+};
+
+using FoldKey = std::tuple<uint32_t, std::string, uint32_t, std::vector<uint64_t>>; // pid, comm, fn, stack
+
+} // namespace
+
+void setLogSink(std::function<void(LogLevel, llvm::StringRef)> sink) {
+  std::lock_guard<std::mutex> lock(gLogMutex);
+  gLogSink = std::move(sink);
+}
+
+struct TraceSession::Impl {
+  TraceOptions opts;
+  cuda_trace *skel = nullptr;
+  std::vector<bpf_link *> links;
+  ring_buffer *rb = nullptr;
+  int cgroupFd = -1;
+  pid_t child = -1;
+  int gateFd = -1;   // write end: one byte lets the command exec
+  int execErrFd = -1; // read end: errno from a failed exec
+  bool childDone = false;
+  int childStatus = 0;
+  std::chrono::steady_clock::time_point started;
+  TraceResults results;
+  Symbolizer symbolizer;
+  std::map<FoldKey, uint64_t> folded;
+  size_t keptOrdinary = 0;
+
+  ~Impl() { cleanup(); }
+
+  // Each uprobe removal waits for an RCU grace period (~100 ms here); removing them one after the
+  // other took 3 s for 32 probes, so they are removed in parallel.
+  void detach() {
+    std::vector<std::thread> threads;
+    for (bpf_link *l : links)
+      threads.emplace_back([l] { bpf_link__destroy(l); });
+    for (std::thread &t : threads)
+      t.join();
+    links.clear();
+  }
+
+  void cleanup() {
+    if (rb)
+      ring_buffer__free(rb);
+    rb = nullptr;
+    detach();
+    if (skel)
+      cuda_trace__destroy(skel);
+    skel = nullptr;
+    if (cgroupFd >= 0)
+      ::close(cgroupFd);
+    cgroupFd = -1;
+    if (gateFd >= 0) { // never released: the command must not run untraced
+      ::close(gateFd);
+      gateFd = -1;
+      if (child > 0 && !childDone)
+        ::kill(child, SIGKILL);
+    }
+    if (execErrFd >= 0)
+      ::close(execErrFd);
+    execErrFd = -1;
+    if (child > 0 && !childDone) {
+      ::waitpid(child, &childStatus, 0);
+      childDone = true;
+    }
+  }
+
+  bool reapChild(bool block) {
+    if (child <= 0 || childDone)
+      return childDone;
+    if (::waitpid(child, &childStatus, block ? 0 : WNOHANG) == child)
+      childDone = true;
+    return childDone;
+  }
+
+  static int onEvent(void *ctx, void *data, size_t size) {
+    auto *self = static_cast<Impl *>(ctx);
+    if (size < sizeof(msc_event))
+      return 0;
+    const auto *ev = static_cast<const msc_event *>(data);
+    self->take(*ev);
+    return 0;
+  }
+
+  void take(const msc_event &ev) {
+    ++results.eventsReceived;
+    if (ev.fn >= cudaFunctions().size())
+      return;
+    symbolizer.snapshot(static_cast<int>(ev.pid)); // while the process is still there
+    TraceEvent e;
+    e.fn = ev.fn;
+    e.pid = ev.pid;
+    e.tid = ev.tid;
+    e.startNs = ev.start_ns;
+    e.latencyNs = ev.latency_ns;
+    e.stream = ev.stream;
+    e.bytes = ev.bytes;
+    e.cgroupId = ev.cgroup_id;
+    e.ret = ev.ret;
+    e.comm.assign(ev.comm, strnlen(ev.comm, sizeof(ev.comm)));
+    if (ev.stack_bytes > 0) {
+      size_t n = std::min<size_t>(static_cast<size_t>(ev.stack_bytes) / 8, MSC_TRACE_MAX_STACK);
+      e.stack.assign(ev.stack, ev.stack + n);
+    }
+    if (opts.stacks)
+      ++folded[FoldKey{e.pid, e.comm, e.fn, e.stack}];
+    // Candidates for implicit-sync detection are always kept; other events up to the limit.
+    CallKind kind = cudaFunction(e.fn).kind;
+    bool candidate = (kind == CallKind::AsyncCopy && e.latencyNs >= opts.implicitSync.minWaitNs) ||
+                     (kind == CallKind::Sync && !opts.implicitSync.stepFunction.empty());
+    if (!candidate) {
+      if (keptOrdinary >= opts.maxKeptEvents) {
+        ++results.eventsNotKept;
+        return;
+      }
+      ++keptOrdinary;
+    } else if (results.events.size() >= 4 * opts.maxKeptEvents) {
+      ++results.eventsNotKept;
+      return;
+    }
+    results.events.push_back(std::move(e));
+  }
+};
+
+TraceSession::TraceSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TraceSession::~TraceSession() = default;
+
+int TraceSession::commandPid() const { return impl_->child; }
+
+std::unique_ptr<TraceSession> TraceSession::start(const TraceOptions &options, DiagnosticEngine &diags) {
+  auto impl = std::make_unique<Impl>();
+  Impl &s = *impl;
+  s.opts = options;
+  gLogVerbose = options.verbose;
+  libbpf_set_print(libbpfPrint);
+  takeRecentWarnings();
+
+  // 1. What the machine allows.
+  std::string btfPath = options.btfPath.empty() ? "/sys/kernel/btf/vmlinux" : options.btfPath;
+  if (options.preflight) {
+    Privileges priv = currentPrivileges();
+    if (!priv.canTrace()) {
+      diags.report(DiagCode::ERR_TRACE_001) << priv.uid;
+      return nullptr;
+    }
+    if (::access(btfPath.c_str(), R_OK) != 0) {
+      diags.report(DiagCode::ERR_TRACE_002) << btfPath;
+      return nullptr;
+    }
+  }
+
+  // 2. Whom to trace.
+  for (int pid : options.pids)
+    if (!processExists(pid)) {
+      diags.report(DiagCode::ERR_TRACE_004) << pid;
+      return nullptr;
+    }
+  if (!options.cgroupPath.empty() && !isCgroup2Dir(options.cgroupPath)) {
+    std::string mount = cgroup2Mount();
+    diags.report(DiagCode::ERR_TRACE_005)
+            .note(Location::none(), mount.empty() ? "no cgroup2 file system is mounted"
+                                                  : "cgroup v2 is mounted at '" + mount + "'")
+        << options.cgroupPath;
+    return nullptr;
+  }
+  std::optional<std::string> commandPath;
+  if (!options.command.empty()) {
+    commandPath = findInPath(options.command[0]);
+    if (!commandPath) {
+      diags.report(DiagCode::ERR_TRACE_012) << options.command[0] << std::strerror(ENOENT);
+      return nullptr;
+    }
+  }
+
+  // 3. Which libraries.
+  std::vector<int> candidates = options.pids;
+  if (!options.cgroupPath.empty()) {
+    std::vector<int> inGroup = cgroupProcesses(options.cgroupPath);
+    candidates.insert(candidates.end(), inGroup.begin(), inGroup.end());
+  }
+  std::string lib = options.libPath, rtlib = options.runtimeLibPath;
+  for (int pid : candidates) {
+    if (lib.empty())
+      if (auto found = findMappedLibrary(pid, "libcuda.so"))
+        lib = *found;
+    if (rtlib.empty())
+      if (auto found = findMappedLibrary(pid, "libcudart.so"))
+        rtlib = *found;
+  }
+  if (lib.empty() && candidates.empty())
+    if (auto found = findDriverLibraryOnDisk())
+      lib = *found;
+  if (lib.empty()) {
+    std::string who;
+    if (!options.pids.empty()) {
+      who = "pid";
+      for (int p : options.pids)
+        who += " " + std::to_string(p);
+    } else if (!options.cgroupPath.empty()) {
+      who = "any process of cgroup '" + options.cgroupPath + "'";
+    } else {
+      who = "any process, and none is in the library path";
+    }
+    diags.report(DiagCode::ERR_TRACE_007).note(Location::none(), "pass the library with --lib PATH") << who;
+    return nullptr;
+  }
+
+  // 4. Where to attach.
+  std::vector<ResolvedFunction> resolved;
+  auto resolveIn = [&](const std::string &path, CudaLibrary which, bool required) -> bool {
+    std::string error;
+    std::unique_ptr<ElfFile> elf = ElfFile::open(path, error);
+    if (!elf) {
+      diags.report(DiagCode::ERR_TRACE_008) << path << error;
+      return false;
+    }
+    std::vector<std::string> missing;
+    size_t found = 0;
+    for (const CudaFunction &fn : cudaFunctions()) {
+      if (fn.library != which)
+        continue;
+      std::optional<ElfSymbol> sym = elf->findFunction(fn.name);
+      if (!sym) {
+        missing.push_back("'" + fn.name.str() + "'");
+        continue;
+      }
+      ++found;
+      resolved.push_back({&fn, path, chooseAttachPoint(*elf, *sym, options.skipEndbr64)});
+    }
+    if (!found) {
+      if (required)
+        diags.report(DiagCode::ERR_TRACE_009) << path;
+      return !required;
+    }
+    if (!missing.empty())
+      diags.report(DiagCode::WRN_TRACE_002) << path << llvm::join(missing, ", ");
+    return true;
+  };
+  if (!resolveIn(lib, CudaLibrary::Driver, true))
+    return nullptr;
+  if (!rtlib.empty() && !resolveIn(rtlib, CudaLibrary::Runtime, false))
+    return nullptr;
+
+  // 5. Open, configure, load.
+  LIBBPF_OPTS(bpf_object_open_opts, openOpts);
+  if (!options.btfPath.empty())
+    openOpts.btf_custom_path = options.btfPath.c_str();
+  s.skel = cuda_trace__open_opts(&openOpts);
+  if (!s.skel) {
+    diags.report(DiagCode::ERR_TRACE_010) << std::string("cannot open the BPF object: ") + std::strerror(errno);
+    return nullptr;
+  }
+  bool filterByPid = !options.pids.empty() || (options.cgroupPath.empty() && !options.command.empty());
+  auto *ro = s.skel->rodata;
+  ro->filter_pid = filterByPid;
+  ro->filter_cgroup = !options.cgroupPath.empty();
+  ro->do_histogram = options.histogram;
+  ro->emit_events = options.events;
+  ro->capture_stacks = options.stacks;
+  ro->min_latency_ns = options.minLatencyNs;
+  ro->sample_every = std::max<uint32_t>(1, options.sampleEvery);
+  uint32_t always = 0;
+  if (!options.implicitSync.stepFunction.empty())
+    for (const CudaFunction &fn : cudaFunctions())
+      if (fn.kind == CallKind::Sync)
+        always |= 1u << fn.id;
+  ro->always_mask = always;
+  ro->event_mask = 0xffffffffu;
+  ro->wakeup_bytes = std::max<size_t>(options.ringBufferBytes / 8, 4096);
+  for (const CudaFunction &fn : cudaFunctions()) {
+    ro->arg_spec[fn.id].stream_slot = fn.args.stream_slot;
+    ro->arg_spec[fn.id].bytes_slot = fn.args.bytes_slot;
+    ro->arg_spec[fn.id].stream_deref = fn.args.stream_deref;
+  }
+  size_t rbBytes = 4096;
+  while (rbBytes < options.ringBufferBytes)
+    rbBytes <<= 1;
+  bpf_map__set_max_entries(s.skel->maps.events, static_cast<uint32_t>(rbBytes));
+  if (int err = cuda_trace__load(s.skel)) {
+    std::vector<std::string> log = takeRecentWarnings();
+    std::string mode = lockdownMode(options.lockdownPath);
+    if (!mode.empty() && mode != "none") {
+      diags.report(DiagCode::ERR_TRACE_003) << mode;
+      return nullptr;
+    }
+    DiagBuilder d = diags.report(DiagCode::ERR_TRACE_010);
+    d << std::strerror(-err);
+    for (const std::string &line : log)
+      d.note(Location::none(), "libbpf: " + line);
+    if (err == -EPERM && !currentPrivileges().canTrace())
+      d.note(Location::none(), "this process has neither CAP_SYS_ADMIN nor CAP_BPF with CAP_PERFMON");
+    return nullptr;
+  }
+
+  // 6. The command, stopped before exec until the probes are in.
+  if (commandPath) {
+    int gate[2], execErr[2];
+    if (::pipe2(gate, O_CLOEXEC) != 0 || ::pipe2(execErr, O_CLOEXEC) != 0) {
+      diags.report(DiagCode::ERR_TRACE_012) << options.command[0] << std::strerror(errno);
+      return nullptr;
+    }
+    std::vector<char *> argv;
+    for (const std::string &a : options.command)
+      argv.push_back(const_cast<char *>(a.c_str()));
+    argv.push_back(nullptr);
+    pid_t pid = ::fork();
+    if (pid < 0) {
+      diags.report(DiagCode::ERR_TRACE_012) << options.command[0] << std::strerror(errno);
+      return nullptr;
+    }
+    if (pid == 0) {
+      ::close(gate[1]);
+      ::close(execErr[0]);
+      char go = 0;
+      if (::read(gate[0], &go, 1) != 1)
+        ::_exit(127); // the tracer gave up: do not run untraced
+      ::execv(commandPath->c_str(), argv.data());
+      int e = errno;
+      ssize_t ignored = ::write(execErr[1], &e, sizeof(e));
+      (void)ignored;
+      ::_exit(127);
+    }
+    ::close(gate[0]);
+    ::close(execErr[1]);
+    s.child = pid;
+    s.gateFd = gate[1];
+    s.execErrFd = execErr[0];
+  }
+
+  // 7. Filters.
+  std::vector<int> filterPids = options.pids;
+  if (filterByPid && s.child > 0)
+    filterPids.push_back(s.child);
+  uint8_t one = 1;
+  for (int pid : filterPids) {
+    uint32_t key = static_cast<uint32_t>(pid);
+    bpf_map_update_elem(bpf_map__fd(s.skel->maps.pid_filter), &key, &one, BPF_ANY);
+  }
+  if (!options.cgroupPath.empty()) {
+    s.cgroupFd = ::open(options.cgroupPath.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    uint32_t zero = 0;
+    if (s.cgroupFd < 0 ||
+        bpf_map_update_elem(bpf_map__fd(s.skel->maps.cgroup_filter), &zero, &s.cgroupFd, BPF_ANY) != 0) {
+      diags.report(DiagCode::ERR_TRACE_010) << "cannot set the cgroup filter to '" + options.cgroupPath +
+                                                   "': " + std::strerror(errno);
+      return nullptr;
+    }
+  }
+
+  // 8. Probes. One target pid: let the kernel filter too, so other processes never trap.
+  pid_t attachPid = filterPids.size() == 1 && options.cgroupPath.empty() ? filterPids[0] : -1;
+  for (const ResolvedFunction &r : resolved) {
+    for (bool ret : {false, true}) {
+      LIBBPF_OPTS(bpf_uprobe_opts, uopts);
+      uopts.retprobe = ret;
+      uopts.bpf_cookie = r.fn->id;
+      bpf_program *prog = ret ? s.skel->progs.cuda_exit : s.skel->progs.cuda_enter;
+      bpf_link *link =
+          bpf_program__attach_uprobe_opts(prog, attachPid, r.library.c_str(), r.point.offset, &uopts);
+      if (!link) {
+        int err = errno;
+        // 524 is the kernel-internal ENOTSUPP: the instruction at the offset cannot be probed.
+        std::string why = err == 524 ? "the instruction there cannot be probed (ENOTSUPP)" : std::strerror(err);
+        diags.report(DiagCode::ERR_TRACE_011) << r.fn->name << r.library << why;
+        return nullptr;
+      }
+      s.links.push_back(link);
+    }
+    s.results.attached.push_back({r.fn->id, r.fn->name.str(), r.library, r.point.symbolOffset, r.point.offset,
+                                  r.point.skippedEndbr64});
+  }
+  s.rb = ring_buffer__new(bpf_map__fd(s.skel->maps.events), &Impl::onEvent, &s, nullptr);
+  if (!s.rb) {
+    diags.report(DiagCode::ERR_TRACE_010) << std::string("cannot open the ring buffer: ") + std::strerror(errno);
+    return nullptr;
+  }
+
+  s.results.pids = filterPids;
+  s.results.cgroup = options.cgroupPath;
+  s.results.library = lib;
+  s.results.runtimeLibrary = rtlib;
+  s.started = std::chrono::steady_clock::now();
+
+  // 9. Go.
+  if (s.child > 0) {
+    char go = 1;
+    ssize_t n = ::write(s.gateFd, &go, 1);
+    ::close(s.gateFd);
+    s.gateFd = -1;
+    int execErrno = 0;
+    if (n != 1 || ::read(s.execErrFd, &execErrno, sizeof(execErrno)) == sizeof(execErrno)) {
+      diags.report(DiagCode::ERR_TRACE_012) << options.command[0] << std::strerror(n != 1 ? EPIPE : execErrno);
+      return nullptr;
+    }
+  }
+  return std::unique_ptr<TraceSession>(new TraceSession(std::move(impl)));
+}
+
+bool TraceSession::poll(int timeoutMs) {
+  Impl &s = *impl_;
+  ring_buffer__poll(s.rb, timeoutMs);
+  ring_buffer__consume(s.rb); // submissions without wakeup are not signalled
+  if (s.child > 0)
+    return !s.reapChild(false);
+  return true;
+}
+
+void TraceSession::run(const std::function<bool()> &stop) {
+  Impl &s = *impl_;
+  using clock = std::chrono::steady_clock;
+  bool limited = s.opts.duration.count() > 0;
+  clock::time_point deadline = s.started + s.opts.duration;
+  while (!limited || clock::now() < deadline) {
+    if (stop && stop())
+      break;
+    int wait = 50;
+    if (limited)
+      wait = static_cast<int>(std::clamp<int64_t>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count(), 0, 50));
+    if (!poll(wait))
+      break;
+  }
+}
+
+TraceResults TraceSession::finish(DiagnosticEngine &diags) {
+  Impl &s = *impl_;
+  s.results.durationNs = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - s.started).count());
+  s.detach(); // no new calls are counted from here on
+  ring_buffer__consume(s.rb);
+
+  int ncpu = libbpf_num_possible_cpus();
+  std::vector<msc_fn_stats> st(static_cast<size_t>(ncpu));
+  std::vector<uint64_t> counts(static_cast<size_t>(ncpu));
+  std::vector<msc_misc_stats> misc(static_cast<size_t>(ncpu));
+  for (const AttachedFunction &a : s.results.attached) {
+    FunctionStats f;
+    f.id = a.id;
+    f.name = a.name;
+    f.kind = cudaFunction(a.id).kind;
+    if (bpf_map_lookup_elem(bpf_map__fd(s.skel->maps.fn_stats), &a.id, st.data()) == 0)
+      for (const msc_fn_stats &c : st) {
+        f.calls += c.calls;
+        f.totalNs += c.total_ns;
+        f.errors += c.errors;
+        f.maxNs = std::max<uint64_t>(f.maxNs, c.max_ns);
+      }
+    for (uint32_t b = 0; b < MSC_TRACE_BUCKETS; ++b) {
+      uint32_t key = a.id * MSC_TRACE_BUCKETS + b;
+      if (bpf_map_lookup_elem(bpf_map__fd(s.skel->maps.hist), &key, counts.data()) == 0)
+        for (uint64_t c : counts)
+          f.histogram[b] += c;
+    }
+    s.results.functions.push_back(std::move(f));
+  }
+  uint32_t zero = 0;
+  if (bpf_map_lookup_elem(bpf_map__fd(s.skel->maps.misc), &zero, misc.data()) == 0)
+    for (const msc_misc_stats &m : misc) {
+      s.results.enters += m.enters;
+      s.results.eventsWritten += m.events;
+      s.results.drops += m.drops;
+      s.results.sampledOut += m.sampled_out;
+    }
+
+  // Symbolise: each distinct stack once.
+  std::map<std::pair<uint32_t, std::vector<uint64_t>>, std::vector<std::string>> named;
+  auto framesOf = [&](uint32_t pid, const std::vector<uint64_t> &stack) -> const std::vector<std::string> & {
+    auto key = std::make_pair(pid, stack);
+    auto it = named.find(key);
+    if (it != named.end())
+      return it->second;
+    std::vector<std::string> frames;
+    for (uint64_t addr : stack)
+      frames.push_back(s.symbolizer.frame(static_cast<int>(pid), addr));
+    return named.emplace(std::move(key), std::move(frames)).first->second;
+  };
+  for (TraceEvent &e : s.results.events)
+    e.frames = framesOf(e.pid, e.stack);
+  for (const auto &[key, count] : s.folded) {
+    const auto &[pid, comm, fn, stack] = key;
+    std::string line = comm.empty() ? std::string("[unknown]") : comm;
+    const std::vector<std::string> &frames = framesOf(pid, stack);
+    for (auto it = frames.rbegin(); it != frames.rend(); ++it)
+      line += ";" + *it;
+    line += ";" + cudaFunction(fn).name.str();
+    std::replace(line.begin(), line.end(), ' ', '_'); // the count is after the last space
+    s.results.folded[line] += count;
+  }
+
+  if (s.child > 0) {
+    s.reapChild(true);
+    if (WIFEXITED(s.childStatus))
+      s.results.commandExitStatus = WEXITSTATUS(s.childStatus);
+    else if (WIFSIGNALED(s.childStatus))
+      s.results.commandExitStatus = 128 + WTERMSIG(s.childStatus);
+  }
+  detectImplicitSyncs(s.results, s.opts.implicitSync);
+
+  if (s.results.drops)
+    diags.report(DiagCode::WRN_TRACE_001) << s.results.drops;
+  for (const ImplicitSync &sync : s.results.implicitSyncs) {
+    DiagBuilder d = diags.report(DiagCode::WRN_TRACE_003);
+    d << sync.function << sync.count << sync.reason;
+    if (!sync.frames.empty())
+      d.note(Location::none(), "called from " + llvm::join(sync.frames, " <- "));
+  }
+  TraceResults out = std::move(s.results);
+  s.cleanup();
+  return out;
+}
+
+std::optional<TraceResults> runTrace(const TraceOptions &options, DiagnosticEngine &diags,
+                                     const std::function<bool()> &stop) {
+  std::unique_ptr<TraceSession> session = TraceSession::start(options, diags);
+  if (!session)
+    return std::nullopt;
+  session->run(stop);
+  return session->finish(diags);
+}
+
+} // namespace msc::trace

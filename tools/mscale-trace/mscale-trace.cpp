@@ -1,0 +1,229 @@
+// mscale-trace: microsecond-level tracing of the CUDA driver of one process, a cgroup or a
+// contract, with eBPF uprobes. A thin main over msc_bpf (bpf/TraceSession.h).
+#include "bpf/Process.h"
+#include "bpf/TraceSession.h"
+#include "support/DiagnosticPrinters.h"
+#include "support/ErrorIndex.h"
+
+#include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/CommandLine.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstring>
+
+using namespace llvm;
+
+namespace {
+
+cl::OptionCategory category("mscale-trace options");
+cl::list<int> pids("pid", cl::desc("Trace these processes (comma-separated)"), cl::CommaSeparated,
+                   cl::value_desc("pid"), cl::cat(category));
+cl::opt<std::string> cgroup("cgroup", cl::desc("Trace the processes of this cgroup v2 directory and below"),
+                            cl::value_desc("path"), cl::cat(category));
+cl::opt<std::string> contract("contract",
+                              cl::desc("Trace a contract: its cgroup <cgroup2 mount>/mscale/<ID>"),
+                              cl::value_desc("ID"), cl::cat(category));
+cl::opt<std::string> duration("duration",
+                              cl::desc("How long to trace, e.g. 60s, 500ms, 2m (default: 10s; with a command: "
+                                       "until it exits)"),
+                              cl::value_desc("time"), cl::cat(category));
+cl::opt<std::string> lib("lib", cl::desc("CUDA driver library to probe (default: libcuda.so* in the target's maps)"),
+                         cl::value_desc("path"), cl::cat(category));
+cl::opt<std::string> cudart("cudart", cl::desc("CUDA runtime library to probe for cudaLaunchKernel "
+                                               "(default: libcudart.so* in the maps, if any)"),
+                            cl::value_desc("path"), cl::cat(category));
+cl::opt<bool> histogram("histogram", cl::desc("Print log2 latency histograms per function"), cl::cat(category));
+cl::opt<std::string> foldedFile("folded", cl::desc("Write folded stacks (flame-graph input) to this file"),
+                                cl::value_desc("file"), cl::cat(category));
+cl::opt<bool> json("json", cl::desc("Print the results as JSON on stdout"), cl::cat(category));
+cl::opt<std::string> minLatency("min-latency", cl::desc("Only calls at least this long become events (default 100us)"),
+                                cl::value_desc("time"), cl::init("100us"), cl::cat(category));
+cl::opt<unsigned> sample("sample", cl::desc("Keep one event in N (after --min-latency)"), cl::init(1),
+                         cl::value_desc("N"), cl::cat(category));
+cl::opt<bool> noStacks("no-stacks", cl::desc("Do not capture user stacks"), cl::cat(category));
+cl::opt<bool> noEvents("no-events", cl::desc("Counters and histograms only, no individual events"),
+                       cl::cat(category));
+cl::opt<std::string> stepFunction("step-function",
+                                  cl::desc("Function that marks a training step: a cuCtxSynchronize or "
+                                           "cuStreamSynchronize called from it is reported"),
+                                  cl::value_desc("name"), cl::cat(category));
+cl::opt<std::string> implicitMinWait("implicit-sync-min-wait",
+                                     cl::desc("An async call waiting at least this long is an implicit "
+                                              "synchronisation (default 200us)"),
+                                     cl::value_desc("time"), cl::init("200us"), cl::cat(category));
+cl::opt<unsigned> ringbufKb("ringbuf-kb", cl::desc("Ring buffer size in KiB (rounded up to a power of two)"),
+                            cl::init(4096), cl::cat(category));
+cl::opt<std::string> btf("btf", cl::desc("Kernel BTF file (default: /sys/kernel/btf/vmlinux)"),
+                         cl::value_desc("path"), cl::cat(category));
+cl::opt<bool> noPreflight("no-preflight", cl::desc("Skip the privilege and BTF checks; let the kernel decide"),
+                          cl::cat(category));
+cl::opt<bool> noSkipEndbr("no-skip-endbr64", cl::desc("Attach at the symbol even when it starts with endbr64"),
+                          cl::cat(category));
+cl::opt<std::string> lockdownFile("lockdown-file", cl::desc("Kernel lockdown state file (for tests)"),
+                                  cl::init("/sys/kernel/security/lockdown"), cl::Hidden, cl::cat(category));
+cl::opt<bool> verbose("verbose", cl::desc("Print libbpf's debug messages"), cl::cat(category));
+cl::opt<std::string> explain("explain", cl::desc("Print the long explanation of an error code"),
+                             cl::value_desc("CODE"), cl::cat(category));
+cl::opt<msc::DiagnosticsFormat> diagFormat(
+    "diagnostics-format", cl::desc("How diagnostics are printed (on stderr)"), cl::init(msc::DiagnosticsFormat::Text),
+    cl::values(clEnumValN(msc::DiagnosticsFormat::Text, "text", "clang-style text"),
+               clEnumValN(msc::DiagnosticsFormat::Json, "json", "a JSON array"),
+               clEnumValN(msc::DiagnosticsFormat::Sarif, "sarif", "SARIF 2.1.0")),
+    cl::cat(category));
+
+constexpr const char *kVersion = "0.1.0";
+enum ExitStatus { kOk = 0, kTraceFailed = 1, kUsageOrIo = 2 };
+
+std::atomic<bool> gStop{false};
+void onSignal(int) { gStop = true; }
+
+// "60s", "500ms", "250us", "100ns", "2m", "1h"; a bare number is seconds.
+std::optional<uint64_t> parseDurationNs(StringRef text) {
+  text = text.trim();
+  size_t digits = 0;
+  while (digits < text.size() && (isDigit(text[digits]) || text[digits] == '.'))
+    ++digits;
+  double value = 0;
+  if (!digits || text.take_front(digits).getAsDouble(value))
+    return std::nullopt;
+  StringRef unit = text.drop_front(digits);
+  double scale = 0;
+  if (unit.empty() || unit == "s")
+    scale = 1e9;
+  else if (unit == "ms")
+    scale = 1e6;
+  else if (unit == "us")
+    scale = 1e3;
+  else if (unit == "ns")
+    scale = 1;
+  else if (unit == "m" || unit == "min")
+    scale = 60e9;
+  else if (unit == "h")
+    scale = 3600e9;
+  else
+    return std::nullopt;
+  return static_cast<uint64_t>(value * scale);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  // Everything after "--" is the command to run under the trace.
+  std::vector<std::string> command;
+  int ownArgc = argc;
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--") == 0) {
+      ownArgc = i;
+      for (int j = i + 1; j < argc; ++j)
+        command.push_back(argv[j]);
+      break;
+    }
+  cl::HideUnrelatedOptions(category);
+  cl::SetVersionPrinter([](raw_ostream &os) { os << "mscale-trace " << kVersion << "\n"; });
+  cl::ParseCommandLineOptions(ownArgc, argv,
+                              "MegaScale-Omni CUDA driver tracer (eBPF uprobes)\n\n"
+                              "  mscale-trace --pid P | --cgroup PATH | --contract ID [options]\n"
+                              "  mscale-trace --lib PATH [options] -- command args...\n");
+
+  std::unique_ptr<msc::DiagnosticConsumer> printer =
+      msc::makeDiagnosticPrinter(diagFormat, errs(), "mscale-trace", kVersion);
+  msc::DiagnosticEngine diags(nullptr, *printer);
+  auto usage = [&](const std::string &what) {
+    diags.report(msc::DiagCode::ERR_DRV_005) << what;
+    diags.finish();
+    return kUsageOrIo;
+  };
+
+  if (!explain.empty()) {
+    if (auto text = msc::explainText(explain)) {
+      outs() << *text;
+      return kOk;
+    }
+    diags.report(msc::DiagCode::ERR_DRV_002) << explain;
+    diags.finish();
+    return kUsageOrIo;
+  }
+
+  unsigned targets = (!pids.empty()) + (!cgroup.empty()) + (!contract.empty());
+  if (targets > 1)
+    return usage("give only one of --pid, --cgroup and --contract");
+  if (targets == 0 && command.empty())
+    return usage("give --pid, --cgroup or --contract, or a command after '--'");
+
+  msc::trace::TraceOptions opts;
+  opts.pids.assign(pids.begin(), pids.end());
+  opts.cgroupPath = cgroup;
+  if (!contract.empty()) {
+    std::string mount = msc::trace::cgroup2Mount();
+    bool exists = false;
+    std::string path = msc::trace::contractCgroupPath(contract, mount.empty() ? "/sys/fs/cgroup" : mount, exists);
+    if (!exists) {
+      diags.report(msc::DiagCode::ERR_TRACE_006) << contract << path;
+      diags.finish();
+      return kTraceFailed;
+    }
+    opts.cgroupPath = path;
+  }
+  opts.command = command;
+  opts.libPath = lib;
+  opts.runtimeLibPath = cudart;
+  if (!duration.empty()) {
+    auto ns = parseDurationNs(duration);
+    if (!ns || !*ns)
+      return usage("--duration '" + duration + "' is not a duration like 60s, 500ms or 2m");
+    opts.duration = std::chrono::nanoseconds(*ns);
+  } else {
+    opts.duration = command.empty() ? std::chrono::nanoseconds(std::chrono::seconds(10)) : std::chrono::nanoseconds(0);
+  }
+  auto minLat = parseDurationNs(minLatency);
+  if (!minLat)
+    return usage("--min-latency '" + minLatency + "' is not a duration like 100us");
+  opts.minLatencyNs = *minLat;
+  auto minWait = parseDurationNs(implicitMinWait);
+  if (!minWait)
+    return usage("--implicit-sync-min-wait '" + implicitMinWait + "' is not a duration like 200us");
+  opts.implicitSync.minWaitNs = *minWait;
+  opts.implicitSync.stepFunction = stepFunction;
+  if (!sample)
+    return usage("--sample must be at least 1");
+  if (ringbufKb < 4 || ringbufKb > (1u << 20))
+    return usage("--ringbuf-kb must be between 4 and 1048576");
+  opts.sampleEvery = sample;
+  opts.events = !noEvents;
+  opts.stacks = !noStacks;
+  opts.histogram = true;
+  opts.ringBufferBytes = size_t{ringbufKb} * 1024;
+  opts.btfPath = btf;
+  opts.preflight = !noPreflight;
+  opts.skipEndbr64 = !noSkipEndbr;
+  opts.lockdownPath = lockdownFile;
+  opts.verbose = verbose;
+
+  std::signal(SIGINT, onSignal);
+  std::signal(SIGTERM, onSignal);
+  std::optional<msc::trace::TraceResults> results = msc::trace::runTrace(opts, diags, [] { return gStop.load(); });
+  if (!results) {
+    diags.finish();
+    return kTraceFailed;
+  }
+  if (!foldedFile.empty()) {
+    std::error_code ec;
+    raw_fd_ostream out(foldedFile, ec, sys::fs::OF_Text);
+    if (ec) {
+      diags.report(msc::DiagCode::ERR_DRV_004) << foldedFile << ec.message();
+      diags.finish();
+      return kUsageOrIo;
+    }
+    msc::trace::writeFolded(*results, out);
+  }
+  if (json)
+    msc::trace::writeJson(*results, outs());
+  else
+    msc::trace::writeText(*results, outs(), histogram);
+  outs().flush();
+  diags.finish();
+  return kOk;
+}
