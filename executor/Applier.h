@@ -1,0 +1,56 @@
+// One kind of node resource a plan asks for (CPU, IO, memory, GPU, RDMA). Appliers are applied
+// in order and rolled back in reverse: a failure part-way leaves the node as it was.
+#pragma once
+
+#include "ir/plan.pb.h"
+#include "support/Diagnostic.h"
+
+#include <llvm/ADT/StringRef.h>
+
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace msc::exec {
+
+class Logger;
+
+// What the worker process inherits: environment variables and file descriptors (hugepage pools,
+// the io_uring reader's socket, ...). Filled by appliers before the worker starts.
+struct WorkerEnvironment {
+  std::map<std::string, std::string> variables;
+  std::vector<int> inheritedFds;
+};
+
+// Test hook: makes the applier named `failIn` fail at its apply step (roll-back tests).
+struct FailureInjection {
+  std::string failIn;
+};
+
+struct ApplyContext {
+  const plan::Plan &plan;
+  std::string contractId;      // plan.provenance().contract() unless the agent renames it
+  Logger &log;
+  DiagnosticEngine &diags;
+  WorkerEnvironment &worker;
+  const FailureInjection *inject = nullptr;
+  bool injected(llvm::StringRef applier) const { return inject && inject->failIn == applier; }
+};
+
+class Applier {
+public:
+  virtual ~Applier();
+  virtual llvm::StringRef name() const = 0; // "cpu", "io", "memory", "gpu", "rdma"
+  // Applies this applier's part of the plan. On failure it reports a coded diagnostic, undoes
+  // its own partial work, and returns false.
+  virtual bool apply(ApplyContext &ctx) = 0;
+  // Binds a started worker (cgroup membership, affinity). Called after every apply succeeded.
+  virtual bool attach(ApplyContext &ctx, pid_t worker) { return true; }
+  // Undoes apply (and attach). Safe to call once after a successful apply.
+  virtual void rollback(ApplyContext &ctx) = 0;
+};
+
+} // namespace msc::exec
