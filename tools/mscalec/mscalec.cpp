@@ -3,6 +3,7 @@
 #include "hal/Loader.h"
 #include "ir/IR.h"
 #include "ir/PlanFile.h"
+#include "ir/Schema.h"
 #include "passes/Lowering.h"
 #include "passes/PassManager.h"
 #include "passes/Passes.h"
@@ -62,6 +63,8 @@ cl::list<std::string> printAfter("print-after", cl::desc("Print the placement af
 cl::opt<bool> timePasses("time-passes", cl::desc("Report the time each pass took (stderr)"), cl::cat(category));
 cl::list<std::string> admittedPlans("admitted", cl::desc("Plans already admitted on the node (admission check)"),
                                     cl::value_desc("plan.msp"), cl::CommaSeparated, cl::cat(category));
+cl::opt<bool> listFields("list-fields", cl::desc("Print every field of the contract language (Markdown) and exit"),
+                         cl::cat(category));
 cl::opt<bool> listPasses("list-passes", cl::desc("List the passes with their summaries and exit"), cl::cat(category));
 
 constexpr const char *kVersion = "0.1.0";
@@ -122,6 +125,10 @@ int main(int argc, char **argv) {
     diags.report(msc::DiagCode::ERR_DRV_002) << explain;
     diags.finish();
     return kUsageOrIo;
+  }
+  if (listFields) {
+    msc::ir::printFieldReference(outs());
+    return kAccepted;
   }
   if (listPasses) {
     for (const msc::passes::PassInfo &info : msc::passes::registeredPasses()) {

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Sets everything up and runs the main job on this machine: compile the example contracts
+# against the live topology and against a recorded 4xA100 node, print the diagnostics and the
+# plans, and write the plans to build/plans/.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh || exit 1
+scripts/build.sh release >build/quickstart-build.log 2>&1 || {
+  mkdir -p build; tail -30 build/quickstart-build.log; echo "quickstart: build failed"; exit 1; }
+
+bin=build/bin
+plans=build/plans
+mkdir -p "$plans/live" "$plans/jureca-a100"
+fixture=../shared/fixtures/topologies/hwloc-xml/psmgmt-jrc0323-jurecadc-gpu-4xA100.xml
+
+echo "== this machine"
+$bin/mscale-cli topology show --input live 2>/dev/null | head -25 || $bin/mscale-cli topology show | head -25
+
+status=0
+compile() { # compile TOPOLOGY OUTDIR CONTRACT
+  local topo=$1 out=$2 contract=$3 name
+  name=$(basename "$contract" .msc)
+  echo
+  echo "== mscalec --topology $topo $contract"
+  if $bin/mscalec --topology "$topo" "$contract" -o "$out/$name.msp"; then
+    $bin/mscale-plan dump "$out/$name.msp"
+    echo "-> $out/$name.msp"
+  else
+    echo "(refused: the diagnostics above say why; nothing was written)"
+  fi
+}
+
+echo
+echo "== the live node: every example contract"
+for contract in examples/contracts/*.msc; do
+  compile live "$plans/live" "$contract"
+done
+
+if [[ -f $fixture ]]; then
+  echo
+  echo "== a recorded JURECA-DC node (4x A100, 4x ConnectX-6): $fixture"
+  compile "$fixture" "$plans/jureca-a100" examples/contracts/jureca-a100.msc
+  compile "$fixture" "$plans/jureca-a100" examples/contracts/qwen-vl-chat.msc
+else
+  echo "(recorded topologies not found at $fixture; skipped)"
+fi
+# The job itself ran: refused contracts are results, not failures of the quickstart.
+exit $status
