@@ -1,0 +1,609 @@
+#include "hal/Topology.h"
+
+#include <llvm/ADT/STLExtras.h>
+#include <llvm/ADT/SmallVector.h>
+#include <llvm/ADT/StringExtras.h>
+
+#include <algorithm>
+#include <cassert>
+
+namespace msc::hal {
+
+llvm::StringRef kindName(VertexKind kind) {
+  switch (kind) {
+  case VertexKind::Machine: return "Machine";
+  case VertexKind::Package: return "Package";
+  case VertexKind::Group: return "Group";
+  case VertexKind::NumaNode: return "NUMANode";
+  case VertexKind::Cache: return "Cache";
+  case VertexKind::Core: return "Core";
+  case VertexKind::Pu: return "PU";
+  case VertexKind::HostBridge: return "HostBridge";
+  case VertexKind::PciBridge: return "PCIBridge";
+  case VertexKind::PciDevice: return "PCI";
+  case VertexKind::Gpu: return "GPU";
+  case VertexKind::NvmeController: return "NVMe";
+  case VertexKind::NvmeNamespace: return "NVMeNamespace";
+  case VertexKind::NvmePartition: return "NVMePartition";
+  case VertexKind::Nic: return "NIC";
+  case VertexKind::NetDevice: return "Net";
+  case VertexKind::RdmaDevice: return "RDMA";
+  case VertexKind::BlockDevice: return "Block";
+  case VertexKind::ThermalSensor: return "Thermal";
+  }
+  return "?";
+}
+
+// ---------------------------------------------------------------------------------------------
+// LinkClass
+
+std::string LinkClass::str() const {
+  switch (kind) {
+  case Self: return "X";
+  case Pix: return "PIX";
+  case Pxb: return "PXB";
+  case Phb: return "PHB";
+  case Node: return "NODE";
+  case Sys: return "SYS";
+  case NvLink: return "NV" + std::to_string(nvlinks);
+  case Unknown: break;
+  }
+  return "?";
+}
+
+std::optional<LinkClass> LinkClass::parse(llvm::StringRef text) {
+  text = text.trim();
+  if (text == "X") return LinkClass{Self, 0};
+  if (text == "PIX") return LinkClass{Pix, 0};
+  if (text == "PXB") return LinkClass{Pxb, 0};
+  if (text == "PHB") return LinkClass{Phb, 0};
+  if (text == "NODE") return LinkClass{Node, 0};
+  if (text == "SYS" || text == "SOC") return LinkClass{Sys, 0};
+  unsigned n = 0;
+  if (text.consume_front("NV") && !text.getAsInteger(10, n) && n > 0)
+    return LinkClass{NvLink, n};
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Building
+
+VertexId Topology::addVertex(Vertex v, VertexId parent, EdgeKind link) {
+  VertexId id = boost::add_vertex(std::move(v), graph_);
+  if (parent != NoVertex)
+    boost::add_edge(parent, id, Edge{link, 1, 0}, graph_);
+  return id;
+}
+
+void Topology::addEdge(VertexId a, VertexId b, Edge e) { boost::add_edge(a, b, e, graph_); }
+
+void Topology::setKernelCmdline(std::string cmdline) {
+  cmdline_ = std::move(cmdline);
+  KernelCpuSets sets = parseKernelCmdline(cmdline_);
+  isolated_ = std::move(sets.isolated);
+  nohzFull_ = std::move(sets.nohzFull);
+}
+
+void Topology::setNumaDistances(std::vector<unsigned> nodeOrder, std::vector<uint64_t> matrix) {
+  assert(matrix.size() == nodeOrder.size() * nodeOrder.size());
+  distOrder_ = std::move(nodeOrder);
+  distMatrix_ = std::move(matrix);
+}
+
+static uint64_t pciKey(const PciAddress &a) {
+  return (uint64_t(a.domain) << 16) | (uint64_t(a.bus) << 8) | (uint64_t(a.device) << 3) | a.function;
+}
+static uint64_t pairKey(VertexId a, VertexId b) {
+  if (a > b)
+    std::swap(a, b);
+  return (uint64_t(a) << 32) | uint64_t(b);
+}
+
+static bool isTreeEdge(EdgeKind k) { return k == EdgeKind::Contains || k == EdgeKind::PcieLink; }
+
+void Topology::reindex() {
+  size_t n = vertexCount();
+  parent_.assign(n, NoVertex);
+  children_.assign(n, {});
+  byKind_.assign(static_cast<size_t>(VertexKind::ThermalSensor) + 1, {});
+  puByOs_.clear();
+  numaByOs_.clear();
+  pciByAddr_.clear();
+  byName_.clear();
+  hostBridgeOf_.assign(n, NoVertex);
+  switchOf_.assign(n, NoVertex);
+  numaOf_.assign(n, -1);
+  gpuOrder_.clear();
+  nvlinks_.clear();
+
+  for (auto [it, end] = boost::edges(graph_); it != end; ++it) {
+    const Edge &e = graph_[*it];
+    VertexId s = boost::source(*it, graph_), t = boost::target(*it, graph_);
+    if (isTreeEdge(e.kind)) {
+      assert(s < t && "loaders add parents before children");
+      if (parent_[t] == NoVertex)
+        parent_[t] = s;
+    } else if (e.kind == EdgeKind::NvLink) {
+      nvlinks_[pairKey(s, t)] += e.count;
+    }
+  }
+  for (VertexId v = 0; v < n; ++v) {
+    const Vertex &x = graph_[v];
+    if (parent_[v] != NoVertex)
+      children_[parent_[v]].push_back(v);
+    byKind_[static_cast<size_t>(x.kind)].push_back(v);
+    VertexId p = parent_[v];
+    // locality and PCIe ancestry are inherited down the tree (parents come first)
+    numaOf_[v] = x.kind == VertexKind::NumaNode ? int(x.osIndex) : x.numaNode;
+    if (numaOf_[v] < 0 && p != NoVertex && x.kind != VertexKind::NumaNode)
+      numaOf_[v] = numaOf_[p];
+    if (x.kind == VertexKind::HostBridge)
+      hostBridgeOf_[v] = v;
+    else if (p != NoVertex)
+      hostBridgeOf_[v] = hostBridgeOf_[p];
+    if (p != NoVertex) {
+      const PciInfo *pi = graph_[p].as<PciInfo>();
+      if (graph_[p].kind == VertexKind::PciBridge && pi && pi->role == BridgeRole::SwitchUpstream)
+        switchOf_[v] = p;
+      else
+        switchOf_[v] = switchOf_[p];
+    }
+    switch (x.kind) {
+    case VertexKind::Pu:
+      if (x.osIndex >= 0) {
+        if (size_t(x.osIndex) >= puByOs_.size())
+          puByOs_.resize(x.osIndex + 1, NoVertex);
+        puByOs_[x.osIndex] = v;
+      }
+      break;
+    case VertexKind::NumaNode:
+      numaByOs_[unsigned(x.osIndex)] = v;
+      break;
+    case VertexKind::PciBridge:
+    case VertexKind::PciDevice:
+      if (const PciInfo *pi = x.as<PciInfo>())
+        pciByAddr_.try_emplace(pciKey(pi->address), v);
+      break;
+    default:
+      break;
+    }
+    if (!x.name.empty() && x.kind >= VertexKind::Gpu)
+      byName_.try_emplace(x.name, v);
+    if (const GpuInfo *g = x.as<GpuInfo>())
+      for (const std::string &alias : g->aliases)
+        byName_.try_emplace(alias, v);
+  }
+  // GPUs in PCI address order (CUDA_DEVICE_ORDER=PCI_BUS_ID), then by vertex for PCI-less ones.
+  std::vector<VertexId> g = verticesOf(VertexKind::Gpu);
+  std::stable_sort(g.begin(), g.end(), [&](VertexId a, VertexId b) {
+    return graph_[a].as<GpuInfo>()->pci < graph_[b].as<GpuInfo>()->pci;
+  });
+  gpuOrder_ = std::move(g);
+}
+
+std::vector<GpuRef> Topology::gpus() const {
+  std::vector<GpuRef> out;
+  out.reserve(gpuOrder_.size());
+  for (unsigned i = 0; i < gpuOrder_.size(); ++i)
+    out.push_back(GpuRef{i, gpuOrder_[i], graph_[gpuOrder_[i]].as<GpuInfo>()});
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPUs
+
+bool Topology::isPuOnline(unsigned os) const {
+  VertexId v = puVertex(os);
+  if (v == NoVertex)
+    return false;
+  const PuInfo *p = graph_[v].as<PuInfo>();
+  return !p || p->online;
+}
+
+std::vector<unsigned> Topology::pus() const {
+  std::vector<unsigned> out;
+  for (unsigned i = 0; i < puByOs_.size(); ++i)
+    if (puByOs_[i] != NoVertex)
+      out.push_back(i);
+  return out;
+}
+
+VertexId Topology::physicalCoreOf(unsigned pu) const {
+  for (VertexId v = puVertex(pu); v != NoVertex; v = parent_[v])
+    if (graph_[v].kind == VertexKind::Core)
+      return v;
+  return NoVertex;
+}
+
+std::vector<unsigned> Topology::smtSiblings(unsigned pu) const {
+  VertexId core = physicalCoreOf(pu);
+  if (core == NoVertex)
+    return hasPu(pu) ? std::vector<unsigned>{pu} : std::vector<unsigned>{};
+  std::vector<unsigned> out;
+  llvm::SmallVector<VertexId, 8> stack{core};
+  while (!stack.empty()) {
+    VertexId v = stack.pop_back_val();
+    if (graph_[v].kind == VertexKind::Pu)
+      out.push_back(unsigned(graph_[v].osIndex));
+    for (VertexId c : children_[v])
+      stack.push_back(c);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::optional<unsigned> Topology::numaNodeOfPu(unsigned pu) const {
+  VertexId v = puVertex(pu);
+  if (v == NoVertex || numaOf_[v] < 0)
+    return std::nullopt;
+  return unsigned(numaOf_[v]);
+}
+
+std::vector<unsigned> Topology::cpusOfNumaNode(unsigned node) const {
+  const NumaInfo *info = numaInfo(node);
+  return info ? info->cpus : std::vector<unsigned>{};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory
+
+std::vector<unsigned> Topology::numaNodes() const {
+  std::vector<unsigned> out;
+  for (VertexId v : verticesOf(VertexKind::NumaNode))
+    out.push_back(unsigned(graph_[v].osIndex));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+VertexId Topology::numaVertex(unsigned os) const {
+  auto it = numaByOs_.find(os);
+  return it == numaByOs_.end() ? NoVertex : it->second;
+}
+
+const NumaInfo *Topology::numaInfo(unsigned os) const {
+  VertexId v = numaVertex(os);
+  return v == NoVertex ? nullptr : graph_[v].as<NumaInfo>();
+}
+
+std::optional<uint64_t> Topology::freeHugepages(unsigned node, uint64_t pageSize) const {
+  const NumaInfo *info = numaInfo(node);
+  if (!info)
+    return std::nullopt;
+  for (const HugepagePool &p : info->hugepages)
+    if (p.pageSize == pageSize)
+      return p.free;
+  return std::nullopt;
+}
+
+std::optional<uint64_t> Topology::numaDistance(unsigned a, unsigned b) const {
+  auto ia = llvm::find(distOrder_, a), ib = llvm::find(distOrder_, b);
+  if (ia == distOrder_.end() || ib == distOrder_.end())
+    return std::nullopt;
+  return distMatrix_[(ia - distOrder_.begin()) * distOrder_.size() + (ib - distOrder_.begin())];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Devices
+
+VertexId Topology::findPci(const PciAddress &addr) const {
+  auto it = pciByAddr_.find(pciKey(addr));
+  return it == pciByAddr_.end() ? NoVertex : it->second;
+}
+
+VertexId Topology::findDevice(llvm::StringRef nameOrBdf) const {
+  nameOrBdf = nameOrBdf.trim();
+  nameOrBdf.consume_front("/dev/");
+  auto it = byName_.find(nameOrBdf);
+  if (it != byName_.end())
+    return it->second;
+  if (auto parsed = parsePci(nameOrBdf); parsed && parsed->form != ParsedPci::Form::BusOnly) {
+    if (VertexId v = findPci(parsed->address); v != NoVertex)
+      return v;
+    // "81:00.0" without a domain: the unique match in any domain
+    if (parsed->form == ParsedPci::Form::NoDomain) {
+      VertexId found = NoVertex;
+      for (auto &[key, v] : pciByAddr_) {
+        if ((key & 0xffff) == (pciKey(parsed->address) & 0xffff)) {
+          if (found != NoVertex)
+            return NoVertex;
+          found = v;
+        }
+      }
+      return found;
+    }
+  }
+  return NoVertex;
+}
+
+VertexId Topology::pciFunctionOf(VertexId device) const {
+  for (VertexId v = device; v != NoVertex; v = parent_[v]) {
+    VertexKind k = graph_[v].kind;
+    if (k == VertexKind::PciDevice || k == VertexKind::PciBridge)
+      return v;
+    if (k < VertexKind::HostBridge)
+      return NoVertex;
+  }
+  return NoVertex;
+}
+
+std::optional<unsigned> Topology::numaNodeOfDevice(VertexId device) const {
+  if (device == NoVertex || numaOf_[device] < 0)
+    return std::nullopt;
+  return unsigned(numaOf_[device]);
+}
+
+VertexId Topology::rootComplexOf(VertexId device) const {
+  return device == NoVertex ? NoVertex : hostBridgeOf_[device];
+}
+
+VertexId Topology::pcieSwitchOf(VertexId device) const {
+  if (device == NoVertex)
+    return NoVertex;
+  // A switch's own ports belong to it; anything below sees the closest upstream port.
+  const Vertex &x = graph_[device];
+  if (x.kind == VertexKind::PciBridge && x.as<PciInfo>()->role == BridgeRole::SwitchUpstream)
+    return device;
+  return switchOf_[device];
+}
+
+bool Topology::shareSwitch(VertexId a, VertexId b) const {
+  VertexId sa = pcieSwitchOf(a), sb = pcieSwitchOf(b);
+  return sa != NoVertex && sa == sb;
+}
+
+bool Topology::shareRootComplex(VertexId a, VertexId b) const {
+  VertexId ra = rootComplexOf(a), rb = rootComplexOf(b);
+  return ra != NoVertex && ra == rb;
+}
+
+unsigned Topology::nvlinkCount(VertexId a, VertexId b) const {
+  if (a == NoVertex || b == NoVertex || a == b)
+    return 0;
+  auto it = nvlinks_.find(pairKey(a, b));
+  if (it != nvlinks_.end())
+    return it->second;
+  // Through an NVSwitch fabric: every GPU reaches every other with all its switch links.
+  auto switchLinks = [&](VertexId g) {
+    unsigned links = 0;
+    auto count = [&](VertexId other, const Edge &e) {
+      if (e.kind == EdgeKind::NvLink && graph_[other].kind == VertexKind::PciDevice)
+        links += e.count;
+    };
+    for (auto [i, end] = boost::out_edges(g, graph_); i != end; ++i)
+      count(boost::target(*i, graph_), graph_[*i]);
+    for (auto [i, end] = boost::in_edges(g, graph_); i != end; ++i)
+      count(boost::source(*i, graph_), graph_[*i]);
+    return links;
+  };
+  return std::min(switchLinks(a), switchLinks(b));
+}
+
+// A switch is one upstream port and its downstream ports; a root port or other bridge stands alone.
+VertexId Topology::switchUnitOf(VertexId bridge) const {
+  const PciInfo *pi = graph_[bridge].as<PciInfo>();
+  if (pi && pi->role == BridgeRole::SwitchDownstream && parent_[bridge] != NoVertex)
+    return parent_[bridge];
+  return bridge;
+}
+
+LinkClass Topology::linkClass(VertexId a, VertexId b) const {
+  if (a == NoVertex || b == NoVertex)
+    return {};
+  // NVLink is a property of the GPUs, not of their PCI functions.
+  auto gpuOf = [&](VertexId v) {
+    if (graph_[v].kind == VertexKind::Gpu)
+      return v;
+    for (VertexId c : children_[v])
+      if (graph_[c].kind == VertexKind::Gpu)
+        return c;
+    return v;
+  };
+  VertexId fa = pciFunctionOf(a), fb = pciFunctionOf(b);
+  if (a == b || (fa != NoVertex && fa == fb))
+    return {LinkClass::Self, 0};
+  if (unsigned links = nvlinkCount(gpuOf(a), gpuOf(b)))
+    return {LinkClass::NvLink, links};
+  auto numaOrSys = [&]() -> LinkClass {
+    int na = numaOf_[a], nb = numaOf_[b];
+    if (na < 0 || nb < 0)
+      return {LinkClass::Sys, 0};
+    return {na == nb ? LinkClass::Node : LinkClass::Sys, 0};
+  };
+  if (fa == NoVertex || fb == NoVertex)
+    return numaOrSys();
+  if (hostBridgeOf_[fa] == NoVertex || hostBridgeOf_[fa] != hostBridgeOf_[fb])
+    return numaOrSys();
+  // Same host bridge: find the lowest common ancestor and count the switches crossed.
+  llvm::SmallVector<VertexId, 16> pathA, pathB;
+  for (VertexId v = fa; v != NoVertex; v = parent_[v])
+    pathA.push_back(v);
+  for (VertexId v = fb; v != NoVertex; v = parent_[v])
+    pathB.push_back(v);
+  VertexId lca = NoVertex;
+  while (!pathA.empty() && !pathB.empty() && pathA.back() == pathB.back()) {
+    lca = pathA.back();
+    pathA.pop_back();
+    pathB.pop_back();
+  }
+  if (lca == NoVertex || graph_[lca].kind == VertexKind::HostBridge)
+    return {LinkClass::Phb, 0};
+  llvm::SmallVector<VertexId, 8> units;
+  auto addUnits = [&](llvm::ArrayRef<VertexId> path) {
+    for (VertexId v : path)
+      if (graph_[v].kind == VertexKind::PciBridge) {
+        VertexId u = switchUnitOf(v);
+        if (!llvm::is_contained(units, u))
+          units.push_back(u);
+      }
+  };
+  addUnits(pathA);
+  addUnits(pathB);
+  addUnits(llvm::ArrayRef<VertexId>(lca));
+  return {units.size() <= 1 ? LinkClass::Pix : LinkClass::Pxb, 0};
+}
+
+std::optional<GpuRef> Topology::gpuByIndex(unsigned index) const {
+  if (index >= gpuOrder_.size())
+    return std::nullopt;
+  return GpuRef{index, gpuOrder_[index], graph_[gpuOrder_[index]].as<GpuInfo>()};
+}
+
+std::optional<GpuRef> Topology::gpuByPci(const PciAddress &addr) const {
+  for (unsigned i = 0; i < gpuOrder_.size(); ++i)
+    if (graph_[gpuOrder_[i]].as<GpuInfo>()->pci == addr)
+      return GpuRef{i, gpuOrder_[i], graph_[gpuOrder_[i]].as<GpuInfo>()};
+  return std::nullopt;
+}
+
+VertexId Topology::blockDevice(llvm::StringRef devName) const {
+  devName.consume_front("/dev/");
+  auto it = byName_.find(devName);
+  if (it == byName_.end())
+    return NoVertex;
+  VertexKind k = graph_[it->second].kind;
+  return (k == VertexKind::NvmeNamespace || k == VertexKind::NvmePartition || k == VertexKind::BlockDevice)
+             ? it->second
+             : NoVertex;
+}
+
+const RdmaInfo *Topology::rdmaDevice(llvm::StringRef name) const {
+  auto it = byName_.find(name);
+  return it == byName_.end() ? nullptr : graph_[it->second].as<RdmaInfo>();
+}
+
+size_t Topology::memoryFootprint() const {
+  size_t bytes = sizeof(*this);
+  size_t n = vertexCount();
+  bytes += n * (sizeof(Vertex) + 2 * sizeof(void *) * 3); // vertex storage + edge lists
+  bytes += boost::num_edges(graph_) * (sizeof(Edge) + 4 * sizeof(void *));
+  for (VertexId v = 0; v < n; ++v) {
+    const Vertex &x = graph_[v];
+    bytes += x.name.capacity() > 15 ? x.name.capacity() : 0;
+    if (const NumaInfo *ni = x.as<NumaInfo>())
+      bytes += ni->cpus.capacity() * sizeof(unsigned) + ni->hugepages.capacity() * sizeof(HugepagePool);
+    if (const RdmaInfo *ri = x.as<RdmaInfo>())
+      bytes += ri->ports.capacity() * sizeof(RdmaPort);
+  }
+  bytes += n * (sizeof(VertexId) * 3 + sizeof(int) + sizeof(std::vector<VertexId>));
+  bytes += puByOs_.capacity() * sizeof(VertexId) + numaByOs_.getMemorySize() + pciByAddr_.getMemorySize();
+  bytes += byName_.getNumBuckets() * (sizeof(void *) + 32);
+  bytes += cmdline_.capacity() + distMatrix_.capacity() * sizeof(uint64_t);
+  return bytes;
+}
+
+std::string Topology::label(VertexId v) const {
+  const Vertex &x = graph_[v];
+  std::string out = kindName(x.kind).str();
+  switch (x.kind) {
+  case VertexKind::HostBridge: {
+    const HostBridgeInfo *h = x.as<HostBridgeInfo>();
+    out += " " + PciBus{h->domain, h->firstBus}.str();
+    return out;
+  }
+  case VertexKind::PciBridge:
+  case VertexKind::PciDevice:
+    return out + " " + x.as<PciInfo>()->address.str();
+  case VertexKind::Gpu:
+    return out + " " + x.as<GpuInfo>()->pci.str();
+  default:
+    break;
+  }
+  if (!x.name.empty())
+    return out + " " + x.name;
+  if (x.osIndex >= 0)
+    return out + " P#" + std::to_string(x.osIndex);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPU lists and the kernel command line
+
+std::optional<std::vector<unsigned>> parseCpuList(llvm::StringRef text, std::string *why) {
+  std::vector<unsigned> out;
+  text = text.trim();
+  if (text.empty())
+    return out;
+  llvm::SmallVector<llvm::StringRef, 16> parts;
+  text.split(parts, ',');
+  for (llvm::StringRef part : parts) {
+    part = part.trim();
+    auto [lo, hi] = part.split('-');
+    unsigned a = 0, b = 0;
+    if (lo.getAsInteger(10, a) || (part.contains('-') && hi.getAsInteger(10, b))) {
+      if (why)
+        *why = "'" + part.str() + "' is not a number or range";
+      return std::nullopt;
+    }
+    if (!part.contains('-'))
+      b = a;
+    if (b < a || b - a > (1u << 20)) {
+      if (why)
+        *why = "range '" + part.str() + "' is reversed or too large";
+      return std::nullopt;
+    }
+    for (unsigned c = a; c <= b; ++c)
+      out.push_back(c);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::string formatCpuList(const std::vector<unsigned> &cpus) {
+  std::string out;
+  for (size_t i = 0; i < cpus.size();) {
+    size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1)
+      ++j;
+    if (!out.empty())
+      out += ',';
+    out += std::to_string(cpus[i]);
+    if (j > i)
+      out += "-" + std::to_string(cpus[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+KernelCpuSets parseKernelCmdline(llvm::StringRef cmdline) {
+  KernelCpuSets sets;
+  llvm::SmallVector<llvm::StringRef, 32> words;
+  cmdline.split(words, ' ', -1, false);
+  for (llvm::StringRef w : words) {
+    w = w.trim();
+    auto [key, value] = w.split('=');
+    if (key == "isolcpus") {
+      // isolcpus=[flag,...,]cpu-list: flags are words (nohz, domain, managed_irq)
+      llvm::SmallVector<llvm::StringRef, 8> items;
+      value.split(items, ',');
+      std::string list;
+      for (llvm::StringRef item : items) {
+        if (!item.empty() && llvm::isAlpha(item.front()))
+          continue;
+        if (!list.empty())
+          list += ',';
+        list += item.str();
+      }
+      if (auto cpus = parseCpuList(list))
+        for (unsigned c : *cpus)
+          sets.isolated.push_back(c);
+    } else if (key == "nohz_full") {
+      if (auto cpus = parseCpuList(value))
+        sets.nohzFull = *cpus;
+    }
+  }
+  std::sort(sets.isolated.begin(), sets.isolated.end());
+  sets.isolated.erase(std::unique(sets.isolated.begin(), sets.isolated.end()), sets.isolated.end());
+  return sets;
+}
+
+uint64_t fnv1a64(llvm::StringRef bytes, uint64_t seed) {
+  uint64_t h = seed;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+} // namespace msc::hal

@@ -1,0 +1,16 @@
+// mscale-cli: the operator's tool. Each command group lives in its own file and registers itself
+// (see CommandGroup.h); this file only parses the command line and dispatches.
+#include "tools/mscale-cli/CommandGroup.h"
+
+#include <llvm/Support/InitLLVM.h>
+#include <llvm/Support/raw_ostream.h>
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  llvm::cl::ParseCommandLineOptions(argc, argv, "MegaScale-Omni node tool\n");
+  for (const msc::cli::CommandGroup &group : msc::cli::commandGroups())
+    if (*group.sub)
+      return group.run();
+  llvm::errs() << "mscale-cli: no command given; see 'mscale-cli --help'\n";
+  return 2;
+}
