@@ -7,6 +7,7 @@
 #include <llvm/ADT/StringMap.h>
 #include <llvm/ADT/StringSwitch.h>
 
+#include <functional>
 #include <map>
 #include <set>
 
@@ -67,12 +68,12 @@ private:
       diags_.report(DiagCode::ERR_SYN_008, range) << text;
       return std::nullopt;
     }
-    uint64_t value = 0;
-    if (text.getAsInteger(10, value) || value > static_cast<uint64_t>(INT64_MAX)) {
+    int64_t value = 0;
+    if (text.getAsInteger(10, value)) {
       diags_.report(DiagCode::ERR_SYN_008, range) << text;
       return std::nullopt;
     }
-    return static_cast<int64_t>(value);
+    return value;
   }
 
   bool inRange(int64_t value, const FieldInfo &f, llvm::SMRange range) {
@@ -623,9 +624,10 @@ private:
   };
 
   ir::Body checkBody(const ast::Declaration &decl);
+  // Checks a block's assignments; sections go to `onSection` in source order (or are errors).
   template <typename Fields, size_t N>
   void checkFields(const ast::Block &block, const FieldInfo (&table)[N], Fields &fields, const std::string &where,
-                   const ir::Origin &base, bool allowSections);
+                   const ir::Origin &base, const std::function<void(const ast::Section &)> &onSection = {});
   void checkRoles(const ast::Block &block, ir::Body &body, const ir::Origin &base);
   const ir::Body *resolveProfile(const std::string &name);
   void checkContractComplete(const ir::Contract &c, const ast::Declaration &decl);
@@ -642,12 +644,15 @@ private:
 
 template <typename Fields, size_t N>
 void IRGen::checkFields(const ast::Block &block, const FieldInfo (&table)[N], Fields &fields,
-                        const std::string &where, const ir::Origin &base, bool allowSections) {
+                        const std::string &where, const ir::Origin &base,
+                        const std::function<void(const ast::Section &)> &onSection) {
   llvm::StringMap<llvm::SMRange> firstSet;
   for (const ast::Member &m : block.members) {
     if (m.section) {
-      if (allowSections)
-        continue; // the caller handles sections of a declaration body
+      if (onSection) {
+        onSection(*m.section);
+        continue;
+      }
       DiagBuilder d = diags_.report(DiagCode::ERR_SEM_008, m.section->nameRange);
       d << m.section->name << where;
       continue;
@@ -697,7 +702,7 @@ void IRGen::checkRoles(const ast::Block &block, ir::Body &body, const ir::Origin
     role.origin = base;
     role.origin.range = s.nameRange;
     role.origin.fieldRange = s.nameRange;
-    checkFields(*s.body, kRoleFields, role.fields, "role '" + s.name + "'", base, false);
+    checkFields(*s.body, kRoleFields, role.fields, "role '" + s.name + "'", base);
     body.roles.push_back(std::move(role));
   }
 }
@@ -707,30 +712,24 @@ ir::Body IRGen::checkBody(const ast::Declaration &decl) {
   std::string kind = decl.kind == ast::Declaration::Kind::Profile ? "profile" : "contract";
   ir::Origin base{kind + " " + decl.name, {}, {}};
   std::string where = kind + " '" + decl.name + "'";
-  checkFields(decl.body, kComputeFields, body.compute, where, base, true);
-  llvm::StringMap<llvm::SMRange> seenSections;
-  for (const ast::Member &m : decl.body.members) {
-    if (!m.section)
-      continue;
-    const ast::Section &s = *m.section;
+  checkFields(decl.body, kComputeFields, body.compute, where, base, [&](const ast::Section &s) {
     if (!llvm::is_contained(kSections, llvm::StringRef(s.name))) {
       DiagBuilder d = diags_.report(DiagCode::ERR_SEM_008, s.nameRange);
       d << s.name << where;
       if (auto fix = closestMatch(s.name, kSections))
         d.noteWithFixIt(Location{s.nameRange, {}, 0}, "did you mean '" + *fix + "'?", {s.nameRange, *fix});
-      continue;
+      return;
     }
     // A section may appear twice (say, in two halves of a long contract); fields still may not.
     if (s.name == "io_topology")
       checkRoles(*s.body, body, base);
     else if (s.name == "fault_tolerance")
-      checkFields(*s.body, kFaultToleranceFields, body.faultTolerance, "section 'fault_tolerance'", base, false);
+      checkFields(*s.body, kFaultToleranceFields, body.faultTolerance, "section 'fault_tolerance'", base);
     else if (s.name == "scaling")
-      checkFields(*s.body, kScalingFields, body.scaling, "section 'scaling'", base, false);
+      checkFields(*s.body, kScalingFields, body.scaling, "section 'scaling'", base);
     else if (s.name == "policy")
-      checkFields(*s.body, kPolicyFields, body.policy, "section 'policy'", base, false);
-    seenSections.try_emplace(s.name, s.nameRange);
-  }
+      checkFields(*s.body, kPolicyFields, body.policy, "section 'policy'", base);
+  });
   return body;
 }
 
@@ -801,7 +800,9 @@ std::optional<ir::Module> IRGen::run() {
   unsigned errorsBefore = diags_.errorCount();
   // Pass 1: every declaration's own block, checked once; duplicate names.
   llvm::StringMap<llvm::SMRange> contractNames;
-  for (size_t fileIndex = 0; fileIndex < sources_.files.size(); ++fileIndex) {
+  // Imported files first: a name the main file defines again is reported in the main file.
+  for (size_t n = 0; n < sources_.files.size(); ++n) {
+    size_t fileIndex = (n + 1) % sources_.files.size();
     const ast::File &file = *sources_.files[fileIndex];
     for (const auto &declPtr : file.declarations) {
       const ast::Declaration &decl = *declPtr;

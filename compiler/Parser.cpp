@@ -119,9 +119,23 @@ public:
       range = {map_(offending->getStartIndex()), map_(offending->getStartIndex())};
     bool yamlColon = offending && offending->getText() == ":";
     std::string message = yamlColon ? "expected '=' to set a field, found ':'" : rewriteSyntaxMessage(msg);
+    auto *parser = dynamic_cast<antlr4::Parser *>(recognizer);
+    // "cpu_cores = 2<newline> rdma_qps = 1;" parses "rdma_qps" as the unit of 2; a unit is never
+    // on the next line, so the user forgot the ';' after the number.
+    if (parser) {
+      antlr4::Token *unit = parser->getTokenStream()->LT(-1);
+      antlr4::Token *number = parser->getTokenStream()->LT(-2);
+      if (unit && number && unit->getType() == msc_grammar::ContractLexer::IDENT &&
+          number->getType() == msc_grammar::ContractLexer::NUMBER && unit->getLine() > number->getLine()) {
+        llvm::SMLoc after = map_(number->getStopIndex() + 1);
+        diags_.report(DiagCode::ERR_SYN_001, llvm::SMRange(after, after))
+                .fixIt({{after, after}, ";"})
+            << ("missing ';' after '" + number->getText() + "'");
+        return;
+      }
+    }
     DiagBuilder builder = diags_.report(DiagCode::ERR_SYN_001, range);
     builder << message;
-    auto *parser = dynamic_cast<antlr4::Parser *>(recognizer);
     // Two mistakes with an obvious intent get fix-its: a missing ';' and a YAML-style ':'.
     if (parser && msg.rfind("missing ';'", 0) == 0) {
       antlr4::Token *previous = parser->getTokenStream()->LT(-1);

@@ -101,6 +101,7 @@ std::optional<uint64_t> toBaseUnits(llvm::StringRef number, llvm::StringRef unit
     error = QuantityError::Malformed;
     return std::nullopt;
   }
+  fraction = fraction.rtrim('0'); // "1.000" is exactly 1, however many zeros follow
   // value = (whole * 10^f + fraction) * factor / 10^f, computed exactly in 128 bits.
   U128 scale = 1;
   U128 mantissa = 0;
@@ -118,6 +119,11 @@ std::optional<uint64_t> toBaseUnits(llvm::StringRef number, llvm::StringRef unit
     }
     mantissa = mantissa * 10 + static_cast<unsigned>(c - '0');
     scale *= 10;
+  }
+  // A product beyond 128 bits is at least 2^128 / 10^19 > UINT64_MAX: an overflow, not a wrap.
+  if (mantissa != 0 && factor > ~U128(0) / mantissa) {
+    error = QuantityError::Overflow;
+    return std::nullopt;
   }
   U128 scaled = mantissa * factor;
   if (scaled % scale != 0) {

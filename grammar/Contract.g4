@@ -61,7 +61,7 @@ PERCENT   : '%' ;
 
 // A PCI address: 0000:81:00.0, 81:00.0, or a domain and bus 0000:81. Checked by the frontend.
 PCI_ADDR  : HEX+ ':' HEX+ (':' HEX+)? ('.' HEX+)? ;
-NUMBER    : DIGIT+ ('.' DIGIT+)? ;
+NUMBER    : '-'? DIGIT+ ('.' DIGIT+)? ;
 IDENT     : [a-zA-Z_] [a-zA-Z0-9_\-]* ;
 STRING    : '"' (~["\\\r\n] | '\\' ~[\r\n])* '"' ;
 UNTERMINATED_STRING : '"' (~["\\\r\n] | '\\' ~[\r\n])* ;

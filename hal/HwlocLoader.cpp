@@ -1,5 +1,6 @@
 // hwloc -> Topology: the walk over hwloc's tree (CPU side, memory, I/O), the XML loader (v1/v2;
 // v3 refused with a coded error) and live discovery (hwloc on "/" or on a recorded sysfs root).
+#include "hal/GpuModels.h"
 #include "hal/Loader.h"
 #include "hal/detail/Probes.h"
 
@@ -509,6 +510,16 @@ VertexId ensureGpu(Topology &t, VertexId pciFunction) {
   g.pci = pci.address;
   g.vendor = pci.vendorId == 0x10de ? "NVIDIA" : pci.vendorId == 0x1002 ? "AMD" : pci.vendorName;
   g.model = pci.deviceName;
+  // Without a driver the PCI device ID still tells SMs, memory and capability of known models.
+  if (pci.vendorId == 0x10de)
+    if (std::optional<GpuModelFacts> facts = nvidiaGpuByDeviceId(pci.deviceId)) {
+      g.smCount = facts->smCount;
+      g.memoryBytes = facts->memoryBytes;
+      g.ccMajor = facts->ccMajor;
+      g.ccMinor = facts->ccMinor;
+      if (g.model.empty())
+        g.model = facts->name;
+    }
   v.data = std::move(g);
   return t.addVertex(std::move(v), pciFunction);
 }

@@ -2,6 +2,7 @@
 // physical cores, GPU SMs and memory, hugepages. The error names the holder.
 #include "passes/PassUtil.h"
 #include "passes/Passes.h"
+#include "passes/Resolve.h"
 
 #include <map>
 
@@ -70,7 +71,7 @@ private:
       n.gpu = &*r->gpu;
       n.role = n.role ? n.role : &role;
       if (r->gpu->smCount)
-        n.sms += r->smSlices * (r->gpu->smCount / division);
+        n.sms += smsForSlices(*ctx.topology, *r->gpu, std::max(division, r->smSlices), std::max(1u, r->smSlices));
       if (role.fields.gpu_memory)
         n.memory += role.fields.gpu_memory->value.value;
     }

@@ -23,7 +23,7 @@ public:
     std::map<unsigned, const ir::Role *> coreOwner; // first PU of a core -> the role holding it
     for (const ir::Role &role : ctx.contract.body.roles) {
       const ir::RoleFields &f = role.fields;
-      if (f.numa_node && !topo.numaVertex(static_cast<unsigned>(f.numa_node->value))) {
+      if (f.numa_node && topo.numaVertex(static_cast<unsigned>(f.numa_node->value)) == hal::NoVertex) {
         std::vector<unsigned> nodes = topo.numaNodes();
         ctx.diags.report(DiagCode::ERR_HAL_NUMA_001, at(f.numa_node->origin))
                 .note(Location::none(), "this node has NUMA node(s) " + joinNumbers(nodes))
@@ -41,7 +41,7 @@ private:
     const hal::Topology &topo = *ctx.topology;
     const auto &cpus = *role.fields.cpu_cores;
     std::optional<unsigned> declaredNode;
-    if (role.fields.numa_node && topo.numaVertex(static_cast<unsigned>(role.fields.numa_node->value)))
+    if (role.fields.numa_node && topo.numaVertex(static_cast<unsigned>(role.fields.numa_node->value)) != hal::NoVertex)
       declaredNode = static_cast<unsigned>(role.fields.numa_node->value);
     std::map<unsigned, std::vector<unsigned>> cpusByCore;
     for (uint32_t cpu : cpus.value) {

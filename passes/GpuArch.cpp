@@ -29,4 +29,13 @@ unsigned minCapabilityFor(const std::string &precision) {
   return 0;
 }
 
+unsigned smsForSlices(unsigned smCount, unsigned division, unsigned slices, SmPartitioning part) {
+  if (division == 0)
+    return 0;
+  unsigned perSlice = smCount / division;
+  if (part.alignment > 1)
+    perSlice -= perSlice % part.alignment;
+  return perSlice * slices;
+}
+
 } // namespace msc::passes

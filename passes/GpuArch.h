@@ -19,4 +19,8 @@ SmPartitioning smPartitioning(int ccMajor, int ccMinor);
 // bf16 and tf32: Ampere (8.0); fp8: Ada/Hopper (8.9); int8 dp4a: 6.1; fp16 arithmetic: 5.3.
 unsigned minCapabilityFor(const std::string &precision);
 
+// SMs that `slices` of a GPU divided into `division` equal slices hold: each slice is the
+// GPU's share rounded down to the partition alignment. Lowering and admission both use this.
+unsigned smsForSlices(unsigned smCount, unsigned division, unsigned slices, SmPartitioning part);
+
 } // namespace msc::passes

@@ -1,6 +1,7 @@
 #include "passes/Lowering.h"
 
 #include "passes/GpuArch.h"
+#include "passes/Resolve.h"
 
 namespace msc::passes {
 
@@ -58,15 +59,8 @@ plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement,
       unsigned slices = std::max(1u, r->smSlices);
       s->set_slices(slices);
       s->set_slices_per_gpu(std::max(division, slices));
-      if (r->gpu->smCount) {
-        // Slices are equal and aligned to the architecture's green-context granularity.
-        std::optional<hal::GpuRef> ref = topo.gpuByPci(r->gpu->pci);
-        SmPartitioning part = ref ? smPartitioning(ref->info->ccMajor, ref->info->ccMinor) : SmPartitioning{};
-        unsigned perSlice = r->gpu->smCount / s->slices_per_gpu();
-        if (part.alignment > 1)
-          perSlice -= perSlice % part.alignment;
-        s->set_sm_count(perSlice * slices);
-      }
+      if (r->gpu->smCount)
+        s->set_sm_count(smsForSlices(topo, *r->gpu, s->slices_per_gpu(), slices));
       if (f.gpu_memory)
         s->set_memory_limit_bytes(f.gpu_memory->value.value);
       else if (compute.gpu_memory)
@@ -78,7 +72,7 @@ plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement,
         s->set_uuid(f.gpu->value.uuid);
       s->set_numa_node(numaOr(r->gpu->numaNode));
     }
-    if (!r->cpus.empty() || !r->blockDevice.empty() || f.io_depth || f.threads || f.decoder) {
+    if (!r->cpus.empty() || !r->blockDevice.empty() || f.io_depth || f.threads || f.decoder || f.gds) {
       plan::IoBinding *b = out.add_io_bindings();
       b->set_role(role.name);
       b->set_threads(static_cast<uint32_t>(valueOr(f.threads, static_cast<int64_t>(r->cpus.size()))));

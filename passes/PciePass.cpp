@@ -5,6 +5,7 @@
 #include "passes/Passes.h"
 #include "passes/Resolve.h"
 
+#include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/Format.h>
 
 namespace msc::passes {
@@ -33,6 +34,17 @@ bool bridgeServes(const hal::Topology &topo, hal::VertexId bridge, const PciBus 
 hal::VertexId gpuVertex(const hal::Topology &topo, const GpuPlacement &gpu) {
   auto ref = topo.gpuByPci(gpu.pci);
   return ref ? ref->vertex : hal::NoVertex;
+}
+
+// A port that is up, or whose state the topology does not know.
+bool hasUsablePort(const hal::Topology &topo, hal::VertexId rdma) {
+  const auto *info = topo.vertex(rdma).as<hal::RdmaInfo>();
+  if (!info || info->ports.empty())
+    return true;
+  for (const hal::RdmaPort &p : info->ports)
+    if (p.state.empty() || llvm::StringRef(p.state).contains_insensitive("active"))
+      return true;
+  return false;
 }
 
 class PciePass : public Pass {
@@ -74,9 +86,22 @@ private:
     os << llvm::format("%04x:", domain);
     PciAddress full = role.fields.gpu->value.pci;
     full.domain = domain;
-    ctx.diags.report(DiagCode::ERR_HAL_PCIE_001, at(origin))
-            .noteWithFixIt(at(origin), "did you mean '" + full.str() + "'?", {{origin.range.Start, origin.range.Start}, prefix})
-        << ir::formatValue(role.fields.gpu->value);
+    // Quote the address as written (bus:device.function), not with a domain the user did not write.
+    std::string written;
+    llvm::raw_string_ostream ws(written);
+    ws << llvm::format("%02x:%02x.%x", full.bus, full.device, full.function);
+    // On a multi-domain node the short form can name several GPUs: list them, guess none.
+    std::vector<std::string> candidates;
+    for (const hal::GpuRef &gpu : ctx.topology->gpus())
+      if (gpu.info->pci.bus == full.bus && gpu.info->pci.device == full.device &&
+          gpu.info->pci.function == full.function)
+        candidates.push_back(gpu.info->pci.str());
+    DiagBuilder d = ctx.diags.report(DiagCode::ERR_HAL_PCIE_001, at(origin));
+    d << written;
+    if (candidates.size() > 1)
+      d.note(Location::none(), "'" + written + "' exists in several PCI domains here: " + llvm::join(candidates, ", "));
+    else
+      d.noteWithFixIt(at(origin), "did you mean '" + full.str() + "'?", {{origin.range.Start, origin.range.Start}, prefix});
   }
 
   void checkDeclaredDomain(PassContext &ctx, const ir::Role &role, const RolePlacement &r) {
@@ -168,6 +193,8 @@ private:
       std::string bestName;
       hal::LinkClass best = current;
       for (hal::VertexId other : topo.verticesOf(hal::VertexKind::RdmaDevice)) {
+        if (!hasUsablePort(topo, other))
+          continue; // never suggest a NIC whose ports are all down
         hal::LinkClass link = topo.linkClass(gv, other);
         if (link.kind < best.kind) {
           best = link;

@@ -109,6 +109,12 @@ GpuPlacement gpuPlacement(const hal::Topology &topo, const hal::GpuRef &gpu) {
   return g;
 }
 
+unsigned smsForSlices(const hal::Topology &topo, const GpuPlacement &gpu, unsigned division, unsigned slices) {
+  std::optional<hal::GpuRef> ref = topo.gpuByPci(gpu.pci);
+  SmPartitioning part = ref ? smPartitioning(ref->info->ccMajor, ref->info->ccMinor) : SmPartitioning{};
+  return smsForSlices(gpu.smCount, division, slices, part);
+}
+
 unsigned firstPuOfCore(const hal::Topology &topo, unsigned pu) {
   std::vector<unsigned> siblings = topo.smtSiblings(pu);
   return siblings.empty() ? pu : *std::min_element(siblings.begin(), siblings.end());

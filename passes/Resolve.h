@@ -16,6 +16,8 @@ GpuPlacement gpuPlacement(const hal::Topology &topo, const hal::GpuRef &gpu);
 std::string blockDeviceName(llvm::StringRef path);
 // The smallest logical CPU of the physical core that holds `pu`.
 unsigned firstPuOfCore(const hal::Topology &topo, unsigned pu);
+// SMs held by `slices` of `division` on this GPU (the architecture's alignment applied).
+unsigned smsForSlices(const hal::Topology &topo, const GpuPlacement &gpu, unsigned division, unsigned slices);
 // Resolves every role of `contract` on `topo` (best effort, no diagnostics).
 Placement place(const ir::Contract &contract, const hal::Topology *topo);
 // The GPU a role without its own GPU feeds: the contract's only GPU, if it has exactly one.

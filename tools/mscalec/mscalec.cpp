@@ -11,6 +11,7 @@
 #include "support/DiagnosticPrinters.h"
 #include "support/ErrorIndex.h"
 
+#include <llvm/ADT/StringSwitch.h>
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/Format.h>
 #include <llvm/Support/FileSystem.h>
@@ -33,12 +34,11 @@ cl::list<std::string> includeDirs("I", cl::desc("Add a directory to the import s
                                   cl::value_desc("dir"), cl::cat(category));
 cl::opt<std::string> stdlibDir("stdlib", cl::desc("Standard library directory (default: the installed one)"),
                                cl::value_desc("dir"), cl::cat(category));
-cl::opt<EmitStage> emit("emit", cl::desc("What to produce"), cl::init(EmitStage::Ir),
-                        cl::values(clEnumValN(EmitStage::Ast, "ast", "the syntax tree"),
-                                   clEnumValN(EmitStage::Ir, "ir", "the checked, resolved IR"),
-                                   clEnumValN(EmitStage::Plan, "plan",
-                                              "the binary execution plan (default with -o FILE.msp)")),
-                        cl::cat(category));
+// A string, mapped below, so that a bad value is a coded usage error like every other.
+cl::opt<std::string> emit("emit",
+                          cl::desc("What to produce: ast, ir (the checked, resolved IR; default) or plan "
+                                   "(the binary execution plan; default with -o FILE.msp)"),
+                          cl::value_desc("stage"), cl::cat(category));
 cl::opt<std::string> outputFile("o", cl::desc("Output file (default: stdout)"), cl::value_desc("file"),
                                 cl::init("-"), cl::cat(category));
 cl::opt<msc::DiagnosticsFormat> diagFormat(
@@ -108,12 +108,25 @@ enum ExitStatus { kAccepted = 0, kContractErrors = 1, kUsageOrIo = 2 };
 int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   cl::SetVersionPrinter([](raw_ostream &os) { os << "mscalec " << kVersion << "\n"; });
-  cl::ParseCommandLineOptions(argc, argv, "MegaScale-Omni contract compiler\n");
+  std::string usageErrors;
+  raw_string_ostream usageStream(usageErrors);
+  bool parsed = cl::ParseCommandLineOptions(argc, argv, "MegaScale-Omni contract compiler\n", &usageStream);
 
   std::unique_ptr<msc::DiagnosticConsumer> printer =
       msc::makeDiagnosticPrinter(diagFormat, errs(), "mscalec", kVersion);
   SourceMgr sm;
   msc::DiagnosticEngine diags(&sm, *printer);
+  if (!parsed && usageErrors.empty())
+    usageStream << "invalid command line (see the message above and --help)";
+  if (!parsed) {
+    // cl reports "mscalec: for the --emit option: ..." lines; each becomes one coded diagnostic.
+    SmallVector<StringRef, 4> lines;
+    StringRef(usageErrors).split(lines, '\n', -1, false);
+    for (StringRef line : lines)
+      diags.report(msc::DiagCode::ERR_DRV_005) << line.trim().str();
+    diags.finish();
+    return kUsageOrIo;
+  }
   diags.setErrorLimit(errorLimit);
   diags.setWarningsAsErrors(warningsAsErrors);
 
@@ -144,14 +157,18 @@ int main(int argc, char **argv) {
     return kUsageOrIo;
   }
 
-  EmitStage stage = emit;
-  if (emit.getNumOccurrences() == 0 && StringRef(outputFile).ends_with(".msp"))
-    stage = EmitStage::Plan;
-  if (stage == EmitStage::Plan && topologyArg.empty()) {
-    diags.report(msc::DiagCode::ERR_DRV_005) << "a plan is lowered against a node: add --topology live|FILE";
+  std::optional<EmitStage> chosen = StringSwitch<std::optional<EmitStage>>(emit)
+                                        .Case("ast", EmitStage::Ast)
+                                        .Case("ir", EmitStage::Ir)
+                                        .Case("plan", EmitStage::Plan)
+                                        .Case("", std::nullopt)
+                                        .Default(std::nullopt);
+  if (!emit.empty() && !chosen) {
+    diags.report(msc::DiagCode::ERR_DRV_005) << ("--emit=" + emit + " (expected ast, ir or plan)");
     diags.finish();
     return kUsageOrIo;
   }
+  EmitStage stage = chosen ? *chosen : StringRef(outputFile).ends_with(".msp") ? EmitStage::Plan : EmitStage::Ir;
 
   msc::FrontendOptions options;
   options.includeDirs = includeDirs;
@@ -200,8 +217,14 @@ int main(int argc, char **argv) {
     for (const msc::ir::Contract &contract : module->contracts) {
       msc::passes::Placement placement = msc::passes::place(contract, topology ? &*topology : nullptr);
       msc::passes::PassContext ctx{contract, topology ? &*topology : nullptr, admitted, diags, placement};
-      if (pipeline->run(ctx, instrumentation) && stage == EmitStage::Plan)
-        plans.push_back(msc::passes::lowerToPlan(contract, placement, *topology, kVersion));
+      if (!pipeline->run(ctx, instrumentation) || stage != EmitStage::Plan)
+        continue;
+      if (!topology) {
+        diags.report(msc::DiagCode::ERR_PLAN_007, contract.nameRange)
+            << contract.name << "a plan is resolved against a node; add --topology live|FILE|DIR";
+        continue;
+      }
+      plans.push_back(msc::passes::lowerToPlan(contract, placement, *topology, kVersion));
     }
     if (stage == EmitStage::Ir)
       msc::ir::print(*module, out);
