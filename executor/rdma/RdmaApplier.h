@@ -1,0 +1,26 @@
+// The RDMA applier: queue pairs for every plan.rdma() setting, all or nothing. A group whose port
+// is down is moved to the setting's failover port (WRN_RDMA_001) or the apply fails (ERR_RDMA_005).
+// Worker environment: MSCALE_RDMA_BACKEND=ibverbs|sim and
+// MSCALE_RDMA=<role>@<device>:<port>:<queue pairs>:<max outstanding>;...
+#pragma once
+
+#include "executor/Applier.h"
+#include "executor/RdmaBackend.h"
+#include "executor/gpu/GpuApplier.h"
+
+#include <memory>
+
+namespace msc::exec {
+
+struct AppliedQpGroup {
+  int planIndex = 0;
+  std::string role;
+  QpGroupId id = 0;
+  std::string device; // where the group ended up (the failover port after a failover)
+  unsigned port = 0;
+};
+
+std::unique_ptr<Applier> createRdmaApplier(RdmaBackend &backend, LogSink log = {});
+const std::vector<AppliedQpGroup> *appliedQpGroups(const Applier &applier);
+
+} // namespace msc::exec

@@ -1,0 +1,57 @@
+// The snapshot image: the same bytes in a disk file and in a memory slot.
+//
+//   [0, 4096)        header: "MSCSNAP1", version, step, total size, manifest offset/size/hash, header hash
+//   [4096, ...)      blobs, each at a 4096-aligned offset
+//   manifest         step, loader, LR scheduler, loss scale, then (name, kind, offset, size, hash) per blob
+//   last 32 bytes    trailer: "MSCSEND1", step, manifest hash, trailer hash
+//
+// All integers little-endian; every hash is XXH64 (seed 0). Private to the library.
+#pragma once
+
+#include "executor/snapshot/Snapshot.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace msc::snapshot::format {
+
+constexpr uint32_t kVersion = 1;
+constexpr uint64_t kHeaderSize = 4096;
+constexpr uint64_t kTrailerSize = 32;
+constexpr uint64_t kAlign = 4096;
+
+class Sink {
+public:
+  virtual ~Sink() = default;
+  virtual Status write(uint64_t offset, const void *data, size_t size) = 0;
+};
+
+class Source {
+public:
+  virtual ~Source() = default;
+  virtual uint64_t size() const = 0;
+  virtual Status read(uint64_t offset, void *data, size_t size) = 0;
+};
+
+struct Layout {
+  std::vector<uint64_t> blobOffsets;
+  uint64_t manifestOffset = 0;
+  uint64_t manifestSize = 0;
+  uint64_t totalSize = 0;
+};
+Layout layout(const SnapshotMeta &meta, const std::vector<BlobView> &blobs);
+
+// Writes the whole image (blobs, manifest, trailer, then the header). `crashAfterBytes` > 0 makes
+// the process _exit(86) once that many blob bytes are written (test hook). `what` names the
+// destination in error messages.
+Status encode(const SnapshotMeta &meta, const std::vector<BlobView> &blobs, Sink &sink, uint64_t crashAfterBytes,
+              const std::string &what);
+
+// Reads the header and trailer only: the step, or ERR_SNAP_005/006/010.
+Status peek(Source &src, const std::string &what, uint64_t &step);
+// Verifies everything and fills `out` (meta + blobs). On error `out` is left partly filled.
+Status decode(Source &src, const std::string &what, const BlobDestination &dest, Restored &out);
+
+} // namespace msc::snapshot::format

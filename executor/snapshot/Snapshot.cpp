@@ -1,0 +1,175 @@
+#include "executor/snapshot/Snapshot.h"
+
+#include "executor/snapshot/Format.h"
+#include "executor/snapshot/Hash.h"
+#include "executor/snapshot/Tiers.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+
+namespace msc::snapshot {
+
+const RestoredBlob *Restored::find(const std::string &name) const {
+  for (const auto &b : blobs)
+    if (b.name == name)
+      return &b;
+  return nullptr;
+}
+
+Status Restored::copyBlob(const std::string &name, void *dst, uint64_t size) const {
+  const RestoredBlob *b = find(name);
+  if (!b)
+    return Status::make(ErrorCode::ERR_SNAP_011, {std::to_string(meta.step), name});
+  if (b->size != size)
+    return Status::make(ErrorCode::ERR_SNAP_009, {"blob '" + name + "' has " + std::to_string(b->size) +
+                                                      " bytes, the caller expects " + std::to_string(size)});
+  if (dst != b->data)
+    std::memcpy(dst, b->data, size);
+  return {};
+}
+
+Store::~Store() = default;
+
+Status Store::open(const StoreOptions &options, std::unique_ptr<Store> &out) {
+  if (options.diskDir.empty() && !options.memoryTier)
+    return Status::make(ErrorCode::ERR_SNAP_009, {"no tier: give a disk directory or enable the memory tier"});
+  std::unique_ptr<Store> s(new Store());
+  s->options_ = options;
+  if (!options.diskDir.empty())
+    if (Status st = DiskTier::open(options.diskDir, options.keep, s->disk_); !st)
+      return st;
+  if (options.memoryTier) {
+    int fd = options.memoryFd;
+    std::string fdSource = "memoryFd";
+    if (fd < 0 && options.useEnvFd) {
+      if (const char *env = std::getenv("MSCALE_SNAPSHOT_MEMFD"); env && *env) {
+        char *end = nullptr;
+        long v = std::strtol(env, &end, 10);
+        if (*end != '\0' || v < 0 || v > INT_MAX)
+          return Status::make(ErrorCode::ERR_SNAP_007,
+                              {std::string("MSCALE_SNAPSHOT_MEMFD=") + env, "not a file descriptor number"});
+        fd = static_cast<int>(v);
+        fdSource = std::string("MSCALE_SNAPSHOT_MEMFD=") + env;
+      }
+    }
+    std::string name = options.memoryName;
+    if (fd >= 0) {
+      int own = ::fcntl(fd, F_DUPFD_CLOEXEC, 3); // keep the caller's fd open when the store closes
+      if (own < 0)
+        return Status::make(ErrorCode::ERR_SNAP_007, {fdSource, std::strerror(errno)});
+      name = "memfd:" + std::to_string(fd);
+      fd = own;
+    }
+    if (fd < 0 && name.empty()) {
+      if (options.diskDir.empty())
+        return Status::make(ErrorCode::ERR_SNAP_009, {"the memory tier needs a name, an fd, or a disk directory"});
+      char real[PATH_MAX];
+      std::string key = ::realpath(options.diskDir.c_str(), real) ? real : options.diskDir;
+      char buf[40];
+      std::snprintf(buf, sizeof buf, "/msc-snap-%016llx",
+                    static_cast<unsigned long long>(hash64(key.data(), key.size())));
+      name = buf;
+    }
+    if (Status st = MemoryTier::open(fd, name, options.memorySlots, s->memory_); !st) {
+      if (fd >= 0)
+        ::close(fd);
+      return st;
+    }
+  }
+  out = std::move(s);
+  return {};
+}
+
+std::string Store::memoryTierName() const { return memory_ ? memory_->describe() : std::string(); }
+
+Status Store::save(const SnapshotMeta &meta, const std::vector<BlobView> &blobs, uint32_t tiers) {
+  std::set<std::string> names;
+  for (const auto &b : blobs) {
+    if (b.name.empty())
+      return Status::make(ErrorCode::ERR_SNAP_009, {"a blob has an empty name"});
+    if (!names.insert(b.name).second)
+      return Status::make(ErrorCode::ERR_SNAP_009, {"blob '" + b.name + "' is given twice"});
+    if (b.size && !b.data)
+      return Status::make(ErrorCode::ERR_SNAP_009, {"blob '" + b.name + "' has no data"});
+  }
+  if ((tiers & kBothTiers) == 0)
+    return Status::make(ErrorCode::ERR_SNAP_009, {"no tier selected"});
+  Status first;
+  if ((tiers & static_cast<uint32_t>(Tier::Memory)) && memory_)
+    first = memory_->save(meta, blobs, options_.crashAfterBytes);
+  if ((tiers & static_cast<uint32_t>(Tier::Disk)) && disk_) {
+    Status s = disk_->save(meta, blobs, options_.crashAfterBytes);
+    if (first && !s)
+      first = s;
+  }
+  return first;
+}
+
+std::vector<SnapshotInfo> Store::list() const {
+  std::vector<SnapshotInfo> all;
+  if (memory_)
+    all = memory_->list();
+  if (disk_)
+    for (auto &i : disk_->list())
+      all.push_back(i);
+  // Newest first; on a tie the memory tier first (faster, same content).
+  std::stable_sort(all.begin(), all.end(), [](const SnapshotInfo &a, const SnapshotInfo &b) {
+    if (a.step != b.step)
+      return a.step > b.step;
+    return a.tier == Tier::Memory && b.tier == Tier::Disk;
+  });
+  return all;
+}
+
+Status Store::restoreLatest(Restored &out, const BlobDestination &dest) {
+  std::vector<SnapshotInfo> all = list();
+  out = Restored{};
+  if (all.empty()) {
+    std::string where;
+    if (memory_)
+      where += "the memory tier (" + memory_->describe() + ")";
+    if (disk_)
+      where += std::string(where.empty() ? "" : " or ") + "'" + disk_->dir() + "'";
+    return Status::make(ErrorCode::ERR_SNAP_003, {where});
+  }
+  std::vector<SkippedSnapshot> skipped;
+  for (const auto &info : all) {
+    Restored r;
+    Status s = info.tier == Tier::Memory ? memory_->load(info, dest, r) : disk_->load(info, dest, r);
+    if (s) {
+      r.tier = info.tier;
+      r.source = info.where;
+      r.skipped = std::move(skipped);
+      out = std::move(r);
+      return {};
+    }
+    skipped.push_back({info.tier, info.step, info.where, s});
+  }
+  out.skipped = std::move(skipped);
+  return Status::make(ErrorCode::ERR_SNAP_004, {std::to_string(all.size())});
+}
+
+void Store::destroyMemoryTier() {
+  if (memory_)
+    memory_->destroy();
+  memory_.reset();
+}
+
+Status verifyFile(const std::string &path, SnapshotMeta *meta) {
+  Restored r;
+  Status s = DiskTier::loadFile(path, {}, r);
+  if (s && meta)
+    *meta = r.meta;
+  return s;
+}
+
+} // namespace msc::snapshot

@@ -1,0 +1,48 @@
+#include "executor/snapshot/Snapshot.h"
+
+#include <cstring>
+
+namespace msc::snapshot {
+namespace {
+struct CodeInfo {
+  const char *name;
+  const char *format;
+};
+const CodeInfo kCodes[] = {
+    {"ok", "ok"},
+#define DIAG(CODE, SEVERITY, FORMAT, SUMMARY) {#CODE, FORMAT},
+#include "support/DiagnosticsSnapshot.def"
+#undef DIAG
+};
+} // namespace
+
+const char *codeName(ErrorCode code) { return kCodes[static_cast<size_t>(code)].name; }
+
+int codeNumber(ErrorCode code) { return static_cast<int>(code); }
+
+Status Status::make(ErrorCode code, std::vector<std::string> args) {
+  Status s;
+  s.code = code;
+  const char *f = kCodes[static_cast<size_t>(code)].format;
+  for (; *f; ++f) {
+    if (f[0] == '%' && f[1] >= '0' && f[1] <= '9') {
+      size_t i = static_cast<size_t>(f[1] - '0');
+      if (i < args.size())
+        s.message += args[i];
+      ++f;
+    } else {
+      s.message += *f;
+    }
+  }
+  return s;
+}
+
+std::string Status::str() const {
+  if (ok())
+    return "ok";
+  return std::string("error[") + codeName(code) + "]: " + message;
+}
+
+const char *tierName(Tier tier) { return tier == Tier::Memory ? "memory" : "disk"; }
+
+} // namespace msc::snapshot

@@ -1,0 +1,41 @@
+// How the training workload reads its data files. PreadReader is a plain pread loop; the executor's
+// io_uring reader service (issue 6, executor/) plugs in here as another DataReader: the loader only
+// asks for (file, byte offset, length) and keeps the offsets itself, which is what exact resume needs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace msc::workload {
+
+class DataReader {
+public:
+  virtual ~DataReader() = default;
+  // Reads up to `size` bytes of `path` at `offset`: the count read (0 at end of file) or -errno.
+  virtual int64_t read(const std::string &path, uint64_t offset, void *buf, size_t size) = 0;
+};
+
+class PreadReader : public DataReader {
+public:
+  ~PreadReader() override;
+  int64_t read(const std::string &path, uint64_t offset, void *buf, size_t size) override;
+
+private:
+  std::map<std::string, int> fds_;
+};
+
+// Fails every read with -EIO once armed (what a failing NVMe namespace looks like to the worker).
+class FaultInjectingReader : public DataReader {
+public:
+  explicit FaultInjectingReader(DataReader &inner) : inner_(inner) {}
+  void arm() { armed_ = true; }
+  int64_t read(const std::string &path, uint64_t offset, void *buf, size_t size) override;
+
+private:
+  DataReader &inner_;
+  bool armed_ = false;
+};
+
+} // namespace msc::workload

@@ -1,0 +1,322 @@
+#include "executor/workload/Trainer.h"
+
+#include "executor/snapshot/Hash.h"
+#include "executor/snapshot/Snapshot.h"
+#include "executor/workload/Dataset.h"
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+namespace msc::workload {
+namespace {
+
+using snapshot::Status;
+
+constexpr int kHidden = 16;
+constexpr double kBaseLr = 0.2;
+constexpr uint64_t kWarmup = 10;
+constexpr double kMinLr = 0.01;
+constexpr float kMomentum = 0.9f;
+constexpr float kFp16Max = 65504.f;
+constexpr uint64_t kGrowthInterval = 10;
+
+// Parameters and optimizer state, flat so that each is one blob.
+struct Model {
+  // w1[kHidden][kFeatures], b1[kHidden], w2[kHidden], b2
+  std::vector<float> params = std::vector<float>(kHidden * kFeatures + kHidden + kHidden + 1);
+  std::vector<float> momentum = std::vector<float>(params.size());
+  float *w1() { return params.data(); }
+  float *b1() { return params.data() + kHidden * kFeatures; }
+  float *w2() { return b1() + kHidden; }
+  float *b2() { return w2() + kHidden; }
+};
+
+double lrAt(uint64_t step, uint64_t total) {
+  if (step <= kWarmup)
+    return kBaseLr * static_cast<double>(step) / kWarmup;
+  double t = static_cast<double>(step - kWarmup) / static_cast<double>(std::max<uint64_t>(total - kWarmup, 1));
+  return kMinLr + 0.5 * (kBaseLr - kMinLr) * (1 + std::cos(M_PI * std::min(t, 1.0)));
+}
+
+float noise(uint64_t &rng) {
+  return (static_cast<float>(splitmix64(rng) >> 40) / static_cast<float>(1 << 24) - 0.5f) * 0.02f;
+}
+
+// Forward + backward on a batch with the loss multiplied by `scale`; returns the (unscaled) mean loss.
+float gradients(Model &m, const std::vector<Sample> &batch, uint64_t &rng, float scale, std::vector<float> &grad) {
+  grad.assign(m.params.size(), 0.f);
+  float *gw1 = grad.data(), *gb1 = gw1 + kHidden * kFeatures, *gw2 = gb1 + kHidden, *gb2 = gw2 + kHidden;
+  float loss = 0;
+  const float inv = 1.f / static_cast<float>(batch.size());
+  for (const Sample &s : batch) {
+    float x[kFeatures], h[kHidden];
+    for (int k = 0; k < kFeatures; ++k)
+      x[k] = s.x[k] + noise(rng);
+    float z = m.b2()[0];
+    for (int j = 0; j < kHidden; ++j) {
+      float a = m.b1()[j];
+      for (int k = 0; k < kFeatures; ++k)
+        a += m.w1()[j * kFeatures + k] * x[k];
+      h[j] = std::tanh(a);
+      z += m.w2()[j] * h[j];
+    }
+    float p = 1.f / (1.f + std::exp(-z));
+    p = std::min(std::max(p, 1e-6f), 1.f - 1e-6f);
+    loss += -(s.label * std::log(p) + (1 - s.label) * std::log(1 - p)) * inv;
+    float dz = (p - s.label) * inv * scale;
+    gb2[0] += dz;
+    for (int j = 0; j < kHidden; ++j) {
+      gw2[j] += dz * h[j];
+      float da = dz * m.w2()[j] * (1 - h[j] * h[j]);
+      gb1[j] += da;
+      for (int k = 0; k < kFeatures; ++k)
+        gw1[j * kFeatures + k] += da * x[k];
+    }
+  }
+  return loss;
+}
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+class Log {
+public:
+  bool open(const std::string &path) {
+    if (path.empty())
+      return true;
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    return fd_ >= 0;
+  }
+  ~Log() {
+    if (fd_ >= 0)
+      ::close(fd_);
+  }
+  // One write per line: a worker killed at any point leaves whole lines only.
+  void line(const std::string &s) {
+    if (fd_ < 0)
+      return;
+    std::string l = s + "\n";
+    ssize_t n = ::write(fd_, l.data(), l.size());
+    (void)n;
+  }
+
+private:
+  int fd_ = -1;
+};
+
+} // namespace
+
+int runTrainer(const TrainerOptions &o) {
+  auto say = [&o](const std::string &s) {
+    if (!o.quiet)
+      std::fprintf(stderr, "mscale-train-sim: %s\n", s.c_str());
+  };
+  std::vector<std::string> files = datasetFiles(o.dataDir);
+  if (files.empty()) {
+    std::fprintf(stderr, "mscale-train-sim: error: no shard-*.dat files in '%s'\n", o.dataDir.c_str());
+    return kExitUsage;
+  }
+  Log log;
+  if (!log.open(o.logPath)) {
+    std::fprintf(stderr, "mscale-train-sim: error: cannot open log '%s': %s\n", o.logPath.c_str(),
+                 std::strerror(errno));
+    return kExitUsage;
+  }
+
+  snapshot::StoreOptions so;
+  so.diskDir = o.snapshotDir;
+  so.memoryTier = o.memoryTier;
+  so.memoryName = o.memoryName;
+  so.keep = o.keep;
+  std::unique_ptr<snapshot::Store> store;
+  const char *memfdEnv = std::getenv("MSCALE_SNAPSHOT_MEMFD");
+  bool anyTier = !o.snapshotDir.empty() || (o.memoryTier && (!o.memoryName.empty() || (memfdEnv && *memfdEnv)));
+  if (o.resume && !anyTier) {
+    std::fprintf(stderr, "mscale-train-sim: error[ERR_DRV_005]: invalid option value: --resume needs "
+                         "--snapshot-dir, --mem-name or MSCALE_SNAPSHOT_MEMFD\n");
+    return kExitUsage;
+  }
+  if (anyTier) {
+    if (Status s = snapshot::Store::open(so, store); !s) {
+      std::fprintf(stderr, "mscale-train-sim: %s\n", s.str().c_str());
+      return kExitError;
+    }
+  }
+
+  PreadReader pread; // the executor's io_uring reader replaces this (see DataReader.h)
+  FaultInjectingReader reader(pread);
+  Loader loader(files, o.seed, reader);
+  Model model;
+  uint64_t initRng = o.seed * 7919 + 1;
+  for (float &p : model.params)
+    p = (static_cast<float>(splitmix64(initRng) >> 40) / static_cast<float>(1 << 24) - 0.5f) * 0.5f;
+  uint64_t noiseRng = o.seed * 104729 + 3;
+  snapshot::LossScaleState ls;
+  ls.scale = 4096;
+  ls.history.push_back({0, ls.scale});
+  std::vector<uint8_t> extra(o.stateMiB << 20);
+  for (size_t i = 0; i < extra.size(); i += 4096)
+    extra[i] = static_cast<uint8_t>(i >> 12);
+  uint64_t step = 0;
+
+  if (store) {
+    snapshot::Restored r;
+    Status s = store->restoreLatest(r, [&](const std::string &name, snapshot::BlobKind, uint64_t size) -> void * {
+      if (name == "model.params" && size == model.params.size() * sizeof(float))
+        return model.params.data();
+      if (name == "optimizer.momentum" && size == model.momentum.size() * sizeof(float))
+        return model.momentum.data();
+      if (name == "optimizer.extra" && size == extra.size())
+        return extra.data();
+      return nullptr;
+    });
+    for (const auto &k : r.skipped) {
+      log.line("# skipped " + std::string(snapshot::tierName(k.tier)) + " snapshot " + std::to_string(k.step) + ": " +
+               k.reason.str());
+      say("skipped " + std::string(snapshot::tierName(k.tier)) + " snapshot of step " + std::to_string(k.step) +
+          ": " + k.reason.str());
+    }
+    if (s) {
+      std::string err;
+      if (!loader.restore(r.meta.loader, err)) {
+        std::fprintf(stderr, "mscale-train-sim: error: %s\n", err.c_str());
+        return kExitError;
+      }
+      const snapshot::RestoredBlob *rng = r.find("rng.noise");
+      const snapshot::RestoredBlob *p = r.find("model.params");
+      const snapshot::RestoredBlob *mo = r.find("optimizer.momentum");
+      if (!rng || rng->size != sizeof noiseRng || !p || p->data != model.params.data() || !mo ||
+          mo->data != model.momentum.data()) {
+        std::fprintf(stderr, "mscale-train-sim: error: snapshot of step %llu does not hold this model\n",
+                     static_cast<unsigned long long>(r.meta.step));
+        return kExitError;
+      }
+      std::memcpy(&noiseRng, rng->data, sizeof noiseRng);
+      if (Status c = r.copyBlob("optimizer.extra", extra.data(), extra.size()); !c && o.stateMiB) {
+        std::fprintf(stderr, "mscale-train-sim: %s\n", c.str().c_str());
+        return kExitError;
+      }
+      ls = r.meta.lossScale;
+      step = r.meta.step;
+      if (r.meta.lr.lastStep != step || r.meta.lr.currentLr != lrAt(step, o.steps)) {
+        std::fprintf(stderr, "mscale-train-sim: error: the snapshot's LR schedule does not continue this run's\n");
+        return kExitError;
+      }
+      std::string line = "# resume step " + std::to_string(step + 1) + " from " + snapshot::tierName(r.tier) +
+                         " snapshot " + std::to_string(step) + " epoch " + std::to_string(r.meta.loader.epoch) +
+                         " file " + r.meta.loader.file.substr(r.meta.loader.file.rfind('/') + 1) + " offset " +
+                         std::to_string(r.meta.loader.byteOffset);
+      log.line(line);
+      say(line.substr(2) + " (" + r.source + ")");
+    } else if (s.code == snapshot::ErrorCode::ERR_SNAP_003 && !o.resume) {
+      log.line("# start step 1 (no snapshot)");
+    } else {
+      std::fprintf(stderr, "mscale-train-sim: %s\n", s.str().c_str());
+      log.line("# " + s.str());
+      return kExitNoSnapshot;
+    }
+  } else {
+    log.line("# start step 1 (snapshots off)");
+  }
+
+  std::vector<Sample> batch;
+  std::vector<float> grad;
+  for (++step; step <= o.steps; ++step) {
+    if (step == o.eioAtStep)
+      reader.arm();
+    if (int rc = loader.next(o.batch, batch); rc != 0) {
+      Status s = Status::make(snapshot::ErrorCode::ERR_SNAP_012,
+                              {loader.failedFile, std::to_string(loader.failedOffset), std::strerror(-rc)});
+      std::fprintf(stderr, "mscale-train-sim: fault nvme-io-error at step %llu: %s\n",
+                   static_cast<unsigned long long>(step), s.str().c_str());
+      return kExitIoError;
+    }
+    float scale = static_cast<float>(ls.scale);
+    float loss = gradients(model, batch, noiseRng, scale, grad);
+    float gmax = 0;
+    for (float g : grad)
+      gmax = std::max(gmax, std::fabs(g));
+    double lr = lrAt(step, o.steps);
+    bool overflow = !(gmax <= kFp16Max); // the scaled gradients would not fit fp16
+    if (overflow) {
+      ls.scale *= 0.5;
+      ls.growthTracker = 0;
+      ls.history.push_back({step, ls.scale});
+    } else {
+      float inv = 1.f / scale;
+      for (size_t i = 0; i < model.params.size(); ++i) {
+        model.momentum[i] = kMomentum * model.momentum[i] + grad[i] * inv;
+        model.params[i] -= static_cast<float>(lr) * model.momentum[i];
+      }
+      if (++ls.growthTracker == kGrowthInterval) {
+        ls.scale *= 2;
+        ls.growthTracker = 0;
+        ls.history.push_back({step, ls.scale});
+      }
+    }
+    std::string ids;
+    for (const Sample &s : batch)
+      ids += (ids.empty() ? "" : ",") + std::to_string(s.id);
+    char tail[160];
+    std::snprintf(tail, sizeof tail, " loss %a lr %a scale %g%s", static_cast<double>(loss), lr, scale,
+                  overflow ? " overflow" : "");
+    log.line("step " + std::to_string(step) + " epoch " + std::to_string(loader.state().epoch) + " ids " + ids +
+             tail);
+    if (step == o.failAtStep) {
+      say("failing at step " + std::to_string(step) + " (--fail-at-step)");
+      struct rlimit none = {0, 0};
+      ::setrlimit(RLIMIT_CORE, &none);
+      std::abort();
+    }
+    if (store && o.snapshotEvery && step % o.snapshotEvery == 0) {
+      snapshot::SnapshotMeta meta;
+      meta.step = step;
+      meta.loader = loader.state();
+      meta.lr = {"warmup-cosine", kBaseLr, lr, step, {double(kWarmup), double(o.steps), kMinLr}};
+      meta.lossScale = ls;
+      std::vector<snapshot::BlobView> blobs = {
+          {"model.params", snapshot::BlobKind::Model, model.params.data(), model.params.size() * sizeof(float)},
+          {"optimizer.momentum", snapshot::BlobKind::Optimizer, model.momentum.data(),
+           model.momentum.size() * sizeof(float)},
+          {"rng.noise", snapshot::BlobKind::Rng, &noiseRng, sizeof noiseRng}};
+      if (o.stateMiB)
+        blobs.push_back({"optimizer.extra", snapshot::BlobKind::Optimizer, extra.data(), extra.size()});
+      if (step == o.crashInSnapshotAtStep) {
+        snapshot::StoreOptions crashing = so;
+        crashing.crashAfterBytes = model.params.size() * sizeof(float) / 2;
+        std::unique_ptr<snapshot::Store> c;
+        if (Status s = snapshot::Store::open(crashing, c); s) {
+          say("crashing half-way through the snapshot of step " + std::to_string(step));
+          (void)c->save(meta, blobs, static_cast<uint32_t>(snapshot::Tier::Disk));
+        }
+      }
+      if (Status s = store->save(meta, blobs); !s) {
+        std::fprintf(stderr, "mscale-train-sim: %s\n", s.str().c_str());
+        return kExitError;
+      }
+    }
+    if (o.stepDelayMs)
+      std::this_thread::sleep_for(std::chrono::milliseconds(o.stepDelayMs));
+  }
+  uint64_t h = snapshot::hash64(model.params.data(), model.params.size() * sizeof(float));
+  h = snapshot::hash64(model.momentum.data(), model.momentum.size() * sizeof(float), h);
+  std::string fin = "final step " + std::to_string(o.steps) + " params " + hex(h) + " scale " +
+                    std::to_string(ls.scale) + " scale-changes " + std::to_string(ls.history.size());
+  log.line(fin);
+  std::printf("%s\n", fin.c_str());
+  return kExitOk;
+}
+
+} // namespace msc::workload

@@ -1,0 +1,40 @@
+// A small deterministic training job (tiny MLP, SGD with momentum, warmup-cosine LR, dynamic loss
+// scaling, a noise RNG) that snapshots through executor/snapshot and resumes exactly: the proof
+// workload of issue 7, run by tools/mscale-train-sim.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace msc::workload {
+
+struct TrainerOptions {
+  std::string dataDir;
+  std::string snapshotDir;  // empty: no disk tier
+  std::string memoryName;   // shm name of the memory tier (empty: derived from snapshotDir)
+  bool memoryTier = true;
+  uint32_t keep = 3;
+  std::string logPath;      // one line per step; appended
+  uint64_t steps = 100;
+  uint64_t snapshotEvery = 10; // 0: never
+  uint32_t batch = 8;
+  uint64_t seed = 42;
+  bool resume = false;       // a restart: a missing snapshot is an error, not a fresh start
+  uint64_t failAtStep = 0;   // abort() after this step (before its snapshot)
+  uint64_t eioAtStep = 0;    // the data reads of this step fail with EIO
+  uint64_t crashInSnapshotAtStep = 0; // _exit half-way through writing this step's snapshot
+  uint32_t stepDelayMs = 0;
+  uint64_t stateMiB = 0;     // an extra optimizer-like blob, to make snapshots heavier (benchmarks)
+  bool quiet = false;
+};
+
+// Exit statuses of the worker; the supervisor maps them to fault classes.
+constexpr int kExitOk = 0;
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitNoSnapshot = 3; // ERR_SNAP_003 on a restart, or ERR_SNAP_004
+constexpr int kExitIoError = 74;   // EX_IOERR: fault class nvme-io-error
+
+int runTrainer(const TrainerOptions &options);
+
+} // namespace msc::workload

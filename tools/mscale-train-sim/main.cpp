@@ -1,0 +1,129 @@
+// mscale-train-sim: the deterministic training worker of the recovery proof (issue 7). Thin main:
+// the workload is executor/workload, the snapshots executor/snapshot.
+#include "executor/workload/Dataset.h"
+#include "executor/workload/Trainer.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+const char *kUsage =
+    "usage: mscale-train-sim --data DIR [options]\n"
+    "       mscale-train-sim --gen-data DIR [--samples N] [--files F]\n"
+    "  --steps N              train N steps (default 100)\n"
+    "  --batch N              samples per step (default 8)\n"
+    "  --seed N               shuffle/init seed (default 42)\n"
+    "  --snapshot-dir DIR     disk tier of the snapshots\n"
+    "  --snapshot-every N     snapshot after every N-th step (default 10; 0 = never)\n"
+    "  --keep N               disk snapshots kept (default 3)\n"
+    "  --mem-name NAME        shm name of the memory tier (default: derived from --snapshot-dir;\n"
+    "                         MSCALE_SNAPSHOT_MEMFD=FD takes precedence)\n"
+    "  --no-memory-tier       disk tier only\n"
+    "  --resume               this is a restart: no valid snapshot is an error (exit 3)\n"
+    "  --log FILE             append one line per step: step, epoch, sample ids, loss, lr, loss scale\n"
+    "  --fail-at-step K       abort() after step K (a crash; before K's snapshot)\n"
+    "  --eio-at-step K        data reads of step K fail with EIO (exit 74, fault nvme-io-error)\n"
+    "  --crash-in-snapshot-at-step K  die half-way through writing step K's disk snapshot\n"
+    "  --step-delay-ms N      sleep after each step (lets a supervisor kill mid-run)\n"
+    "  --state-mib N          add an N MiB optimizer blob to every snapshot (benchmarks)\n"
+    "  --quiet                no progress on stderr\n";
+
+bool number(const char *s, uint64_t &out) {
+  char *end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(s, &end, 10);
+  if (!*s || *end || errno || s[0] == '-')
+    return false;
+  out = v;
+  return true;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  msc::workload::TrainerOptions o;
+  std::string genDir;
+  uint64_t samples = 240, files = 6;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](const char *&out) {
+      if (i + 1 >= argc)
+        return false;
+      out = argv[++i];
+      return true;
+    };
+    const char *v = nullptr;
+    uint64_t n = 0;
+    auto num = [&](uint64_t &dst) { return value(v) && number(v, dst); };
+    bool ok = true;
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--data") {
+      ok = value(v), o.dataDir = v ? v : "";
+    } else if (a == "--gen-data") {
+      ok = value(v), genDir = v ? v : "";
+    } else if (a == "--samples") {
+      ok = num(samples);
+    } else if (a == "--files") {
+      ok = num(files) && files > 0;
+    } else if (a == "--steps") {
+      ok = num(o.steps);
+    } else if (a == "--batch") {
+      ok = num(n) && n > 0, o.batch = static_cast<uint32_t>(n);
+    } else if (a == "--seed") {
+      ok = num(o.seed);
+    } else if (a == "--snapshot-dir") {
+      ok = value(v), o.snapshotDir = v ? v : "";
+    } else if (a == "--snapshot-every") {
+      ok = num(o.snapshotEvery);
+    } else if (a == "--keep") {
+      ok = num(n) && n > 0, o.keep = static_cast<uint32_t>(n);
+    } else if (a == "--mem-name") {
+      ok = value(v), o.memoryName = v ? v : "";
+    } else if (a == "--no-memory-tier") {
+      o.memoryTier = false;
+    } else if (a == "--resume") {
+      o.resume = true;
+    } else if (a == "--log") {
+      ok = value(v), o.logPath = v ? v : "";
+    } else if (a == "--fail-at-step") {
+      ok = num(o.failAtStep);
+    } else if (a == "--eio-at-step") {
+      ok = num(o.eioAtStep);
+    } else if (a == "--crash-in-snapshot-at-step") {
+      ok = num(o.crashInSnapshotAtStep);
+    } else if (a == "--step-delay-ms") {
+      ok = num(n), o.stepDelayMs = static_cast<uint32_t>(n);
+    } else if (a == "--state-mib") {
+      ok = num(o.stateMiB);
+    } else if (a == "--quiet") {
+      o.quiet = true;
+    } else {
+      std::fprintf(stderr, "mscale-train-sim: error[ERR_DRV_005]: unknown option '%s'\n%s", a.c_str(), kUsage);
+      return msc::workload::kExitUsage;
+    }
+    if (!ok) {
+      std::fprintf(stderr, "mscale-train-sim: error[ERR_DRV_005]: invalid option value: '%s' needs a valid value\n",
+                   a.c_str());
+      return msc::workload::kExitUsage;
+    }
+  }
+  if (!genDir.empty()) {
+    std::string err;
+    if (!msc::workload::generateDataset(genDir, static_cast<uint32_t>(samples), static_cast<uint32_t>(files), err)) {
+      std::fprintf(stderr, "mscale-train-sim: error: %s\n", err.c_str());
+      return msc::workload::kExitError;
+    }
+    return 0;
+  }
+  if (o.dataDir.empty()) {
+    std::fputs(kUsage, stderr);
+    return msc::workload::kExitUsage;
+  }
+  return msc::workload::runTrainer(o);
+}
