@@ -69,15 +69,18 @@ std::optional<LinkClass> LinkClass::parse(llvm::StringRef text) {
 // Building
 
 VertexId Topology::addVertex(Vertex v, VertexId parent, EdgeKind link) {
+  fingerprint_.reset();
   VertexId id = boost::add_vertex(std::move(v), graph_);
   if (parent != NoVertex)
     boost::add_edge(parent, id, Edge{link, 1, 0}, graph_);
   return id;
 }
 
-void Topology::addEdge(VertexId a, VertexId b, Edge e) { boost::add_edge(a, b, e, graph_); }
+void Topology::addEdge(VertexId a, VertexId b, Edge e) {
+  fingerprint_.reset(); boost::add_edge(a, b, e, graph_); }
 
 void Topology::setKernelCmdline(std::string cmdline) {
+  fingerprint_.reset();
   cmdline_ = std::move(cmdline);
   KernelCpuSets sets = parseKernelCmdline(cmdline_);
   isolated_ = std::move(sets.isolated);
@@ -85,6 +88,7 @@ void Topology::setKernelCmdline(std::string cmdline) {
 }
 
 void Topology::setNumaDistances(std::vector<unsigned> nodeOrder, std::vector<uint64_t> matrix) {
+  fingerprint_.reset();
   assert(matrix.size() == nodeOrder.size() * nodeOrder.size());
   distOrder_ = std::move(nodeOrder);
   distMatrix_ = std::move(matrix);
@@ -102,6 +106,7 @@ static uint64_t pairKey(VertexId a, VertexId b) {
 static bool isTreeEdge(EdgeKind k) { return k == EdgeKind::Contains || k == EdgeKind::PcieLink; }
 
 void Topology::reindex() {
+  fingerprint_.reset();
   size_t n = vertexCount();
   parent_.assign(n, NoVertex);
   children_.assign(n, {});

@@ -178,8 +178,14 @@ public:
   // --- building (loaders) ---------------------------------------------------------------------
   VertexId addVertex(Vertex v, VertexId parent = NoVertex, EdgeKind link = EdgeKind::Contains);
   void addEdge(VertexId a, VertexId b, Edge e);
-  Vertex &vertex(VertexId v) { return graph_[v]; }
-  void setName(std::string name) { name_ = std::move(name); }
+  Vertex &vertex(VertexId v) {
+    fingerprint_.reset();
+    return graph_[v];
+  }
+  void setName(std::string name) {
+    name_ = std::move(name);
+    fingerprint_.reset();
+  }
   // Sets the kernel command line and derives isolated / nohz_full CPUs from it.
   void setKernelCmdline(std::string cmdline);
   void setNumaDistances(std::vector<unsigned> nodeOrder, std::vector<uint64_t> matrix);
@@ -277,6 +283,7 @@ private:
   std::vector<int> numaOf_;            // per vertex, inherited locality
   std::vector<VertexId> gpuOrder_;
   llvm::DenseMap<uint64_t, unsigned> nvlinks_; // (min,max) vertex pair -> link count
+  mutable std::optional<uint64_t> fingerprint_; // cached; reset by reindex() and setters
 };
 
 // CPU lists as the kernel writes them ("0-3,8,10-11").

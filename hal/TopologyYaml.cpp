@@ -1104,6 +1104,11 @@ std::string writeClusterYaml(const Cluster &cluster) {
   return emit(file);
 }
 
-uint64_t Topology::fingerprint() const { return fnv1a64(writeTopologyYaml(*this)); }
+// Computed once per indexed topology: lowering asks for it for every plan of the node.
+uint64_t Topology::fingerprint() const {
+  if (!fingerprint_)
+    fingerprint_ = fnv1a64(writeTopologyYaml(*this));
+  return *fingerprint_;
+}
 
 } // namespace msc::hal
