@@ -3,7 +3,7 @@
 //   (b) one generated file of 10,000 contracts on a three-level profile chain.
 // Items are contracts, so Google Benchmark's items_per_second is contracts/s. Run with
 //   build/bench/frontend_bench --benchmark_repetitions=10 --benchmark_report_aggregates_only=true
-// for medians; docs/performance/frontend.md records the numbers.
+// for medians; docs/PERFORMANCE.md records the numbers.
 #include "compiler/Frontend.h"
 
 #include <benchmark/benchmark.h>
