@@ -51,6 +51,9 @@ public:
   virtual bool attach(ApplyContext &ctx, pid_t worker) { return true; }
   // Undoes apply (and attach). Safe to call once after a successful apply.
   virtual void rollback(ApplyContext &ctx) = 0;
+  // What is applied now, one line per thing ("cgroup v1 cpuset /sys/fs/cgroup/cpuset/mscale/t1: cpus 0"),
+  // for `mscale-cli contract status` and the log. Empty before apply and after rollback.
+  virtual std::vector<std::string> describe() const { return {}; }
 };
 
 } // namespace msc::exec

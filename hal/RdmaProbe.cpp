@@ -59,14 +59,16 @@ void addVerbsFacts(Topology &t) {
       v = t.addVertex(std::move(rv), t.root());
     }
     RdmaInfo &info = *t.vertex(v).as<RdmaInfo>();
-    if (!info.ports.empty())
-      continue; // sysfs already gave ports with their counters
     ibv_context *ctx = ibv_open_device(list[i]);
     if (!ctx)
       continue;
     ibv_device_attr dattr;
     if (ibv_query_device(ctx, &dattr) == 0) {
-      for (uint8_t p = 1; p <= dattr.phys_port_cnt; ++p) {
+      if (dattr.max_qp > 0)
+        info.maxQueuePairs = static_cast<uint32_t>(dattr.max_qp);
+      // sysfs may already have given the ports with their counters
+      bool needPorts = info.ports.empty();
+      for (uint8_t p = 1; needPorts && p <= dattr.phys_port_cnt; ++p) {
         ibv_port_attr pattr;
         if (ibv_query_port(ctx, p, &pattr) != 0)
           continue;

@@ -121,6 +121,7 @@ struct RdmaPort {
 
 struct RdmaInfo {
   std::vector<RdmaPort> ports;
+  std::optional<uint32_t> maxQueuePairs; // ibv_query_device max_qp, when known
 };
 
 struct NetInfo {

@@ -83,6 +83,7 @@ struct Port {
 struct Nic {
   Bdf pci;
   std::string pci_id, rdma;
+  std::optional<unsigned> max_qp;
   std::vector<std::string> netdevs;
   std::vector<Port> ports;
 };
@@ -296,6 +297,7 @@ template <> struct MappingTraits<Nic> {
     io.mapOptional("pci_id", n.pci_id, std::string());
     io.mapOptional("netdevs", n.netdevs);
     io.mapOptional("rdma", n.rdma, std::string());
+    io.mapOptional("max_qp", n.max_qp);
     io.mapOptional("ports", n.ports);
   }
 };
@@ -748,6 +750,7 @@ private:
       RdmaInfo info;
       for (const Port &p : d.ports)
         info.ports.push_back(RdmaPort{p.port, p.state, p.link_layer, p.rate_gbps, {}});
+      info.maxQueuePairs = d.max_qp;
       v.data = std::move(info);
       t_.addVertex(std::move(v), pci);
     }
@@ -1003,6 +1006,7 @@ private:
         d.netdevs.push_back(x.name);
       if (x.kind == VertexKind::RdmaDevice && d.rdma.empty()) {
         d.rdma = x.name;
+        d.max_qp = x.as<RdmaInfo>()->maxQueuePairs;
         for (const RdmaPort &p : x.as<RdmaInfo>()->ports)
           d.ports.push_back(Port{p.number, p.state, p.linkLayer, p.rateGbps});
       }

@@ -1,6 +1,7 @@
 // admission: the contract double-books nothing that admitted contracts already hold on the node:
 // physical cores, GPU SMs and memory, hugepages. The error names the holder.
 #include "passes/PassUtil.h"
+#include "passes/Lowering.h"
 #include "passes/Passes.h"
 #include "passes/Resolve.h"
 
@@ -30,6 +31,7 @@ public:
     checkCores(ctx);
     checkGpus(ctx);
     checkHugepages(ctx);
+    checkQueuePairs(ctx);
   }
 
 private:
@@ -104,6 +106,27 @@ private:
             << pci.str()
             << ir::formatBytes({need.gpu->memoryBytes > heldMemory ? need.gpu->memoryBytes - heldMemory : 0})
             << ir::formatBytes({need.memory}) << biggestMemory->contract << ir::formatBytes({biggestMemoryCount});
+    }
+  }
+
+  void checkQueuePairs(PassContext &ctx) {
+    const hal::Topology &topo = *ctx.topology;
+    for (const ir::Role &role : ctx.contract.body.roles) {
+      if (!role.fields.rdma_port)
+        continue;
+      const std::string &device = role.fields.rdma_port->value.device;
+      const hal::RdmaInfo *info = topo.rdmaDevice(device);
+      if (!info || !info->maxQueuePairs)
+        continue;
+      uint64_t held = 0;
+      for (const Holding &h : ctx.admitted.holdings)
+        for (const Holding::QueuePairs &qp : h.queuePairs)
+          if (qp.device == device)
+            held += qp.count;
+      uint64_t needed = queuePairsOf(ctx.contract, role);
+      if (held && held + needed > *info->maxQueuePairs)
+        ctx.diags.report(DiagCode::ERR_HAL_ADMIT_006, at(role.fields.rdma_port->origin))
+            << device << *info->maxQueuePairs << held << role.name << needed;
     }
   }
 

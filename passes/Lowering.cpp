@@ -24,6 +24,13 @@ plan::GpuSlice::Mechanism mechanismFor(const hal::GpuInfo &info, unsigned slices
 
 } // namespace
 
+uint32_t queuePairsOf(const ir::Contract &contract, const ir::Role &role) {
+  const auto &compute = contract.body.compute;
+  int64_t qps = role.fields.queue_pairs ? role.fields.queue_pairs->value
+                                        : (compute.rdma_qps ? compute.rdma_qps->value : int64_t(1));
+  return static_cast<uint32_t>(std::max<int64_t>(1, qps));
+}
+
 plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement, const hal::Topology &topo,
                        llvm::StringRef compilerVersion) {
   plan::Plan out;
@@ -103,9 +110,7 @@ plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement,
       rd->set_role(role.name);
       rd->set_device(f.rdma_port->value.device);
       rd->set_port(f.rdma_port->value.port);
-      uint32_t qps = static_cast<uint32_t>(
-          valueOr(f.queue_pairs, compute.rdma_qps ? compute.rdma_qps->value : int64_t(1)));
-      rd->set_queue_pairs(std::max(1u, qps));
+      rd->set_queue_pairs(queuePairsOf(contract, role));
       rd->set_max_outstanding(static_cast<uint32_t>(valueOr(f.max_outstanding, int64_t(128))));
       rd->set_retry_count(static_cast<uint32_t>(valueOr(f.retry_count, int64_t(7))));
       rd->set_timeout_ns(f.rdma_timeout ? f.rdma_timeout->value.value : 4'000'000);

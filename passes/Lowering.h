@@ -26,6 +26,10 @@ struct PlanDefaults {
   static constexpr uint64_t cooldownNs = 60'000'000'000;
 };
 
+// Queue pairs a role's RDMA setting creates: the role's queue_pairs, else the profile's rdma_qps,
+// at least one. Lowering and admission both count with this.
+uint32_t queuePairsOf(const ir::Contract &contract, const ir::Role &role);
+
 // Deterministic: the same contract, placement and topology give the same plan.
 plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement, const hal::Topology &topology,
                        llvm::StringRef compilerVersion);

@@ -1,0 +1,153 @@
+#include "executor/AgentClient.h"
+
+#include "executor/Sys.h"
+
+#include <llvm/Support/Format.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+namespace msc::exec {
+
+std::string defaultAgentSocket() {
+  const char *env = std::getenv("MSCALE_AGENT_SOCKET");
+  return env && *env ? env : "/run/mscale/agent.sock";
+}
+
+std::optional<AgentClient> AgentClient::connect(const std::string &socketPath, DiagnosticEngine &diags) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (socketPath.size() >= sizeof addr.sun_path) {
+    diags.report(DiagCode::ERR_EXEC_015) << socketPath << "the path is too long for a Unix socket";
+    return std::nullopt;
+  }
+  std::memcpy(addr.sun_path, socketPath.c_str(), socketPath.size() + 1);
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr) != 0) {
+    diags.report(DiagCode::ERR_EXEC_015) << socketPath << errnoText(errno);
+    if (fd >= 0)
+      ::close(fd);
+    return std::nullopt;
+  }
+  return AgentClient(fd, socketPath);
+}
+
+AgentClient::~AgentClient() {
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+std::optional<agent::Response> AgentClient::call(agent::Request request, DiagnosticEngine &diags) {
+  request.set_id(nextId_++);
+  std::string error, payload, ioError;
+  if (!writeFrame(fd_, request, error)) {
+    // A refused peer may be closed before its request is read: the refusal is still there to read.
+    ioError = error;
+  }
+  ProtocolError perr{DiagCode::ERR_EXEC_015, ""};
+  if (!readFrame(fd_, 1ull << 30, payload, perr, ioError)) {
+    if (!perr.message.empty())
+      diags.report(perr.code) << perr.message;
+    else
+      diags.report(DiagCode::ERR_EXEC_015) << path_ << ioError;
+    return std::nullopt;
+  }
+  agent::Response r;
+  if (!r.ParseFromString(payload)) {
+    diags.report(DiagCode::ERR_EXEC_015) << path_ << "the response does not decode";
+    return std::nullopt;
+  }
+  emitDiagnostics(r, diags);
+  return r;
+}
+
+agent::Request submitRequest(std::string planBytes, std::string planName, std::vector<std::string> command) {
+  agent::Request r;
+  agent::SubmitRequest *s = r.mutable_submit();
+  s->set_plan(std::move(planBytes));
+  s->set_plan_name(std::move(planName));
+  for (std::string &a : command)
+    s->add_command(std::move(a));
+  return r;
+}
+agent::Request statusRequest(const std::string &contract) {
+  agent::Request r;
+  r.mutable_status()->set_contract(contract);
+  return r;
+}
+agent::Request releaseRequest(const std::string &contract) {
+  agent::Request r;
+  r.mutable_release()->set_contract(contract);
+  return r;
+}
+agent::Request resizeRequest(const std::string &contract, const std::string &profile) {
+  agent::Request r;
+  r.mutable_resize()->set_contract(contract);
+  r.mutable_resize()->set_profile(profile);
+  return r;
+}
+agent::Request listRequest() {
+  agent::Request r;
+  r.mutable_list();
+  return r;
+}
+
+static const char *stateName(agent::Worker::State s) {
+  switch (s) {
+  case agent::Worker::RUNNING:
+    return "running";
+  case agent::Worker::EXITED:
+    return "exited";
+  case agent::Worker::KILLED:
+    return "killed";
+  default:
+    return "none";
+  }
+}
+
+void printStatus(const agent::ContractStatus &s, llvm::raw_ostream &os) {
+  os << "contract " << s.contract() << "\n";
+  os << "  plan       " << s.plan_name() << " (topology " << llvm::format_hex(s.topology_fingerprint(), 18) << ")\n";
+  os << "  applied    " << (s.applied() ? "yes" : "no") << "\n";
+  if (!s.cgroup().empty())
+    os << "  cgroup     " << s.cgroup() << "\n";
+  const agent::Worker &w = s.worker();
+  os << "  worker     " << stateName(w.state());
+  if (w.pid() > 0)
+    os << " pid " << w.pid();
+  if (w.state() == agent::Worker::EXITED)
+    os << " status " << w.exit_status();
+  if (w.state() == agent::Worker::KILLED)
+    os << " signal " << w.exit_status();
+  os << "\n";
+  if (s.io_wait_ratio() >= 0)
+    os << "  io wait    " << llvm::format("%.1f%%", s.io_wait_ratio() * 100) << " (PSI some avg10)\n";
+  else
+    os << "  io wait    unknown (no PSI for the cgroup)\n";
+  if (s.gpus_size() == 0)
+    os << "  gpu        none\n";
+  for (const agent::GpuUtilisation &g : s.gpus())
+    os << "  gpu        " << g.role() << ": " << llvm::format("%.0f%%", g.utilisation() * 100) << " (" << g.backend()
+       << ")\n";
+  for (const agent::Resource &r : s.resources()) {
+    os << "  " << r.applier() << ":\n";
+    for (const std::string &l : r.applied())
+      os << "    " << l << "\n";
+  }
+}
+
+void printList(const agent::ListResponse &l, llvm::raw_ostream &os) {
+  if (l.contracts_size() == 0) {
+    os << "no contracts admitted\n";
+    return;
+  }
+  for (const agent::ContractStatus &s : l.contracts())
+    os << s.contract() << "\t" << (s.applied() ? "applied" : "not-applied") << "\tworker "
+       << stateName(s.worker().state()) << "\t" << s.plan_name() << "\n";
+}
+
+} // namespace msc::exec

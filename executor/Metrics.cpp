@@ -1,0 +1,76 @@
+#include "executor/Metrics.h"
+
+#include <llvm/Support/Format.h>
+#include <llvm/Support/raw_ostream.h>
+
+namespace msc::exec {
+
+namespace {
+
+std::string label(const std::string &v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"')
+      out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+const char *workerState(agent::Worker::State s) {
+  switch (s) {
+  case agent::Worker::RUNNING:
+    return "running";
+  case agent::Worker::EXITED:
+    return "exited";
+  case agent::Worker::KILLED:
+    return "killed";
+  default:
+    return "none";
+  }
+}
+
+} // namespace
+
+std::string renderMetrics(const std::vector<agent::ContractStatus> &contracts,
+                          const std::map<std::string, uint64_t> &requests,
+                          const std::map<std::string, uint64_t> &refusals) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  auto head = [&](const char *name, const char *type, const char *help) {
+    os << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
+  };
+  head("mscale_contracts_admitted", "gauge", "Contracts admitted on this node");
+  os << "mscale_contracts_admitted " << contracts.size() << "\n";
+  head("mscale_contract_applied", "gauge", "1 when the contract's resources are applied");
+  for (const agent::ContractStatus &c : contracts)
+    os << "mscale_contract_applied{contract=\"" << label(c.contract()) << "\"} " << (c.applied() ? 1 : 0) << "\n";
+  head("mscale_contract_worker", "gauge", "Worker state of the contract (1 for the current state)");
+  for (const agent::ContractStatus &c : contracts)
+    os << "mscale_contract_worker{contract=\"" << label(c.contract()) << "\",state=\""
+       << workerState(c.worker().state()) << "\"} 1\n";
+  head("mscale_contract_io_wait_ratio", "gauge", "PSI io 'some' avg10 of the contract's cgroup, 0..1");
+  for (const agent::ContractStatus &c : contracts)
+    if (c.io_wait_ratio() >= 0)
+      os << "mscale_contract_io_wait_ratio{contract=\"" << label(c.contract()) << "\"} "
+         << llvm::format("%.4f", c.io_wait_ratio()) << "\n";
+  head("mscale_contract_gpu_utilisation", "gauge", "GPU slice utilisation reported by the backend, 0..1");
+  for (const agent::ContractStatus &c : contracts)
+    for (const agent::GpuUtilisation &g : c.gpus())
+      os << "mscale_contract_gpu_utilisation{contract=\"" << label(c.contract()) << "\",role=\"" << label(g.role())
+         << "\",backend=\"" << label(g.backend()) << "\"} " << llvm::format("%.4f", g.utilisation()) << "\n";
+  head("mscale_agent_requests_total", "counter", "Requests handled, by kind");
+  for (auto &[k, v] : requests)
+    os << "mscale_agent_requests_total{kind=\"" << label(k) << "\"} " << v << "\n";
+  head("mscale_agent_refusals_total", "counter", "Connections or frames refused, by error code");
+  for (auto &[k, v] : refusals)
+    os << "mscale_agent_refusals_total{code=\"" << label(k) << "\"} " << v << "\n";
+  os.flush();
+  return text;
+}
+
+} // namespace msc::exec

@@ -1,0 +1,52 @@
+// The node config of `mscale-exec serve --config node.yaml` (and `run --config`), in YAML like the
+// node configs operators already write. Every key is optional; docs/executor.md lists them.
+//
+//   gpus: [0, 1]              # GPU indexes the executor may use (empty: all)
+//   gpu_backend: auto         # auto | cuda | sim
+//   rdma: { enabled: true, backend: auto }   # auto | ibverbs | sim
+//   nvme_scheduler: bfq       # written to /sys/block/<dev>/queue/scheduler of the plan's devices
+//   hugepages: { auto_allocate: true }        # honour plans' reservations
+//   allowed_users: [alice, 1001]
+//   allowed_groups: [mscale]
+//   socket_group: mscale      # group of the agent socket (mode 0660)
+//   state_dir: /var/lib/mscale
+//   max_frame_bytes: 16777216
+//   strict_fingerprint: false
+//   log_file: /var/log/mscale-exec.log
+#pragma once
+
+#include "support/Diagnostic.h"
+
+#include <llvm/ADT/StringRef.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace msc::exec {
+
+struct NodeConfig {
+  std::vector<unsigned> gpus;
+  std::string gpuBackend = "auto";
+  bool rdmaEnabled = true;
+  std::string rdmaBackend = "auto";
+  std::string nvmeScheduler;
+  bool hugepageAutoAllocate = true;
+  std::vector<std::string> allowedUsers, allowedGroups; // as written
+  std::vector<uid_t> allowedUids;                       // resolved
+  std::vector<gid_t> allowedGids;
+  std::string socketGroup;
+  std::optional<gid_t> socketGid;
+  std::string stateDir;
+  uint64_t maxFrameBytes = 16ull << 20;
+  bool strictFingerprint = false;
+  std::string logFile;
+};
+
+// Parses and resolves user and group names; ERR_EXEC_017 (with YAML carets) on any problem.
+std::optional<NodeConfig> parseNodeConfig(llvm::StringRef text, llvm::StringRef name, DiagnosticEngine &diags);
+std::optional<NodeConfig> readNodeConfig(llvm::StringRef path, DiagnosticEngine &diags);
+
+} // namespace msc::exec

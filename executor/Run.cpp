@@ -1,0 +1,93 @@
+#include "executor/Run.h"
+
+#include "executor/Session.h"
+#include "hal/Loader.h"
+#include "ir/PlanFile.h"
+#include "passes/PlanCheck.h"
+
+#include <csignal>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace msc::exec {
+
+int runPlan(const RunOptions &o, Logger &log) {
+  LogDiagnosticPrinter printer(log);
+  DiagnosticEngine diags(nullptr, printer);
+  NodeConfig config;
+  if (!o.configPath.empty()) {
+    std::optional<NodeConfig> c = readNodeConfig(o.configPath, diags);
+    if (!c)
+      return 1;
+    config = *c;
+  }
+  std::optional<plan::Plan> p = plan::readPlanFile(o.planPath, diags);
+  if (!p)
+    return 1;
+  std::string contract = p->provenance().contract();
+  printer.setContract(contract);
+  log.info(contract, "plan '" + o.planPath + "' for contract '" + contract + "' (profile '" +
+                         p->provenance().profile() + "')");
+  std::optional<hal::Topology> live = hal::loadTopology(hal::TopologySource::fromArgument(o.topology), diags);
+  if (!live)
+    return 1;
+  passes::RecheckOptions ro{o.planPath, o.strictFingerprint || config.strictFingerprint, config.hugepageAutoAllocate};
+  // A single run admits nothing else; the agent passes its admitted contracts here.
+  if (!passes::recheckPlan(*p, *live, passes::AdmittedSet{}, diags, ro)) {
+    log.error(contract, "plan refused; nothing was applied");
+    return 1;
+  }
+  if (o.dryRun) {
+    log.info(contract, "re-check passed (dry run: nothing applied)");
+    return 0;
+  }
+  SessionOptions so;
+  so.appliers.cgroups = CgroupLayout::discover();
+  so.appliers.nvmeScheduler = config.nvmeScheduler;
+  so.appliers.hugepageAutoAllocate = config.hugepageAutoAllocate;
+  so.config = config;
+  so.inject.failIn = o.injectFailure;
+  so.topology = std::make_shared<const hal::Topology>(std::move(*live));
+  log.info(contract, so.appliers.cgroups.describe());
+  Session session(*p, contract, o.planPath, log, so);
+  if (!session.apply(diags))
+    return 1;
+
+  // Block the signals we forward before the worker exists, so none is lost; the child unblocks.
+  sigset_t sigs, old;
+  sigemptyset(&sigs);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD})
+    sigaddset(&sigs, s);
+  sigprocmask(SIG_BLOCK, &sigs, &old);
+  if (!session.startWorker(o.command, {}, diags)) {
+    session.release(diags);
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    return 1;
+  }
+  pid_t pid = session.workerPid();
+  int status = 0;
+  for (;;) {
+    siginfo_t info;
+    int sig = sigwaitinfo(&sigs, &info);
+    if (sig < 0)
+      continue;
+    if (sig == SIGCHLD) {
+      pid_t r = waitpid(pid, &status, WNOHANG);
+      if (r == pid)
+        break;
+      continue;
+    }
+    log.info(contract, std::string("forwarding ") + strsignal(sig) + " to worker " + std::to_string(pid));
+    kill(pid, sig);
+  }
+  session.workerExited();
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  log.info(contract, "worker " + std::to_string(pid) +
+                         (WIFEXITED(status) ? " exited with status " + std::to_string(WEXITSTATUS(status))
+                                            : std::string(" killed by ") + strsignal(WTERMSIG(status))));
+  session.release(diags);
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+  return code;
+}
+
+} // namespace msc::exec

@@ -1,0 +1,27 @@
+// `mscale-exec run plan.msp -- CMD ARGS`: read the plan, load the live topology, re-check, apply
+// every applier (all-or-nothing), start the worker gated (cgroups and affinity before its first
+// instruction), forward SIGINT/SIGTERM/SIGHUP/SIGQUIT to it, release everything when it exits, and
+// return its exit status (128 + signal when it was killed; 1 when the plan was refused).
+#pragma once
+
+#include "executor/Logger.h"
+#include "executor/NodeConfig.h"
+
+#include <string>
+#include <vector>
+
+namespace msc::exec {
+
+struct RunOptions {
+  std::string planPath;
+  std::vector<std::string> command;
+  std::string topology = "live";   // tests may re-check against a file; appliers still act on this node
+  std::string configPath;
+  std::string injectFailure;       // "cpu", "io", "memory", "gpu", "rdma"
+  bool strictFingerprint = false;
+  bool dryRun = false;             // re-check only
+};
+
+int runPlan(const RunOptions &options, Logger &log);
+
+} // namespace msc::exec

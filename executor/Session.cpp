@@ -1,0 +1,310 @@
+#include "executor/Session.h"
+
+#include "executor/GpuBackend.h"
+#include "executor/RdmaBackend.h"
+#include "executor/Sys.h"
+
+#if MSC_EXEC_HAVE_GPU
+#include "executor/gpu/GpuApplier.h"
+#include "executor/gpu/GpuBackends.h"
+#endif
+#if MSC_EXEC_HAVE_RDMA
+#include "executor/rdma/RdmaApplier.h"
+#include "executor/rdma/RdmaBackends.h"
+#endif
+
+#include <csignal>
+#include <fcntl.h>
+#include <llvm/ADT/SmallVector.h>
+#include <llvm/ADT/StringExtras.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+namespace msc::exec {
+
+Applier::~Applier() = default;
+
+Session::Session(plan::Plan plan, std::string contractId, std::string planName, Logger &log,
+                 const SessionOptions &options)
+    : plan_(std::move(plan)), contract_(std::move(contractId)), planName_(std::move(planName)), log_(log),
+      options_(options) {}
+
+Session::~Session() {
+  if (applied_ || appliedCount_) {
+    CollectingConsumer sink;
+    DiagnosticEngine diags(nullptr, sink);
+    release(diags);
+  }
+}
+
+ApplyContext Session::context(DiagnosticEngine &diags) {
+  const FailureInjection *inject = options_.inject.failIn.empty() ? nullptr : &options_.inject;
+  return ApplyContext{plan_, contract_, log_, diags, env_, inject};
+}
+
+#if MSC_EXEC_HAVE_GPU || MSC_EXEC_HAVE_RDMA
+static BackendOptions makeBackendOptions(const SessionOptions &o) {
+  BackendOptions b;
+  b.gpu = o.config.gpuBackend;
+  b.rdma = o.config.rdmaBackend;
+  b.topology = o.topology.get();
+  return b;
+}
+#endif
+
+bool Session::buildAppliers(DiagnosticEngine &diags) {
+#if MSC_EXEC_HAVE_GPU || MSC_EXEC_HAVE_RDMA
+  auto backendOptions = [&] { return makeBackendOptions(options_); };
+#endif
+  appliers_.clear();
+  appliers_.push_back(createCpuApplier(options_.appliers));
+  appliers_.push_back(createIoApplier(options_.appliers));
+  appliers_.push_back(createMemoryApplier(options_.appliers));
+  Location where{{}, planName_, 0};
+  if (plan_.gpu_slices_size() > 0) {
+#if MSC_EXEC_HAVE_GPU
+    std::string why;
+    gpu_ = selectGpuBackend(backendOptions(), why, &diags);
+    if (!gpu_) {
+      diags.report(DiagCode::ERR_EXEC_020, where) << planName_ << "GPU slices" << why;
+      return false;
+    }
+    log_.info(contract_, "gpu backend: " + gpu_->name() + (why.empty() ? "" : " (" + why + ")"));
+    appliers_.push_back(createGpuApplier(*gpu_, [this](const std::string &line) { log_.info(contract_, "gpu: " + line); }));
+#else
+    diags.report(DiagCode::ERR_EXEC_020, where)
+        << planName_ << std::to_string(plan_.gpu_slices_size()) + " GPU slice(s)"
+        << "this build has no GPU backend";
+    return false;
+#endif
+  }
+  if (plan_.rdma_size() > 0) {
+    if (!options_.config.rdmaEnabled) {
+      diags.report(DiagCode::ERR_EXEC_020, where)
+          << planName_ << "RDMA queue pairs" << "the node config sets rdma.enabled: false";
+      return false;
+    }
+#if MSC_EXEC_HAVE_RDMA
+    std::string why;
+    rdma_ = selectRdmaBackend(backendOptions(), why, &diags);
+    if (!rdma_) {
+      diags.report(DiagCode::ERR_EXEC_020, where) << planName_ << "RDMA queue pairs" << why;
+      return false;
+    }
+    log_.info(contract_, "rdma backend: " + rdma_->name() + (why.empty() ? "" : " (" + why + ")"));
+    appliers_.push_back(createRdmaApplier(*rdma_, [this](const std::string &line) { log_.info(contract_, "rdma: " + line); }));
+#else
+    diags.report(DiagCode::ERR_EXEC_020, where)
+        << planName_ << std::to_string(plan_.rdma_size()) + " RDMA setting(s)" << "this build has no RDMA backend";
+    return false;
+#endif
+  }
+  return true;
+}
+
+bool Session::apply(DiagnosticEngine &diags) {
+  std::string why;
+  if (!validContractId(contract_, why)) {
+    diags.report(DiagCode::ERR_EXEC_021, Location{{}, planName_, 0}) << contract_ << why;
+    return false;
+  }
+  if (!buildAppliers(diags))
+    return false;
+  ApplyContext ctx = context(diags);
+  for (appliedCount_ = 0; appliedCount_ < appliers_.size(); ++appliedCount_) {
+    Applier &a = *appliers_[appliedCount_];
+    if (!a.apply(ctx)) {
+      log_.error(contract_, "applier '" + a.name() + "' failed; rolling back " + std::to_string(appliedCount_) +
+                                " applied applier(s)");
+      while (appliedCount_ > 0)
+        appliers_[--appliedCount_]->rollback(ctx);
+      env_ = {};
+      return false;
+    }
+  }
+  applied_ = true;
+  log_.info(contract_, "plan '" + planName_ + "' applied (" + std::to_string(appliers_.size()) + " appliers)");
+  return true;
+}
+
+void Session::release(DiagnosticEngine &diags) {
+  if (worker_ > 0) {
+    ::kill(worker_, SIGKILL);
+    ::waitpid(worker_, nullptr, 0);
+    worker_ = -1;
+  }
+  ApplyContext ctx = context(diags);
+  while (appliedCount_ > 0)
+    appliers_[--appliedCount_]->rollback(ctx);
+  if (applied_)
+    log_.info(contract_, "released");
+  applied_ = false;
+  env_ = {};
+}
+
+std::vector<std::pair<std::string, std::vector<std::string>>> Session::resources() const {
+  std::vector<std::pair<std::string, std::vector<std::string>>> out;
+  for (size_t i = 0; i < appliedCount_; ++i)
+    out.emplace_back(appliers_[i]->name().str(), appliers_[i]->describe());
+  return out;
+}
+
+std::string Session::cgroupV2() const {
+  auto it = env_.variables.find("MSCALE_CGROUP");
+  return it == env_.variables.end() ? std::string() : it->second;
+}
+
+double Session::ioWaitRatio() const {
+  std::string dir = cgroupV2();
+  if (dir.empty())
+    return -1;
+  std::optional<std::string> text = readFileText(dir + "/io.pressure");
+  if (!text)
+    return -1;
+  // "some avg10=0.00 avg60=0.00 avg300=0.00 total=0"
+  llvm::StringRef t(*text);
+  size_t p = t.find("avg10=");
+  if (!t.starts_with("some") || p == llvm::StringRef::npos)
+    return -1;
+  double v;
+  if (t.substr(p + 6).take_until([](char c) { return c == ' '; }).getAsDouble(v))
+    return -1;
+  return v / 100.0;
+}
+
+std::string Session::gpuBackendName() const { return gpu_ ? gpu_->name().str() : std::string(); }
+
+std::vector<Session::GpuSample> Session::gpuSamples() const {
+  std::vector<GpuSample> out;
+#if MSC_EXEC_HAVE_GPU
+  if (!gpu_)
+    return out;
+  for (size_t i = 0; i < appliedCount_; ++i)
+    if (const std::vector<AppliedSlice> *slices = appliedGpuSlices(*appliers_[i]))
+      for (const AppliedSlice &s : *slices)
+        if (std::optional<SliceSample> sample = gpu_->sample(s.id))
+          out.push_back({s.role, gpu_->name().str(), *sample});
+#endif
+  return out;
+}
+
+bool Session::startWorker(const std::vector<std::string> &argv, const std::map<std::string, std::string> &extraEnv,
+                          DiagnosticEngine &diags) {
+  WorkerEnvironment env = env_;
+  for (auto &[k, v] : extraEnv)
+    env.variables[k] = v;
+  ApplyContext ctx = context(diags);
+  auto gate = [&](pid_t pid) {
+    for (size_t i = 0; i < appliedCount_; ++i)
+      if (!appliers_[i]->attach(ctx, pid))
+        return false;
+    return true;
+  };
+  std::string error;
+  unsigned errorsBefore = diags.errorCount();
+  pid_t pid = spawnGated(argv, env, gate, error);
+  if (pid < 0) {
+    if (diags.errorCount() == errorsBefore)
+      diags.report(DiagCode::ERR_EXEC_009) << (argv.empty() ? std::string() : argv[0]) << error;
+    return false;
+  }
+  worker_ = pid;
+  log_.info(contract_, "worker " + std::to_string(pid) + " started: " + llvm::join(argv, " "));
+  return true;
+}
+
+pid_t spawnGated(const std::vector<std::string> &argv, const WorkerEnvironment &env,
+                 const std::function<bool(pid_t)> &gate, std::string &error) {
+  if (argv.empty()) {
+    error = "no command";
+    return -1;
+  }
+  // Environment: ours, overridden by the appliers' variables.
+  std::map<std::string, std::string> vars;
+  for (char **e = environ; *e; ++e) {
+    llvm::StringRef kv(*e);
+    auto [k, v] = kv.split('=');
+    vars[k.str()] = v.str();
+  }
+  for (auto &[k, v] : env.variables)
+    vars[k] = v;
+  std::vector<std::string> envStrings;
+  for (auto &[k, v] : vars)
+    envStrings.push_back(k + "=" + v);
+  std::vector<char *> cargv, cenv;
+  for (const std::string &a : argv)
+    cargv.push_back(const_cast<char *>(a.c_str()));
+  cargv.push_back(nullptr);
+  for (std::string &e : envStrings)
+    cenv.push_back(e.data());
+  cenv.push_back(nullptr);
+
+  int gatePipe[2], errPipe[2];
+  if (::pipe2(gatePipe, O_CLOEXEC) != 0 || ::pipe2(errPipe, O_CLOEXEC) != 0) {
+    error = "pipe: " + errnoText(errno);
+    return -1;
+  }
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    error = "fork: " + errnoText(errno);
+    for (int fd : {gatePipe[0], gatePipe[1], errPipe[0], errPipe[1]})
+      ::close(fd);
+    return -1;
+  }
+  if (pid == 0) {
+    // Child: wait for the gate, then exec. Only async-signal-safe calls from here on.
+    char c;
+    ssize_t n;
+    do
+      n = ::read(gatePipe[0], &c, 1);
+    while (n < 0 && errno == EINTR);
+    if (n != 1)
+      ::_exit(127); // the parent could not attach us: never run unconfined
+    for (int sig = 1; sig < 32; ++sig)
+      if (sig != SIGKILL && sig != SIGSTOP)
+        ::signal(sig, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    // Everything but stdio, the error pipe and the inherited fds is closed on exec.
+    ::syscall(SYS_close_range, 3u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */);
+    for (int fd : env.inheritedFds)
+      ::fcntl(fd, F_SETFD, 0);
+    ::execvpe(cargv[0], cargv.data(), cenv.data());
+    int err = errno;
+    ssize_t ignored = ::write(errPipe[1], &err, sizeof err);
+    (void)ignored;
+    ::_exit(127);
+  }
+  ::close(gatePipe[0]);
+  ::close(errPipe[1]);
+  bool attached = gate(pid);
+  if (!attached) {
+    ::close(gatePipe[1]); // the child sees EOF and exits without exec
+    ::close(errPipe[0]);
+    ::waitpid(pid, nullptr, 0);
+    error = "the worker could not be attached to the contract";
+    return -1;
+  }
+  char go = 1;
+  ssize_t w = ::write(gatePipe[1], &go, 1);
+  (void)w;
+  ::close(gatePipe[1]);
+  int err = 0;
+  ssize_t n;
+  do
+    n = ::read(errPipe[0], &err, sizeof err);
+  while (n < 0 && errno == EINTR);
+  ::close(errPipe[0]);
+  if (n == sizeof err) {
+    ::waitpid(pid, nullptr, 0);
+    error = errnoText(err);
+    return -1;
+  }
+  return pid;
+}
+
+} // namespace msc::exec

@@ -1,0 +1,89 @@
+// One contract on one node: its appliers (applied in order, all-or-nothing, rolled back in
+// reverse), the worker environment they fill, and the worker process (started gated so it is in
+// its cgroups and pinned before it runs a single instruction of its own).
+#pragma once
+
+#include "executor/Applier.h"
+#include "executor/Appliers.h"
+#include "executor/GpuBackend.h"
+#include "hal/Topology.h"
+#include "executor/Logger.h"
+#include "executor/NodeConfig.h"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace msc::exec {
+
+class GpuBackend;
+class RdmaBackend;
+
+struct SessionOptions {
+  ApplierOptions appliers;
+  std::shared_ptr<const hal::Topology> topology; // the live node (the sim backends model it)
+  NodeConfig config;
+  FailureInjection inject;
+};
+
+class Session {
+public:
+  Session(plan::Plan plan, std::string contractId, std::string planName, Logger &log, const SessionOptions &options);
+  ~Session();
+
+  // Builds the appliers the plan needs (GPU/RDMA only when it has slices/QPs; ERR_EXEC_020 when no
+  // backend can serve them), then applies them in order. On failure, rolls back what was applied.
+  bool apply(DiagnosticEngine &diags);
+  // Starts argv in the contract (appliers' attach before exec). False with ERR_EXEC_009 / _003 / _004.
+  bool startWorker(const std::vector<std::string> &argv, const std::map<std::string, std::string> &extraEnv,
+                   DiagnosticEngine &diags);
+  // Rolls every applied applier back, in reverse order. Kills a worker still running. Idempotent.
+  void release(DiagnosticEngine &diags);
+
+  bool applied() const { return applied_; }
+  pid_t workerPid() const { return worker_; }
+  void workerExited() { worker_ = -1; }
+  const std::string &contract() const { return contract_; }
+  const std::string &planName() const { return planName_; }
+  const plan::Plan &plan() const { return plan_; }
+  const WorkerEnvironment &environment() const { return env_; }
+  // applier name -> what it applied
+  std::vector<std::pair<std::string, std::vector<std::string>>> resources() const;
+  std::string cgroupV2() const;
+  // PSI 'some avg10' of the contract's cgroup2 directory as a ratio, -1 when unknown.
+  double ioWaitRatio() const;
+  std::string gpuBackendName() const;
+  struct GpuSample {
+    std::string role, backend;
+    SliceSample sample;
+  };
+  // One sample per GPU slice the GPU applier holds (empty without GPU slices or backend).
+  std::vector<GpuSample> gpuSamples() const;
+
+private:
+  ApplyContext context(DiagnosticEngine &diags);
+  bool buildAppliers(DiagnosticEngine &diags);
+
+  plan::Plan plan_;
+  std::string contract_, planName_;
+  Logger &log_;
+  SessionOptions options_;
+  WorkerEnvironment env_;
+  std::vector<std::unique_ptr<Applier>> appliers_;
+  size_t appliedCount_ = 0;
+  bool applied_ = false;
+  pid_t worker_ = -1;
+  std::unique_ptr<GpuBackend> gpu_;
+  std::unique_ptr<RdmaBackend> rdma_;
+};
+
+// Worker start, gated: the child waits on a pipe until `gate` runs (cgroups, affinity), then execs
+// with exactly `env` and the inherited fds open; any other fd is closed. Signals blocked in the
+// parent are unblocked in the child. Returns the pid, or -1 with `error`.
+pid_t spawnGated(const std::vector<std::string> &argv, const WorkerEnvironment &env,
+                 const std::function<bool(pid_t)> &gate, std::string &error);
+
+} // namespace msc::exec

@@ -1,0 +1,57 @@
+// Shared by the executor's tests: small plans built in memory for the live node.
+#pragma once
+
+#include "hal/Loader.h"
+#include "ir/plan.pb.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+namespace msc::exec::test {
+
+inline plan::Plan livePlan(const std::string &contract, bool pool, unsigned cpu = 0) {
+  CollectingConsumer sink;
+  DiagnosticEngine diags(nullptr, sink);
+  std::optional<hal::Topology> live = hal::loadTopology(hal::TopologySource::liveMachine(), diags);
+  plan::Plan p;
+  p.set_format_major(1);
+  p.mutable_provenance()->set_contract(contract);
+  if (live) {
+    p.mutable_provenance()->set_topology_fingerprint(live->fingerprint());
+    p.mutable_provenance()->set_topology_name(live->name());
+  }
+  plan::IoBinding *b = p.add_io_bindings();
+  b->set_role("data");
+  b->add_cpus(cpu);
+  b->add_physical_cores(cpu);
+  b->set_numa_node(0);
+  b->set_io_uring_depth(8);
+  b->set_io_weight(100);
+  if (pool) {
+    plan::MemoryPool *m = p.add_memory_pools();
+    m->set_role("data");
+    m->set_page_size(2 << 20);
+    m->set_pages(2);
+    m->set_numa_node(0);
+    m->set_reserve_pages(2);
+  }
+  return p;
+}
+
+inline uint64_t meminfo(const char *key) {
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(key, 0) == 0)
+      return std::stoull(line.substr(line.find(':') + 1));
+  return ~0ull;
+}
+
+#define MSC_REQUIRE_ROOT()                                                                                             \
+  if (geteuid() != 0)                                                                                                  \
+  GTEST_SKIP() << "needs root (cgroups, hugepages)"
+
+} // namespace msc::exec::test

@@ -1,0 +1,114 @@
+#include "executor/AgentClient.h"
+#include "executor/Metrics.h"
+#include "executor/NodeConfig.h"
+#include "executor/Protocol.h"
+
+#include <gtest/gtest.h>
+
+using namespace msc;
+using namespace msc::exec;
+
+TEST(Protocol, RoundTrip) {
+  agent::Request r = statusRequest("t1");
+  r.set_id(7);
+  std::string frame = encodeFrame(r);
+  FrameDecoder d;
+  // Byte by byte: the decoder only yields whole frames.
+  std::string payload;
+  ProtocolError e;
+  for (size_t i = 0; i + 1 < frame.size(); ++i) {
+    d.append(frame.substr(i, 1));
+    EXPECT_EQ(d.next(payload, e), FrameDecoder::Result::NeedMore);
+  }
+  d.append(frame.substr(frame.size() - 1));
+  ASSERT_EQ(d.next(payload, e), FrameDecoder::Result::Frame);
+  std::optional<agent::Request> back = decodeRequest(payload, e);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->id(), 7u);
+  EXPECT_EQ(back->status().contract(), "t1");
+  EXPECT_FALSE(d.finish());
+}
+
+TEST(Protocol, OversizedFrameIsErrExec010) {
+  FrameDecoder d(1024);
+  d.append(std::string("\x01\x10\x00\x00", 4)); // 4097 bytes announced
+  std::string payload;
+  ProtocolError e;
+  ASSERT_EQ(d.next(payload, e), FrameDecoder::Result::Error);
+  EXPECT_EQ(e.code, DiagCode::ERR_EXEC_010);
+  EXPECT_EQ(e.message, "agent frame of 4097 bytes exceeds the limit of 1024 bytes");
+}
+
+TEST(Protocol, TruncatedFrameIsErrExec011) {
+  FrameDecoder d;
+  d.append(std::string("\x10\x00\x00\x00" "abc", 7));
+  std::string payload;
+  ProtocolError e;
+  EXPECT_EQ(d.next(payload, e), FrameDecoder::Result::NeedMore);
+  std::optional<ProtocolError> t = d.finish();
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->code, DiagCode::ERR_EXEC_011);
+  EXPECT_EQ(t->message, "agent frame is truncated: 3 of 16 payload bytes arrived");
+  FrameDecoder d2;
+  d2.append(std::string("\x10\x00", 2));
+  ASSERT_TRUE(d2.finish());
+  EXPECT_EQ(d2.finish()->message, "agent frame is truncated: 2 byte(s) of a 4-byte length prefix");
+}
+
+TEST(Protocol, MalformedPayloadIsErrExec012) {
+  ProtocolError e;
+  EXPECT_FALSE(decodeRequest(std::string("\xff\xff\xff", 3), e));
+  EXPECT_EQ(e.code, DiagCode::ERR_EXEC_012);
+  EXPECT_FALSE(decodeRequest("", e)); // no command
+  EXPECT_EQ(e.message, "agent message does not decode: the request carries no command");
+  agent::Request r;
+  r.mutable_release();
+  EXPECT_FALSE(decodeRequest(r.SerializeAsString(), e));
+  EXPECT_EQ(e.message, "agent message does not decode: release request without a contract");
+}
+
+TEST(Protocol, DiagnosticsTravelWithCodes) {
+  agent::Response r;
+  addError(r, ProtocolError{DiagCode::ERR_EXEC_016, "no contract 'x' is admitted on this node"});
+  CollectingConsumer sink;
+  DiagnosticEngine diags(nullptr, sink);
+  emitDiagnostics(r, diags);
+  ASSERT_EQ(sink.diags.size(), 1u);
+  EXPECT_EQ(sink.diags[0].code, DiagCode::ERR_EXEC_016);
+  EXPECT_FALSE(r.ok());
+}
+
+TEST(NodeConfig, ParsesAndRefuses) {
+  CollectingConsumer sink;
+  DiagnosticEngine diags(nullptr, sink);
+  auto c = parseNodeConfig("gpus: [0, 1]\ngpu_backend: sim\nrdma: { enabled: false }\nnvme_scheduler: bfq\n"
+                           "hugepages: { auto_allocate: false }\nallowed_users: [root, 1234]\nallowed_groups: [0]\n"
+                           "state_dir: /tmp/x\nstrict_fingerprint: true\n",
+                           "node.yaml", diags);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->gpus.size(), 2u);
+  EXPECT_FALSE(c->rdmaEnabled);
+  EXPECT_FALSE(c->hugepageAutoAllocate);
+  EXPECT_EQ(c->allowedUids, (std::vector<uid_t>{0, 1234}));
+  EXPECT_TRUE(c->strictFingerprint);
+  EXPECT_FALSE(parseNodeConfig("allowed_users: [no-such-user-xyz]\n", "node.yaml", diags));
+  EXPECT_FALSE(parseNodeConfig("gpu_backend: quantum\n", "node.yaml", diags));
+  EXPECT_FALSE(parseNodeConfig("unknown_key: 1\n", "node.yaml", diags));
+  for (const Diagnostic &d : sink.diags)
+    EXPECT_EQ(d.code, DiagCode::ERR_EXEC_017);
+  EXPECT_EQ(sink.diags.size(), 3u);
+}
+
+TEST(Metrics, PrometheusText) {
+  agent::ContractStatus s;
+  s.set_contract("t\"1");
+  s.set_applied(true);
+  s.set_io_wait_ratio(0.25);
+  s.mutable_worker()->set_state(agent::Worker::RUNNING);
+  std::string text = renderMetrics({s}, {{"list", 3}}, {{"ERR_EXEC_013", 1}});
+  EXPECT_NE(text.find("mscale_contracts_admitted 1\n"), std::string::npos);
+  EXPECT_NE(text.find("mscale_contract_applied{contract=\"t\\\"1\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("mscale_contract_worker{contract=\"t\\\"1\",state=\"running\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("mscale_contract_io_wait_ratio{contract=\"t\\\"1\"} 0.2500\n"), std::string::npos);
+  EXPECT_NE(text.find("mscale_agent_refusals_total{code=\"ERR_EXEC_013\"} 1\n"), std::string::npos);
+}

@@ -1,0 +1,119 @@
+// mscale-exec: the node side of a plan. Thin: parses options, the work is in executor/.
+//   mscale-exec run plan.msp [--log FILE] [--config node.yaml] -- CMD ARGS
+//   mscale-exec serve --socket PATH [--config node.yaml] [--metrics PORT|unix:PATH] [--log FILE]
+#include "executor/Agent.h"
+#include "executor/Run.h"
+
+#include <llvm/Support/CommandLine.h>
+#include <llvm/Support/InitLLVM.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <csignal>
+
+namespace cl = llvm::cl;
+using namespace msc;
+
+namespace {
+
+cl::SubCommand RunCmd("run", "Apply a plan, run the worker in it, release everything when it exits");
+cl::SubCommand ServeCmd("serve", "Serve as the node agent on a Unix socket");
+
+cl::opt<std::string> PlanPath(cl::Positional, cl::desc("<plan.msp>"), cl::Required, cl::sub(RunCmd));
+cl::list<std::string> Command(cl::ConsumeAfter, cl::desc("-- <worker command and arguments>"), cl::sub(RunCmd));
+cl::opt<std::string> Topology("topology", cl::desc("Re-check against this topology instead of the live node "
+                                                    "(tests; the appliers still act on this node)"),
+                              cl::init("live"), cl::sub(RunCmd));
+cl::opt<std::string> Inject("inject-failure", cl::desc("Test hook: make this applier fail (cpu, io, memory, gpu, rdma)"),
+                            cl::sub(RunCmd));
+cl::opt<bool> Strict("strict-fingerprint", cl::desc("Refuse a plan whose topology fingerprint differs at all"),
+                     cl::sub(RunCmd));
+cl::opt<bool> DryRun("check-only", cl::desc("Re-check the plan against the node and stop"), cl::sub(RunCmd));
+
+cl::opt<std::string> Socket("socket", cl::desc("Unix socket to listen on"), cl::sub(ServeCmd));
+cl::opt<std::string> Metrics("metrics", cl::desc("Prometheus endpoint: a local TCP port or unix:PATH"),
+                             cl::sub(ServeCmd));
+
+cl::opt<std::string> Config("config", cl::desc("Node config (YAML)"), cl::value_desc("node.yaml"), cl::sub(RunCmd),
+                            cl::sub(ServeCmd));
+cl::opt<std::string> LogFile("log", cl::desc("Also write the log to this file"), cl::value_desc("file"),
+                             cl::sub(RunCmd), cl::sub(ServeCmd));
+
+exec::Agent *theAgent = nullptr;
+void onSignal(int) {
+  if (theAgent)
+    theAgent->stop();
+}
+
+int serve(exec::Logger &log) {
+  exec::LogDiagnosticPrinter printer(log);
+  DiagnosticEngine diags(nullptr, printer);
+  if (Socket.empty()) {
+    diags.report(DiagCode::ERR_DRV_005) << "serve needs --socket PATH";
+    return 2;
+  }
+  exec::AgentOptions options;
+  options.socketPath = Socket;
+  options.metrics = Metrics;
+  if (!Config.empty()) {
+    std::optional<exec::NodeConfig> c = exec::readNodeConfig(Config, diags);
+    if (!c)
+      return 1;
+    options.config = *c;
+  }
+  std::string error;
+  if (LogFile.empty() && !options.config.logFile.empty() && !log.openFile(options.config.logFile, error)) {
+    diags.report(DiagCode::ERR_DRV_004) << options.config.logFile << error;
+    return 2;
+  }
+  options.appliers.cgroups = exec::CgroupLayout::discover();
+  options.appliers.nvmeScheduler = options.config.nvmeScheduler;
+  options.appliers.hugepageAutoAllocate = options.config.hugepageAutoAllocate;
+  exec::Agent agent(options, log);
+  if (!agent.start(diags))
+    return 1;
+  theAgent = &agent;
+  struct sigaction sa {};
+  sa.sa_handler = onSignal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+  int rc = agent.serve();
+  theAgent = nullptr;
+  return rc;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv, "MegaScale-Omni node executor\n");
+  exec::Logger log("mscale-exec");
+  if (!LogFile.empty()) {
+    std::string error;
+    if (!log.openFile(LogFile, error)) {
+      llvm::errs() << "mscale-exec: error[ERR_DRV_004]: cannot write '" << LogFile << "': " << error << "\n";
+      return 2;
+    }
+  }
+  if (RunCmd) {
+    if ((Command.empty() || (Command.size() == 1 && Command[0] == "--")) && !DryRun) {
+      llvm::errs() << "mscale-exec: error[ERR_DRV_005]: invalid option value: run needs a worker command after '--'\n";
+      return 2;
+    }
+    exec::RunOptions o;
+    o.planPath = PlanPath;
+    o.command.assign(Command.begin(), Command.end());
+    if (!o.command.empty() && o.command.front() == "--")
+      o.command.erase(o.command.begin());
+    o.topology = Topology;
+    o.configPath = Config;
+    o.injectFailure = Inject;
+    o.strictFingerprint = Strict;
+    o.dryRun = DryRun;
+    return exec::runPlan(o, log);
+  }
+  if (ServeCmd)
+    return serve(log);
+  llvm::errs() << "mscale-exec: no command given; see 'mscale-exec --help'\n";
+  return 2;
+}
