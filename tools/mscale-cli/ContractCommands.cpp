@@ -1,7 +1,12 @@
 // mscale-cli contract status ID | release ID | resize ID --profile NAME | submit PLAN [-- CMD] | list
-// Talks to the node agent (mscale-exec serve) through executor/AgentClient.h; this file only parses.
+//                   | trace ID [--duration 60s] [--json]
+// Talks to the node agent (mscale-exec serve) through executor/AgentClient.h, and traces a
+// contract's cgroup with bpf/TraceSession.h; this file only parses.
 #include "tools/mscale-cli/CommandGroup.h"
 
+#include "bpf/Process.h"
+#include "bpf/TraceResults.h"
+#include "bpf/TraceSession.h"
 #include "executor/AgentClient.h"
 
 #include <llvm/Support/MemoryBuffer.h>
@@ -13,8 +18,8 @@ using namespace msc;
 
 namespace {
 
-cl::SubCommand ContractCmd("contract", "Talk to the node agent: status, release, resize, submit, list");
-cl::opt<std::string> Action(cl::Positional, cl::desc("<status|release|resize|submit|list>"), cl::Required,
+cl::SubCommand ContractCmd("contract", "Talk to the node agent (status, release, resize, submit, list); trace");
+cl::opt<std::string> Action(cl::Positional, cl::desc("<status|release|resize|submit|list|trace>"), cl::Required,
                             cl::sub(ContractCmd));
 cl::list<std::string> Args(cl::Positional, cl::desc("<contract id | plan.msp> [-- worker command]"),
                            cl::sub(ContractCmd));
@@ -22,6 +27,51 @@ cl::opt<std::string> Socket("socket", cl::desc("The agent's socket (default: $MS
                                                "/run/mscale/agent.sock)"),
                             cl::sub(ContractCmd));
 cl::opt<std::string> Profile("profile", cl::desc("resize: the profile to resize to"), cl::sub(ContractCmd));
+cl::opt<std::string> Duration("duration", cl::desc("trace: how long to trace (e.g. 500ms, 60s, 2min)"),
+                              cl::init("60s"), cl::sub(ContractCmd));
+cl::opt<bool> Json("json", cl::desc("trace: print the results as JSON"), cl::sub(ContractCmd));
+
+std::optional<std::chrono::nanoseconds> parseDuration(llvm::StringRef text) {
+  uint64_t value = 0;
+  llvm::StringRef digits = text.take_while([](char c) { return c >= '0' && c <= '9'; });
+  llvm::StringRef unit = text.drop_front(digits.size());
+  if (digits.empty() || digits.getAsInteger(10, value))
+    return std::nullopt;
+  if (unit == "ms")
+    return std::chrono::milliseconds(value);
+  if (unit == "s" || unit.empty())
+    return std::chrono::seconds(value);
+  if (unit == "min")
+    return std::chrono::minutes(value);
+  return std::nullopt;
+}
+
+// Traces the contract's processes through the cgroup the executor made for them.
+int traceContract(const std::string &id, DiagnosticEngine &diags) {
+  std::optional<std::chrono::nanoseconds> duration = parseDuration(Duration);
+  if (!duration) {
+    diags.report(DiagCode::ERR_DRV_005) << ("--duration=" + Duration + " (expected e.g. 500ms, 60s, 2min)");
+    return 2;
+  }
+  std::string mount = trace::cgroup2Mount();
+  bool exists = false;
+  std::string path = trace::contractCgroupPath(id, mount.empty() ? "/sys/fs/cgroup" : mount, exists);
+  if (!exists) {
+    diags.report(DiagCode::ERR_TRACE_006) << id << path;
+    return 1;
+  }
+  trace::TraceOptions options;
+  options.cgroupPath = path;
+  options.duration = *duration;
+  std::optional<trace::TraceResults> results = trace::runTrace(options, diags);
+  if (!results)
+    return 1;
+  if (Json)
+    trace::writeJson(*results, llvm::outs());
+  else
+    trace::writeText(*results, llvm::outs(), /*histograms=*/true);
+  return 0;
+}
 
 int run() {
   cli::Diagnostics diagnostics;
@@ -32,6 +82,11 @@ int run() {
     return 2;
   };
   std::optional<agent::Request> req;
+  if (Action == "trace") {
+    if (Args.size() != 1)
+      return usage("'contract trace' takes one contract id");
+    return traceContract(Args[0], diags);
+  }
   if (Action == "list") {
     req = exec::listRequest();
   } else if (Action == "status" || Action == "release" || Action == "resize") {
@@ -58,7 +113,7 @@ int run() {
       command.erase(command.begin());
     req = exec::submitRequest((*buf)->getBuffer().str(), llvm::sys::path::filename(Args[0]).str(), command);
   } else {
-    return usage("unknown contract action '" + Action + "' (expected status, release, resize, submit or list)");
+    return usage("unknown contract action '" + Action + "' (expected status, release, resize, submit, list or trace)");
   }
   std::optional<exec::AgentClient> client = exec::AgentClient::connect(socket, diags);
   if (!client)
