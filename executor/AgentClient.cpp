@@ -96,7 +96,7 @@ agent::Request listRequest() {
   return r;
 }
 
-static const char *stateName(agent::Worker::State s) {
+const char *workerStateName(agent::Worker::State s) {
   switch (s) {
   case agent::Worker::RUNNING:
     return "running";
@@ -116,7 +116,7 @@ void printStatus(const agent::ContractStatus &s, llvm::raw_ostream &os) {
   if (!s.cgroup().empty())
     os << "  cgroup     " << s.cgroup() << "\n";
   const agent::Worker &w = s.worker();
-  os << "  worker     " << stateName(w.state());
+  os << "  worker     " << workerStateName(w.state());
   if (w.pid() > 0)
     os << " pid " << w.pid();
   if (w.state() == agent::Worker::EXITED)
@@ -147,7 +147,7 @@ void printList(const agent::ListResponse &l, llvm::raw_ostream &os) {
   }
   for (const agent::ContractStatus &s : l.contracts())
     os << s.contract() << "\t" << (s.applied() ? "applied" : "not-applied") << "\tworker "
-       << stateName(s.worker().state()) << "\t" << s.plan_name() << "\n";
+       << workerStateName(s.worker().state()) << "\t" << s.plan_name() << "\n";
 }
 
 } // namespace msc::exec

@@ -38,6 +38,8 @@ agent::Request releaseRequest(const std::string &contract);
 agent::Request resizeRequest(const std::string &contract, const std::string &profile);
 agent::Request listRequest();
 
+// "running", "exited", "killed", "none": the worker state as status, list and metrics print it.
+const char *workerStateName(agent::Worker::State s);
 void printStatus(const agent::ContractStatus &s, llvm::raw_ostream &os);
 void printList(const agent::ListResponse &l, llvm::raw_ostream &os);
 

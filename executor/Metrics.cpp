@@ -1,5 +1,7 @@
 #include "executor/Metrics.h"
 
+#include "executor/AgentClient.h"
+
 #include <llvm/Support/Format.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -21,19 +23,6 @@ std::string label(const std::string &v) {
   return out;
 }
 
-const char *workerState(agent::Worker::State s) {
-  switch (s) {
-  case agent::Worker::RUNNING:
-    return "running";
-  case agent::Worker::EXITED:
-    return "exited";
-  case agent::Worker::KILLED:
-    return "killed";
-  default:
-    return "none";
-  }
-}
-
 } // namespace
 
 std::string renderMetrics(const std::vector<agent::ContractStatus> &contracts,
@@ -52,7 +41,7 @@ std::string renderMetrics(const std::vector<agent::ContractStatus> &contracts,
   head("mscale_contract_worker", "gauge", "Worker state of the contract (1 for the current state)");
   for (const agent::ContractStatus &c : contracts)
     os << "mscale_contract_worker{contract=\"" << label(c.contract()) << "\",state=\""
-       << workerState(c.worker().state()) << "\"} 1\n";
+       << workerStateName(c.worker().state()) << "\"} 1\n";
   head("mscale_contract_io_wait_ratio", "gauge", "PSI io 'some' avg10 of the contract's cgroup, 0..1");
   for (const agent::ContractStatus &c : contracts)
     if (c.io_wait_ratio() >= 0)

@@ -132,7 +132,7 @@ std::vector<SimGpuConfig> simGpusFromTopology(const hal::Topology &topology) {
 }
 
 SimGpuBackend::SimGpuBackend(std::vector<SimGpuConfig> gpus, std::string controlFile)
-    : controlFile_(std::move(controlFile)) {
+    : control_(std::move(controlFile)) {
   for (SimGpuConfig &c : gpus) {
     auto g = std::make_unique<Gpu>();
     g->temperatureMilliC = static_cast<double>(c.baseTemperatureMilliC);
@@ -479,20 +479,10 @@ bool SimGpuBackend::applyControl(const std::string &line, std::string &error) {
 
 // Called with mu_ held; applyControl takes the lock itself, so it is released around it.
 void SimGpuBackend::pollControlFile() {
-  if (controlFile_.empty())
+  std::optional<std::vector<std::string>> changed = control_.poll();
+  if (!changed)
     return;
-  struct stat st {};
-  if (::stat(controlFile_.c_str(), &st) != 0)
-    return;
-  int64_t mtime = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  if (mtime == controlMtimeNs_ && int64_t(st.st_size) == controlSize_)
-    return;
-  controlMtimeNs_ = mtime;
-  controlSize_ = int64_t(st.st_size);
-  std::ifstream in(controlFile_);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);)
-    lines.push_back(line);
+  std::vector<std::string> lines = std::move(*changed);
   mu_.unlock();
   for (const std::string &line : lines) {
     std::string error;

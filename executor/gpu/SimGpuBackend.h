@@ -26,6 +26,7 @@
 #pragma once
 
 #include "executor/GpuBackend.h"
+#include "executor/SimControlFile.h"
 
 #include <cstdint>
 #include <map>
@@ -117,9 +118,7 @@ private:
   std::vector<std::unique_ptr<Gpu>> gpus_;
   std::map<SliceId, Slice> slices_;
   SliceId next_ = 1;
-  std::string controlFile_;
-  int64_t controlMtimeNs_ = -1;
-  int64_t controlSize_ = -1;
+  SimControlFile control_;
 };
 
 } // namespace msc::exec

@@ -13,7 +13,7 @@
 namespace msc::exec {
 
 SimRdmaBackend::SimRdmaBackend(std::vector<SimRdmaPort> ports, std::string controlFile)
-    : strict_(!ports.empty()), ports_(std::move(ports)), controlFile_(std::move(controlFile)) {}
+    : strict_(!ports.empty()), ports_(std::move(ports)), control_(std::move(controlFile)) {}
 
 SimRdmaPort *SimRdmaBackend::find(const std::string &device, unsigned port) {
   for (SimRdmaPort &p : ports_)
@@ -33,18 +33,10 @@ void SimRdmaBackend::setPortState(const std::string &device, unsigned port, bool
 
 // Called with mu_ held.
 void SimRdmaBackend::pollControlFile() {
-  if (controlFile_.empty())
+  std::optional<std::vector<std::string>> lines = control_.poll();
+  if (!lines)
     return;
-  struct stat st {};
-  if (::stat(controlFile_.c_str(), &st) != 0)
-    return;
-  int64_t mtime = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  if (mtime == controlMtimeNs_ && int64_t(st.st_size) == controlSize_)
-    return;
-  controlMtimeNs_ = mtime;
-  controlSize_ = int64_t(st.st_size);
-  std::ifstream in(controlFile_);
-  for (std::string line; std::getline(in, line);) {
+  for (const std::string &line : *lines) {
     std::stringstream words(line);
     std::string kind, device, state;
     unsigned port = 0;

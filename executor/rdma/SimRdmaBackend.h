@@ -4,6 +4,7 @@
 #pragma once
 
 #include "executor/RdmaBackend.h"
+#include "executor/SimControlFile.h"
 
 #include <cstdint>
 #include <map>
@@ -61,8 +62,7 @@ private:
   std::map<QpGroupId, SimQpGroup> groups_;
   QpGroupId next_ = 1;
   std::string failNext_;
-  std::string controlFile_;
-  int64_t controlMtimeNs_ = -1, controlSize_ = -1;
+  SimControlFile control_;
 };
 
 } // namespace msc::exec
