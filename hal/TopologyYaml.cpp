@@ -109,6 +109,7 @@ struct NvLink {
 };
 struct NodeDoc {
   std::string name, kernel_cmdline;
+  std::string offline_cpus; // kernel CPU-list syntax; PUs that exist but are offline
   std::vector<Package> packages;
   std::vector<Numa> numa_nodes;
   std::vector<CpuList> cores;
@@ -336,6 +337,7 @@ template <> struct MappingTraits<NvLink> {
 static void mapNode(IO &io, NodeDoc &n) {
   io.mapOptional("name", n.name, std::string());
   io.mapOptional("kernel_cmdline", n.kernel_cmdline, std::string());
+  io.mapOptional("offline_cpus", n.offline_cpus, std::string());
   io.mapOptional("packages", n.packages);
   io.mapOptional("numa_nodes", n.numa_nodes);
   io.mapOptional("cores", n.cores);
@@ -490,6 +492,15 @@ public:
     unsigned before = diags_.errorCount();
     t_.setName(n_.name);
     t_.setKernelCmdline(n_.kernel_cmdline);
+    if (!n_.offline_cpus.empty()) {
+      std::string why;
+      std::optional<std::vector<unsigned>> offline = parseCpuList(n_.offline_cpus, &why);
+      if (!offline) {
+        diags_.report(DiagCode::ERR_HAL_TOPO_008, src_.loc(llvm::SMLoc())) << n_.offline_cpus << why;
+        return std::nullopt;
+      }
+      offline_ = std::move(*offline);
+    }
     Vertex machine;
     machine.kind = VertexKind::Machine;
     VertexId root = t_.addVertex(std::move(machine));
@@ -600,7 +611,7 @@ private:
         pv.osIndex = pu;
         auto it = puNuma.find(pu);
         pv.numaNode = it == puNuma.end() ? -1 : it->second;
-        pv.data = PuInfo{true};
+        pv.data = PuInfo{!llvm::is_contained(offline_, pu)};
         t_.addVertex(std::move(pv), c);
       }
     }
@@ -824,6 +835,7 @@ private:
   const SourceText &src_;
   DiagnosticEngine &diags_;
   Topology t_;
+  std::vector<unsigned> offline_;
   std::set<unsigned> numaIds_;
   std::map<PciAddress, Bdf> placed_;
   std::map<PciAddress, const Gpu *> gpuDocs_;
@@ -843,6 +855,11 @@ public:
     NodeDoc n;
     n.name = t_.name();
     n.kernel_cmdline = t_.kernelCmdline();
+    std::vector<unsigned> offline;
+    for (unsigned pu : t_.pus())
+      if (!t_.isPuOnline(pu))
+        offline.push_back(pu);
+    n.offline_cpus = formatCpuList(offline);
     std::vector<VertexId> pkgs = t_.verticesOf(VertexKind::Package);
     for (size_t i = 0; i < pkgs.size(); ++i) {
       int64_t os = t_.vertex(pkgs[i]).osIndex;
