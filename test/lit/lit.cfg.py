@@ -25,6 +25,10 @@ config.substitutions.append(("%stdlib", os.path.join(config.msc_src_root, "stdli
 config.substitutions.append(("%examples", os.path.join(config.msc_src_root, "examples")))
 config.substitutions.append(("%python", shutil.which("python3") or "python3"))
 
+# Tests that change machine-wide state (hugepage reservations, cgroups) run one at a time; their
+# directories' lit.local.cfg put them in this group.
+lit_config.parallelism_groups["machine-state"] = 1
+
 # Features that gate tests needing what some machines lack. A skipped test says why in lit -v.
 if os.geteuid() == 0:
     config.available_features.add("root")
