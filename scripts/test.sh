@@ -81,7 +81,15 @@ for flavour in $flavours; do
       fi
     done
   else
-    run_suites "$flavour" "$dir"
+    if [[ $flavour == asan ]]; then
+      # Leak checks are off: the probes dlopen and dlclose third-party libraries (libcuda, the
+      # verbs providers) whose exit-time leaks LSan can no longer attribute. Link order is not
+      # verified: tests preload instrumented fake libraries into uninstrumented programs (sleep,
+      # python ctypes). Every other ASan and UBSan check stays on and fails the test.
+      ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 run_suites "$flavour" "$dir"
+    else
+      run_suites "$flavour" "$dir"
+    fi
   fi
 done
 
