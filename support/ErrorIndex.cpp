@@ -1,5 +1,7 @@
 #include "support/ErrorIndex.h"
 
+#include "support/Diagnostic.h"
+
 #include <llvm/ADT/StringMap.h>
 
 namespace msc {
@@ -25,6 +27,15 @@ std::optional<std::string> explainText(llvm::StringRef code) {
   if (it == index.end())
     return std::nullopt;
   return std::string(it->second);
+}
+
+bool printExplanation(llvm::StringRef code, llvm::raw_ostream &os, DiagnosticEngine &diags) {
+  if (std::optional<std::string> text = explainText(code)) {
+    os << *text;
+    return true;
+  }
+  diags.report(DiagCode::ERR_DRV_002) << code;
+  return false;
 }
 
 } // namespace msc

@@ -138,13 +138,9 @@ int main(int argc, char **argv) {
   };
 
   if (!explain.empty()) {
-    if (auto text = msc::explainText(explain)) {
-      outs() << *text;
-      return kOk;
-    }
-    diags.report(msc::DiagCode::ERR_DRV_002) << explain;
+    bool explained = msc::printExplanation(explain, outs(), diags);
     diags.finish();
-    return kUsageOrIo;
+    return explained ? kOk : kUsageOrIo;
   }
 
   unsigned targets = (!pids.empty()) + (!cgroup.empty()) + (!contract.empty());

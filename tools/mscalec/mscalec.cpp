@@ -131,13 +131,9 @@ int main(int argc, char **argv) {
   diags.setWarningsAsErrors(warningsAsErrors);
 
   if (!explain.empty()) {
-    if (auto text = msc::explainText(explain)) {
-      outs() << *text;
-      return kAccepted;
-    }
-    diags.report(msc::DiagCode::ERR_DRV_002) << explain;
+    bool explained = msc::printExplanation(explain, outs(), diags);
     diags.finish();
-    return kUsageOrIo;
+    return explained ? kAccepted : kUsageOrIo;
   }
   if (listFields) {
     msc::ir::printFieldReference(outs());
