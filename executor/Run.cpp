@@ -1,12 +1,12 @@
 #include "executor/Run.h"
 
 #include "executor/Session.h"
+#include "executor/Supervisor.h"
 #include "hal/Loader.h"
 #include "ir/PlanFile.h"
 #include "passes/PlanCheck.h"
 
 #include <csignal>
-#include <sys/wait.h>
 #include <unistd.h>
 
 namespace msc::exec {
@@ -59,32 +59,17 @@ int runPlan(const RunOptions &o, Logger &log) {
   for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD})
     sigaddset(&sigs, s);
   sigprocmask(SIG_BLOCK, &sigs, &old);
-  if (!session.startWorker(o.command, {}, diags)) {
-    session.release(diags);
-    sigprocmask(SIG_SETMASK, &old, nullptr);
-    return 1;
-  }
-  pid_t pid = session.workerPid();
-  int status = 0;
-  for (;;) {
-    siginfo_t info;
-    int sig = sigwaitinfo(&sigs, &info);
-    if (sig < 0)
-      continue;
-    if (sig == SIGCHLD) {
-      pid_t r = waitpid(pid, &status, WNOHANG);
-      if (r == pid)
-        break;
-      continue;
-    }
-    log.info(contract, std::string("forwarding ") + strsignal(sig) + " to worker " + std::to_string(pid));
-    kill(pid, sig);
-  }
-  session.workerExited();
-  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  log.info(contract, "worker " + std::to_string(pid) +
-                         (WIFEXITED(status) ? " exited with status " + std::to_string(WEXITSTATUS(status))
-                                            : std::string(" killed by ") + strsignal(WTERMSIG(status))));
+  SupervisorOptions sup;
+  sup.command = o.command;
+  sup.maxRestarts = o.maxRestarts;
+  sup.resumeAfterNodeLoss = o.resume;
+  sup.recheck = ro;
+  std::string topologyArgument = o.topology;
+  sup.loadTopology = [topologyArgument](DiagnosticEngine &d) {
+    return hal::loadTopology(hal::TopologySource::fromArgument(topologyArgument), d);
+  };
+  Supervisor supervisor(session, log, std::move(sup));
+  int code = supervisor.run(sigs, diags);
   session.release(diags);
   sigprocmask(SIG_SETMASK, &old, nullptr);
   return code;

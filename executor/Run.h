@@ -1,7 +1,9 @@
 // `mscale-exec run plan.msp -- CMD ARGS`: read the plan, load the live topology, re-check, apply
 // every applier (all-or-nothing), start the worker gated (cgroups and affinity before its first
-// instruction), forward SIGINT/SIGTERM/SIGHUP/SIGQUIT to it, release everything when it exits, and
-// return its exit status (128 + signal when it was killed; 1 when the plan was refused).
+// instruction), supervise it (executor/Supervisor: heartbeats, fault recovery when the plan has a
+// recovery point, resizes), forward SIGINT/SIGTERM/SIGHUP/SIGQUIT to it, release everything when it
+// ends, and return its exit status (128 + signal when it was killed; 1 when the plan was refused or
+// recovery was impossible).
 #pragma once
 
 #include "executor/Logger.h"
@@ -20,6 +22,8 @@ struct RunOptions {
   std::string injectFailure;       // "cpu", "io", "memory", "gpu", "rdma"
   bool strictFingerprint = false;
   bool dryRun = false;             // re-check only
+  unsigned maxRestarts = 10;       // worker restarts after faults before giving up
+  bool resume = false;             // a previous executor of this job was lost: resume from disk
 };
 
 int runPlan(const RunOptions &options, Logger &log);

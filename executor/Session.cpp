@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/ADT/StringExtras.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -191,11 +192,91 @@ std::vector<Session::GpuSample> Session::gpuSamples() const {
   return out;
 }
 
+std::vector<HeldSlice> Session::heldSlices() const {
+  std::vector<HeldSlice> out;
+#if MSC_EXEC_HAVE_GPU
+  for (size_t i = 0; i < appliedCount_; ++i)
+    if (const std::vector<AppliedSlice> *slices = appliedGpuSlices(*appliers_[i]))
+      for (const AppliedSlice &s : *slices)
+        out.push_back({s.planIndex, s.role, s.gpuIndex, s.id});
+#endif
+  return out;
+}
+
+std::vector<HeldQpGroup> Session::heldQpGroups() const {
+  std::vector<HeldQpGroup> out;
+#if MSC_EXEC_HAVE_RDMA
+  for (size_t i = 0; i < appliedCount_; ++i)
+    if (const std::vector<AppliedQpGroup> *groups = appliedQpGroups(*appliers_[i]))
+      for (const AppliedQpGroup &g : *groups)
+        out.push_back({g.role, g.id, g.device, g.port});
+#endif
+  return out;
+}
+
+Applier *Session::appliedNamed(llvm::StringRef name) const {
+  for (size_t i = 0; i < appliedCount_; ++i)
+    if (appliers_[i]->name() == name)
+      return appliers_[i].get();
+  return nullptr;
+}
+
+bool Session::handOverGpuSlices(const plan::Plan &next, std::vector<SliceId> &retiring,
+                                std::vector<std::string> &changes, std::string &error) {
+#if MSC_EXEC_HAVE_GPU
+  Applier *gpu = appliedNamed("gpu");
+  if (!gpu) {
+    error = "the contract holds no GPU slices";
+    return false;
+  }
+  CollectingConsumer sink;
+  DiagnosticEngine diags(nullptr, sink);
+  const FailureInjection *inject = nullptr;
+  ApplyContext ctx{next, contract_, log_, diags, env_, inject};
+  if (!replaceGpuSlices(*gpu, ctx, retiring, changes, error))
+    return false;
+  plan_ = next;
+  return true;
+#else
+  (void)next, (void)retiring, (void)changes;
+  error = "this build has no GPU backend";
+  return false;
+#endif
+}
+
+void Session::retireGpuSlices(const std::vector<SliceId> &ids) {
+#if MSC_EXEC_HAVE_GPU
+  if (Applier *gpu = appliedNamed("gpu"))
+    exec::retireGpuSlices(*gpu, ids);
+#else
+  (void)ids;
+#endif
+}
+
+bool Session::failOverRdma(std::vector<std::string> &moved, std::string &error) {
+#if MSC_EXEC_HAVE_RDMA
+  Applier *rdma = appliedNamed("rdma");
+  if (!rdma) {
+    error = "the contract holds no RDMA queue pairs";
+    return false;
+  }
+  CollectingConsumer sink;
+  DiagnosticEngine diags(nullptr, sink);
+  ApplyContext ctx = context(diags);
+  return failOverDownPorts(*rdma, ctx, moved, error);
+#else
+  (void)moved;
+  error = "this build has no RDMA backend";
+  return false;
+#endif
+}
+
 bool Session::startWorker(const std::vector<std::string> &argv, const std::map<std::string, std::string> &extraEnv,
-                          DiagnosticEngine &diags) {
+                          DiagnosticEngine &diags, const std::vector<int> &extraFds) {
   WorkerEnvironment env = env_;
   for (auto &[k, v] : extraEnv)
     env.variables[k] = v;
+  env.inheritedFds.insert(env.inheritedFds.end(), extraFds.begin(), extraFds.end());
   ApplyContext ctx = context(diags);
   auto gate = [&](pid_t pid) {
     for (size_t i = 0; i < appliedCount_; ++i)
@@ -266,6 +347,8 @@ pid_t spawnGated(const std::vector<std::string> &argv, const WorkerEnvironment &
     for (int sig = 1; sig < 32; ++sig)
       if (sig != SIGKILL && sig != SIGSTOP)
         ::signal(sig, SIG_DFL);
+    // A worker must not outlive its executor: its resources are released when the executor ends.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);

@@ -29,6 +29,20 @@ struct SessionOptions {
   FailureInjection inject;
 };
 
+// What the supervisor watches: the GPU slices and RDMA queue-pair groups a session holds.
+struct HeldSlice {
+  int planIndex = 0;
+  std::string role;
+  unsigned gpu = 0;
+  SliceId id = 0;
+};
+struct HeldQpGroup {
+  std::string role;
+  uint64_t id = 0;
+  std::string device;
+  unsigned port = 0;
+};
+
 class Session {
 public:
   Session(plan::Plan plan, std::string contractId, std::string planName, Logger &log, const SessionOptions &options);
@@ -39,7 +53,7 @@ public:
   bool apply(DiagnosticEngine &diags);
   // Starts argv in the contract (appliers' attach before exec). False with ERR_EXEC_009 / _003 / _004.
   bool startWorker(const std::vector<std::string> &argv, const std::map<std::string, std::string> &extraEnv,
-                   DiagnosticEngine &diags);
+                   DiagnosticEngine &diags, const std::vector<int> &extraFds = {});
   // Rolls every applied applier back, in reverse order. Kills a worker still running. Idempotent.
   void release(DiagnosticEngine &diags);
 
@@ -63,8 +77,23 @@ public:
   // One sample per GPU slice the GPU applier holds (empty without GPU slices or backend).
   std::vector<GpuSample> gpuSamples() const;
 
+  // --- supervision: heartbeats, hand-over, recovery (executor/Supervisor) ---------------------
+  GpuBackend *gpuBackend() const { return gpu_.get(); }
+  RdmaBackend *rdmaBackend() const { return rdma_.get(); }
+  std::vector<HeldSlice> heldSlices() const;
+  std::vector<HeldQpGroup> heldQpGroups() const;
+  // Moves to `next` (this contract's plan with other GPU slices): the new slices are created while
+  // the old ones still run; on success the session's plan is `next` and the old slices are in
+  // `retiring` (release them with retireGpuSlices); on failure nothing changed.
+  bool handOverGpuSlices(const plan::Plan &next, std::vector<SliceId> &retiring, std::vector<std::string> &changes,
+                         std::string &error);
+  void retireGpuSlices(const std::vector<SliceId> &ids);
+  // Moves RDMA groups whose port is down to their failover ports.
+  bool failOverRdma(std::vector<std::string> &moved, std::string &error);
+
 private:
   ApplyContext context(DiagnosticEngine &diags);
+  Applier *appliedNamed(llvm::StringRef name) const;
   bool buildAppliers(DiagnosticEngine &diags);
 
   plan::Plan plan_;

@@ -3,7 +3,12 @@
 // them, and map the role's hugepage pool. Reads the variables the appliers set:
 //   MSCALE_ROLE_<ROLE>_CPUS="0-3", MSCALE_POOL_<ROLE>_FD=5, MSCALE_POOL_<ROLE>_BYTES=8388608
 // <ROLE> is the role name upper-cased with non-alphanumerics as '_'.
+// Under supervision (mscale-exec run) it also finds the control page (MSCALE_CONTROL_FD): the worker
+// heartbeats there, reports its step, and learns of GPU slice hand-overs without being stopped.
 #pragma once
+
+#include <atomic>
+#include <cstdint>
 
 #include <cctype>
 #include <cerrno>
@@ -99,6 +104,65 @@ inline void *mapPool(const char *role, size_t *bytes = nullptr) {
   if (bytes)
     *bytes = n;
   return p;
+}
+
+// ---- the control page: one shared 4 KiB page between the executor and its worker ------------
+// The executor owns it (a memfd), so it outlives a worker that crashes. The worker writes `beats`
+// and `step`; the executor writes `slices` then bumps `sliceGeneration`; the worker switches to the
+// new slices and stores that generation in `ackGeneration`, after which the old slices are released.
+struct ControlPage {
+  static constexpr uint64_t kMagic = 0x314c52544343534dull; // "MSCCTRL1" in memory order
+  uint64_t magic;
+  std::atomic<uint64_t> beats;
+  std::atomic<uint64_t> step;
+  std::atomic<uint64_t> sliceGeneration;
+  std::atomic<uint64_t> ackGeneration;
+  char slices[2048]; // MSCALE_GPU_SLICES syntax, NUL-terminated; stable while sliceGeneration is
+};
+static_assert(sizeof(ControlPage) <= 4096 && std::atomic<uint64_t>::is_always_lock_free);
+
+// The page of this worker, or nullptr when it does not run under mscale-exec.
+inline ControlPage *controlPage() {
+  static ControlPage *page = [] () -> ControlPage * {
+    const char *v = std::getenv("MSCALE_CONTROL_FD");
+    if (!v || !*v)
+      return nullptr;
+    void *p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, std::atoi(v), 0);
+    if (p == MAP_FAILED)
+      return nullptr;
+    auto *page = static_cast<ControlPage *>(p);
+    return page->magic == ControlPage::kMagic ? page : nullptr;
+  }();
+  return page;
+}
+
+// Called at least once per heartbeat interval while the worker makes progress (e.g. every step);
+// `step` is the last completed step. No-op without a control page.
+inline void heartbeat(uint64_t step) {
+  if (ControlPage *c = controlPage()) {
+    c->step.store(step, std::memory_order_relaxed);
+    c->beats.fetch_add(1, std::memory_order_release);
+  }
+}
+
+// A GPU slice hand-over the worker has not taken yet: true with the generation and the new
+// MSCALE_GPU_SLICES value. The worker moves its work to them, then calls acknowledgeSlices().
+inline bool pendingSliceUpdate(uint64_t &generation, std::string &slices) {
+  ControlPage *c = controlPage();
+  if (!c)
+    return false;
+  uint64_t g = c->sliceGeneration.load(std::memory_order_acquire);
+  if (g == c->ackGeneration.load(std::memory_order_relaxed))
+    return false;
+  slices.assign(c->slices, strnlen(c->slices, sizeof c->slices));
+  if (c->sliceGeneration.load(std::memory_order_acquire) != g)
+    return false; // rewritten meanwhile: take it next time
+  generation = g;
+  return true;
+}
+inline void acknowledgeSlices(uint64_t generation) {
+  if (ControlPage *c = controlPage())
+    c->ackGeneration.store(generation, std::memory_order_release);
 }
 
 } // namespace mscale::worker

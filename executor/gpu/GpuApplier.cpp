@@ -40,6 +40,7 @@ public:
         return false;
       }
       applied_.push_back({i, s.role(), s.gpu_index(), *id});
+      madeFrom_.push_back(s);
       say(ctx, "slice " + std::to_string(i) + " role '" + s.role() + "' on gpu " + std::to_string(s.gpu_index()) +
                    " -> " + backend_.name().str() + " slice " + std::to_string(*id));
     }
@@ -55,6 +56,77 @@ public:
 
   const std::vector<AppliedSlice> &slices() const { return applied_; }
 
+  // Hand-over to ctx.plan: each entry whose GPU, size or limits changed gets its new slice created
+  // while the old one still runs; only when all exist are they swapped in. The old ones are
+  // returned in `retiring`, still alive, for retire() once the worker has moved.
+  bool replace(ApplyContext &ctx, std::vector<SliceId> &retiring, std::vector<std::string> &changes,
+               std::string &error) {
+    const auto &next = ctx.plan.gpu_slices();
+    if (next.size() != static_cast<int>(applied_.size())) {
+      error = "the new plan has " + std::to_string(next.size()) + " GPU slice entries, " +
+              std::to_string(applied_.size()) + " are held";
+      return false;
+    }
+    std::vector<std::pair<size_t, SliceId>> created;
+    std::vector<std::pair<size_t, unsigned>> resizedInPlace; // entry, SMs before
+    auto undo = [&] {
+      for (auto &[index, id] : created)
+        backend_.destroySlice(id);
+      for (auto &[index, sms] : resizedInPlace) {
+        std::string ignored;
+        backend_.resizeSlice(applied_[index].id, sms, ignored);
+      }
+    };
+    for (size_t i = 0; i < applied_.size(); ++i) {
+      const plan::GpuSlice &was = madeFrom_[i], &now = next[static_cast<int>(i)];
+      if (sameSlice(was, now))
+        continue;
+      std::string why;
+      if (auto id = backend_.createSlice(now, why)) {
+        created.push_back({i, *id});
+        continue;
+      }
+      // No room for both at once: on the same GPU the backend can hand over within the slice's own
+      // SMs (the cuda backend builds the new green context from them before the old one goes).
+      std::string inPlace;
+      bool sameGpu = was.gpu_index() == now.gpu_index() && was.pci_address() == now.pci_address();
+      unsigned before = backend_.sample(applied_[i].id) ? backend_.sample(applied_[i].id)->sms : was.sm_count();
+      if (sameGpu && now.sm_count() && backend_.resizeSlice(applied_[i].id, now.sm_count(), inPlace)) {
+        resizedInPlace.push_back({i, before});
+        continue;
+      }
+      error = "slice " + std::to_string(i) + " role '" + now.role() + "' on gpu " + std::to_string(now.gpu_index()) +
+              ": " + why + (inPlace.empty() ? "" : "; in place: " + inPlace);
+      undo();
+      return false;
+    }
+    for (auto &[i, sms] : resizedInPlace) {
+      const plan::GpuSlice &now = next[static_cast<int>(i)];
+      changes.push_back("slice " + std::to_string(i) + " role '" + now.role() + "': " + backend_.name().str() +
+                        " slice " + std::to_string(applied_[i].id) + " resized in place on gpu " +
+                        std::to_string(now.gpu_index()) + ", " + std::to_string(madeFrom_[i].slices()) + " -> " +
+                        std::to_string(now.slices()) + " slices (no room for both at once)");
+      madeFrom_[i] = now;
+    }
+    for (auto &[i, id] : created) {
+      const plan::GpuSlice &now = next[static_cast<int>(i)];
+      changes.push_back("slice " + std::to_string(i) + " role '" + now.role() + "': " + backend_.name().str() +
+                        " slice " + std::to_string(applied_[i].id) + " (gpu " + std::to_string(applied_[i].gpuIndex) +
+                        ", " + std::to_string(madeFrom_[i].slices()) + " slices) -> " + std::to_string(id) +
+                        " (gpu " + std::to_string(now.gpu_index()) + ", " + std::to_string(now.slices()) + " slices)");
+      retiring.push_back(applied_[i].id);
+      applied_[i] = {static_cast<int>(i), now.role(), now.gpu_index(), id};
+      madeFrom_[i] = now;
+    }
+    fillEnvironment(ctx);
+    return true;
+  }
+
+  void retire(const std::vector<SliceId> &ids) {
+    for (SliceId id : ids)
+      backend_.destroySlice(id);
+  }
+
 private:
   void say(ApplyContext &ctx, const std::string &line) {
     if (log_)
@@ -67,6 +139,7 @@ private:
       say(ctx, "destroyed " + backend_.name().str() + " slice " + std::to_string(it->id));
     }
     applied_.clear();
+    madeFrom_.clear();
     for (const std::string &key : envKeys_)
       ctx.worker.variables.erase(key);
     envKeys_.clear();
@@ -128,9 +201,17 @@ private:
     say(ctx, "worker sees CUDA_VISIBLE_DEVICES=" + list + " MSCALE_GPU_SLICES=" + specs);
   }
 
+  static bool sameSlice(const plan::GpuSlice &a, const plan::GpuSlice &b) {
+    return a.gpu_index() == b.gpu_index() && a.pci_address() == b.pci_address() && a.uuid() == b.uuid() &&
+           a.slices() == b.slices() && a.sm_count() == b.sm_count() &&
+           a.memory_limit_bytes() == b.memory_limit_bytes() && a.mechanism() == b.mechanism() &&
+           a.stream_priority() == b.stream_priority();
+  }
+
   GpuBackend &backend_;
   LogSink log_;
   std::vector<AppliedSlice> applied_;
+  std::vector<plan::GpuSlice> madeFrom_; // the plan entry each held slice was created from
   std::vector<std::string> envKeys_;
 };
 
@@ -138,6 +219,21 @@ private:
 
 std::unique_ptr<Applier> createGpuApplier(GpuBackend &backend, LogSink log) {
   return std::make_unique<GpuApplier>(backend, std::move(log));
+}
+
+bool replaceGpuSlices(Applier &applier, ApplyContext &ctx, std::vector<SliceId> &retiring,
+                      std::vector<std::string> &changes, std::string &error) {
+  auto *gpu = dynamic_cast<GpuApplier *>(&applier);
+  if (!gpu) {
+    error = "not the GPU applier";
+    return false;
+  }
+  return gpu->replace(ctx, retiring, changes, error);
+}
+
+void retireGpuSlices(Applier &applier, const std::vector<SliceId> &ids) {
+  if (auto *gpu = dynamic_cast<GpuApplier *>(&applier))
+    gpu->retire(ids);
 }
 
 const std::vector<AppliedSlice> *appliedGpuSlices(const Applier &applier) {

@@ -32,5 +32,11 @@ struct AppliedSlice {
 std::unique_ptr<Applier> createGpuApplier(GpuBackend &backend, LogSink log = {});
 // The slices a GPU applier holds after apply (null for any other applier): what the monitor samples.
 const std::vector<AppliedSlice> *appliedGpuSlices(const Applier &applier);
+// Hand-over to the slices of ctx.plan (a resize, or a move off a lost GPU): every changed entry's new
+// slice is created before anything is swapped; all or nothing. The replaced slices stay alive and
+// are returned in `retiring`: release them with retireGpuSlices once the worker has moved.
+bool replaceGpuSlices(Applier &gpuApplier, ApplyContext &ctx, std::vector<SliceId> &retiring,
+                      std::vector<std::string> &changes, std::string &error);
+void retireGpuSlices(Applier &gpuApplier, const std::vector<SliceId> &ids);
 
 } // namespace msc::exec

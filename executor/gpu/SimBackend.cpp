@@ -344,7 +344,9 @@ std::optional<SliceSample> SimGpuBackend::sample(SliceId id) {
   out.sms = s.sms;
   out.utilisation = util;
   out.tflops = s.sms * g->config.tflopsPerSm * util * driftAt(g->drift, w);
-  out.memoryBytes = static_cast<uint64_t>(double(s.memoryLimit) * g->config.memoryFraction);
+  // The workload's memory does not follow its SMs: a slice without a limit may use the whole GPU's.
+  uint64_t limit = s.memoryLimit ? s.memoryLimit : g->config.memoryBytes;
+  out.memoryBytes = static_cast<uint64_t>(double(limit) * g->config.memoryFraction);
   out.temperatureMilliC = std::llround(g->temperatureMilliC);
   return out;
 }

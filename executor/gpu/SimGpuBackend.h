@@ -8,7 +8,8 @@
 //     density drift schedule is a list of (window, factor) steps per GPU;
 //   - temperature moves each window towards base + heatPerUtilisation * gpuUtilisation with
 //     rate `thermalAlpha`, unless pinned by setTemperature();
-//   - memory in use = memory_limit_bytes * memoryFraction.
+//   - memory in use = memory_limit_bytes (the GPU's memory when the plan sets none) * memoryFraction;
+//     it does not change when a slice is resized, so density follows the SMs.
 // The window of a GPU only moves forward: a slice created after a resize continues the drift
 // schedule where the old one stopped.
 //

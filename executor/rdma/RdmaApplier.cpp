@@ -56,16 +56,34 @@ public:
       ctx.diags.report(DiagCode::ERR_RDMA_004) << 0;
       return false;
     }
-    if (!applied_.empty()) {
-      std::string spec;
-      for (const AppliedQpGroup &a : applied_) {
-        const plan::RdmaSetting &s = ctx.plan.rdma(a.planIndex);
-        spec += (spec.empty() ? "" : ";") + a.role + "@" + a.device + ":" + std::to_string(a.port) + ":" +
-                std::to_string(std::max(1u, s.queue_pairs())) + ":" + std::to_string(s.max_outstanding());
+    fillEnvironment(ctx);
+    return true;
+  }
+
+  // Moves every group whose port went down to its failover port (a group already there stays).
+  bool failOverDownPorts(ApplyContext &ctx, std::vector<std::string> &moved, std::string &error) {
+    for (AppliedQpGroup &a : applied_) {
+      if (backend_.portActive(a.id))
+        continue;
+      const plan::RdmaSetting &s = ctx.plan.rdma(a.planIndex);
+      std::string device = s.failover_device().empty() ? s.device() : s.failover_device();
+      unsigned fport = s.failover_port() ? s.failover_port() : 1;
+      if (a.device == device && a.port == fport) {
+        error = "role '" + a.role + "': the failover port '" + device + "' port " + std::to_string(fport) +
+                " is down too";
+        return false;
       }
-      setEnv(ctx, "MSCALE_RDMA_BACKEND", backend_.name().str());
-      setEnv(ctx, "MSCALE_RDMA", spec);
+      std::string why;
+      if (!backend_.failover(a.id, why)) {
+        error = "role '" + a.role + "': " + why;
+        return false;
+      }
+      moved.push_back("role '" + a.role + "': '" + a.device + "' port " + std::to_string(a.port) + " -> '" + device +
+                      "' port " + std::to_string(fport));
+      a.device = device;
+      a.port = fport;
     }
+    fillEnvironment(ctx);
     return true;
   }
 
@@ -77,6 +95,19 @@ private:
   void say(ApplyContext &ctx, const std::string &line) {
     if (log_)
       log_(line); // the sink (the agent's Logger) adds the contract id and the applier's name
+  }
+
+  void fillEnvironment(ApplyContext &ctx) {
+    if (applied_.empty())
+      return;
+    std::string spec;
+    for (const AppliedQpGroup &a : applied_) {
+      const plan::RdmaSetting &s = ctx.plan.rdma(a.planIndex);
+      spec += (spec.empty() ? "" : ";") + a.role + "@" + a.device + ":" + std::to_string(a.port) + ":" +
+              std::to_string(std::max(1u, s.queue_pairs())) + ":" + std::to_string(s.max_outstanding());
+    }
+    setEnv(ctx, "MSCALE_RDMA_BACKEND", backend_.name().str());
+    setEnv(ctx, "MSCALE_RDMA", spec);
   }
 
   void setEnv(ApplyContext &ctx, const std::string &key, const std::string &value) {
@@ -106,6 +137,15 @@ private:
 
 std::unique_ptr<Applier> createRdmaApplier(RdmaBackend &backend, LogSink log) {
   return std::make_unique<RdmaApplier>(backend, std::move(log));
+}
+
+bool failOverDownPorts(Applier &applier, ApplyContext &ctx, std::vector<std::string> &moved, std::string &error) {
+  auto *rdma = dynamic_cast<RdmaApplier *>(&applier);
+  if (!rdma) {
+    error = "not the RDMA applier";
+    return false;
+  }
+  return rdma->failOverDownPorts(ctx, moved, error);
 }
 
 const std::vector<AppliedQpGroup> *appliedQpGroups(const Applier &applier) {

@@ -22,5 +22,9 @@ struct AppliedQpGroup {
 
 std::unique_ptr<Applier> createRdmaApplier(RdmaBackend &backend, LogSink log = {});
 const std::vector<AppliedQpGroup> *appliedQpGroups(const Applier &applier);
+// Fault recovery: moves every group whose port is down to its setting's failover port and refreshes
+// the worker environment (MSCALE_RDMA). `moved` says what moved; false with `error` when a group
+// cannot move (no failover port, or it is down too).
+bool failOverDownPorts(Applier &rdmaApplier, ApplyContext &ctx, std::vector<std::string> &moved, std::string &error);
 
 } // namespace msc::exec

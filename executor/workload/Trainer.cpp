@@ -3,16 +3,21 @@
 #include "executor/snapshot/Hash.h"
 #include "executor/snapshot/Snapshot.h"
 #include "executor/workload/Dataset.h"
+#include "executor/WorkerApi.h"
 
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <optional>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -116,6 +121,38 @@ private:
   int fd_ = -1;
 };
 
+// Heartbeats from a helper thread while a long operation (a snapshot write or restore of a large
+// state) holds the training loop: it is progress, not a hang.
+class BeatWhileBusy {
+public:
+  explicit BeatWhileBusy(uint64_t step) : step_(step) {
+    if (mscale::worker::controlPage())
+      thread_ = std::thread([this] {
+        std::unique_lock lock(mu_);
+        while (!done_) {
+          mscale::worker::heartbeat(step_);
+          cv_.wait_for(lock, std::chrono::milliseconds(50));
+        }
+      });
+  }
+  ~BeatWhileBusy() {
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable())
+      thread_.join();
+  }
+
+private:
+  uint64_t step_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
 } // namespace
 
 int runTrainer(const TrainerOptions &o) {
@@ -171,8 +208,11 @@ int runTrainer(const TrainerOptions &o) {
     extra[i] = static_cast<uint8_t>(i >> 12);
   uint64_t step = 0;
 
+  if (!o.restartReason.empty())
+    log.line("# restart after fault " + o.restartReason);
   if (store) {
     snapshot::Restored r;
+    std::optional<BeatWhileBusy> busy(std::in_place, 0);
     Status s = store->restoreLatest(r, [&](const std::string &name, snapshot::BlobKind, uint64_t size) -> void * {
       if (name == "model.params" && size == model.params.size() * sizeof(float))
         return model.params.data();
@@ -182,6 +222,7 @@ int runTrainer(const TrainerOptions &o) {
         return extra.data();
       return nullptr;
     });
+    busy.reset();
     for (const auto &k : r.skipped) {
       log.line("# skipped " + std::string(snapshot::tierName(k.tier)) + " snapshot " + std::to_string(k.step) + ": " +
                k.reason.str());
@@ -231,6 +272,7 @@ int runTrainer(const TrainerOptions &o) {
     log.line("# start step 1 (snapshots off)");
   }
 
+  mscale::worker::heartbeat(step); // restored (or starting): the executor times the resume from here
   std::vector<Sample> batch;
   std::vector<float> grad;
   for (++step; step <= o.steps; ++step) {
@@ -302,10 +344,20 @@ int runTrainer(const TrainerOptions &o) {
           (void)c->save(meta, blobs, static_cast<uint32_t>(snapshot::Tier::Disk));
         }
       }
+      BeatWhileBusy busy(step);
       if (Status s = store->save(meta, blobs); !s) {
         std::fprintf(stderr, "mscale-train-sim: %s\n", s.str().c_str());
-        return kExitError;
+        return s.str().find(std::strerror(ENOSPC)) != std::string::npos ? kExitDiskFull : kExitError;
       }
+    }
+    mscale::worker::heartbeat(step);
+    uint64_t generation = 0;
+    if (std::string slices; mscale::worker::pendingSliceUpdate(generation, slices)) {
+      // A real worker moves its streams to the new green context here; the model runs on the CPU.
+      std::fprintf(stderr, "mscale-train-sim: step %llu: GPU slices generation %llu: %s\n",
+                   static_cast<unsigned long long>(step), static_cast<unsigned long long>(generation),
+                   slices.c_str());
+      mscale::worker::acknowledgeSlices(generation);
     }
     if (o.stepDelayMs)
       std::this_thread::sleep_for(std::chrono::milliseconds(o.stepDelayMs));

@@ -26,6 +26,7 @@ struct TrainerOptions {
   uint32_t stepDelayMs = 0;
   uint64_t stateMiB = 0;     // an extra optimizer-like blob, to make snapshots heavier (benchmarks)
   bool quiet = false;
+  std::string restartReason; // why this attempt is a restart (logged with the resume line)
 };
 
 // Exit statuses of the worker; the supervisor maps them to fault classes.
@@ -33,6 +34,7 @@ constexpr int kExitOk = 0;
 constexpr int kExitError = 1;
 constexpr int kExitUsage = 2;
 constexpr int kExitNoSnapshot = 3; // ERR_SNAP_003 on a restart, or ERR_SNAP_004
+constexpr int kExitDiskFull = 73;  // a snapshot write found the disk full: fault class disk-full
 constexpr int kExitIoError = 74;   // EX_IOERR: fault class nvme-io-error
 
 int runTrainer(const TrainerOptions &options);

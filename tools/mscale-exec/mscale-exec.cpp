@@ -28,6 +28,11 @@ cl::opt<std::string> Inject("inject-failure", cl::desc("Test hook: make this app
 cl::opt<bool> Strict("strict-fingerprint", cl::desc("Refuse a plan whose topology fingerprint differs at all"),
                      cl::sub(RunCmd));
 cl::opt<bool> DryRun("check-only", cl::desc("Re-check the plan against the node and stop"), cl::sub(RunCmd));
+cl::opt<unsigned> MaxRestarts("max-restarts", cl::desc("Worker restarts after faults before giving up (default 10)"),
+                              cl::init(10), cl::sub(RunCmd));
+cl::opt<bool> Resume("resume", cl::desc("This job's previous executor was lost: the first worker resumes from the "
+                                        "newest snapshot (the disk tier)"),
+                     cl::sub(RunCmd));
 
 cl::opt<std::string> Socket("socket", cl::desc("Unix socket to listen on"), cl::sub(ServeCmd));
 cl::opt<std::string> Metrics("metrics", cl::desc("Prometheus endpoint: a local TCP port or unix:PATH"),
@@ -110,6 +115,8 @@ int main(int argc, char **argv) {
     o.injectFailure = Inject;
     o.strictFingerprint = Strict;
     o.dryRun = DryRun;
+    o.maxRestarts = MaxRestarts;
+    o.resume = Resume;
     return exec::runPlan(o, log);
   }
   if (ServeCmd)

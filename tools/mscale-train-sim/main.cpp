@@ -28,9 +28,12 @@ const char *kUsage =
     "  --fail-at-step K       abort() after step K (a crash; before K's snapshot)\n"
     "  --eio-at-step K        data reads of step K fail with EIO (exit 74, fault nvme-io-error)\n"
     "  --crash-in-snapshot-at-step K  die half-way through writing step K's disk snapshot\n"
+    "                         (each fault as K@A fires only in attempt A: MSCALE_ATTEMPT, set by mscale-exec)\n"
     "  --step-delay-ms N      sleep after each step (lets a supervisor kill mid-run)\n"
     "  --state-mib N          add an N MiB optimizer blob to every snapshot (benchmarks)\n"
-    "  --quiet                no progress on stderr\n";
+    "  --quiet                no progress on stderr\n"
+    "Under mscale-exec: MSCALE_SNAPSHOT_DIR/_EVERY/_KEEP/_MEMFD (from the plan) stand in for the snapshot\n"
+    "options not given; MSCALE_RESUME=1 means --resume; heartbeats go to the control page.\n";
 
 bool number(const char *s, uint64_t &out) {
   char *end = nullptr;
@@ -40,6 +43,32 @@ bool number(const char *s, uint64_t &out) {
     return false;
   out = v;
   return true;
+}
+
+// "K" or "K@A": a fault at step K, only in attempt A when given (MSCALE_ATTEMPT, default 0).
+bool faultStep(const char *s, uint64_t &out) {
+  std::string text = s;
+  size_t at = text.find('@');
+  uint64_t step = 0, attempt = 0;
+  if (!number(text.substr(0, at).c_str(), step))
+    return false;
+  if (at != std::string::npos) {
+    if (!number(text.substr(at + 1).c_str(), attempt))
+      return false;
+    const char *now = std::getenv("MSCALE_ATTEMPT");
+    uint64_t current = 0;
+    if (now && !number(now, current))
+      current = 0;
+    if (current != attempt)
+      step = 0;
+  }
+  out = step;
+  return true;
+}
+
+const char *env(const char *name) {
+  const char *v = std::getenv(name);
+  return v && *v ? v : nullptr;
 }
 
 } // namespace
@@ -92,11 +121,11 @@ int main(int argc, char **argv) {
     } else if (a == "--log") {
       ok = value(v), o.logPath = v ? v : "";
     } else if (a == "--fail-at-step") {
-      ok = num(o.failAtStep);
+      ok = value(v) && faultStep(v, o.failAtStep);
     } else if (a == "--eio-at-step") {
-      ok = num(o.eioAtStep);
+      ok = value(v) && faultStep(v, o.eioAtStep);
     } else if (a == "--crash-in-snapshot-at-step") {
-      ok = num(o.crashInSnapshotAtStep);
+      ok = value(v) && faultStep(v, o.crashInSnapshotAtStep);
     } else if (a == "--step-delay-ms") {
       ok = num(n), o.stepDelayMs = static_cast<uint32_t>(n);
     } else if (a == "--state-mib") {
@@ -121,6 +150,23 @@ int main(int argc, char **argv) {
     }
     return 0;
   }
+  // The plan's snapshot settings, as mscale-exec hands them over, fill what the command line left out.
+  bool everyGiven = false;
+  for (int i = 1; i < argc; ++i)
+    everyGiven |= std::string(argv[i]) == "--snapshot-every";
+  if (o.snapshotDir.empty() && env("MSCALE_SNAPSHOT_DIR"))
+    o.snapshotDir = env("MSCALE_SNAPSHOT_DIR");
+  if (!everyGiven && env("MSCALE_SNAPSHOT_EVERY"))
+    number(env("MSCALE_SNAPSHOT_EVERY"), o.snapshotEvery);
+  if (const char *keep = env("MSCALE_SNAPSHOT_KEEP"); keep && o.keep == 3) {
+    uint64_t k = 0;
+    if (number(keep, k) && k > 0)
+      o.keep = static_cast<uint32_t>(k);
+  }
+  if (const char *r = env("MSCALE_RESUME"); r && std::string(r) == "1")
+    o.resume = true;
+  if (const char *why = env("MSCALE_RESTART_REASON"))
+    o.restartReason = why;
   if (o.dataDir.empty()) {
     std::fputs(kUsage, stderr);
     return msc::workload::kExitUsage;

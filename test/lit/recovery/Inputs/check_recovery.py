@@ -6,7 +6,9 @@ Proves: every attempt's steps are continuous from its resume point; every resume
 step (N+1 after a snapshot of step N); every step ever logged (first runs and replays alike) is
 byte-identical to the reference (sample ids, loss, lr, loss scale); the effective history (last
 attempt of each step) is exactly the reference's steps 1..S, with each sample seen once per epoch;
-the final parameter hash is identical; after each supervisor fault the resume used the expected tier.
+the final parameter hash is identical; after each supervisor fault the resume used the expected tier
+(memory, disk after a lost node). Faults come from supervise.py's '# supervisor:' lines or from the
+'# restart after fault CLASS at step K' lines workers write under mscale-exec.
 Prints one line per fact and 'RESULT: PASS' or 'RESULT: FAIL' (exit 1).
 """
 import argparse
@@ -67,6 +69,10 @@ def main():
                 print("fault %s -> resumed at step %d from %s" % (last_fault or "?", resume, tier))
                 expected_step = resume
                 expect_tier = None
+            elif line.startswith("# restart after fault "):
+                # mscale-exec's supervisor hands the fault to the restarted worker (MSCALE_RESTART_REASON)
+                last_fault = line[len("# restart after fault "):]
+                expect_tier = "disk" if last_fault.startswith("node-lost") else "memory"
             elif line.startswith("# supervisor: fault "):
                 fm = re.match(r"# supervisor: fault (\S+) at step (\d+) .*expect-tier (\w+)", line)
                 last_fault = "%s at step %s" % (fm.group(1), fm.group(2))

@@ -1,0 +1,49 @@
+#include "executor/ControlPage.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace msc::exec {
+
+std::unique_ptr<ControlPageHost> ControlPageHost::create(std::string &error) {
+  std::unique_ptr<ControlPageHost> h(new ControlPageHost());
+  h->fd_ = ::memfd_create("mscale-control", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (h->fd_ < 0 || ::ftruncate(h->fd_, 4096) != 0) {
+    error = std::string("control page: ") + std::strerror(errno);
+    return nullptr;
+  }
+  // The worker may write the page but never resize it under us.
+  ::fcntl(h->fd_, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+  void *p = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, h->fd_, 0);
+  if (p == MAP_FAILED) {
+    error = std::string("control page: mmap: ") + std::strerror(errno);
+    return nullptr;
+  }
+  h->page_ = new (p) mscale::worker::ControlPage{};
+  h->page_->magic = mscale::worker::ControlPage::kMagic;
+  return h;
+}
+
+ControlPageHost::~ControlPageHost() {
+  if (page_)
+    ::munmap(page_, 4096);
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+uint64_t ControlPageHost::publishSlices(const std::string &slices) {
+  size_t n = std::min(slices.size(), sizeof page_->slices - 1);
+  std::memcpy(page_->slices, slices.data(), n);
+  page_->slices[n] = 0;
+  return page_->sliceGeneration.fetch_add(1, std::memory_order_acq_rel) + 1;
+}
+
+void ControlPageHost::resetForNewWorker() {
+  page_->beats.store(0, std::memory_order_relaxed);
+  page_->ackGeneration.store(page_->sliceGeneration.load(std::memory_order_relaxed), std::memory_order_release);
+}
+
+} // namespace msc::exec

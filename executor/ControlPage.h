@@ -1,0 +1,39 @@
+// The executor's side of the worker control page (see WorkerApi.h: ControlPage): a sealed-size
+// memfd the worker inherits as MSCALE_CONTROL_FD. It lives as long as the executor, across worker
+// restarts, so the step a crashed worker last reported is still readable.
+#pragma once
+
+#include "executor/WorkerApi.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace msc::exec {
+
+class ControlPageHost {
+public:
+  // nullptr with `error` when memfd_create or mmap fails.
+  static std::unique_ptr<ControlPageHost> create(std::string &error);
+  ~ControlPageHost();
+  ControlPageHost(const ControlPageHost &) = delete;
+  ControlPageHost &operator=(const ControlPageHost &) = delete;
+
+  int fd() const { return fd_; }
+  uint64_t beats() const { return page_->beats.load(std::memory_order_acquire); }
+  uint64_t step() const { return page_->step.load(std::memory_order_relaxed); }
+  // Publishes a slice hand-over; returns its generation.
+  uint64_t publishSlices(const std::string &slices);
+  bool acknowledged(uint64_t generation) const {
+    return page_->ackGeneration.load(std::memory_order_acquire) >= generation;
+  }
+  // A new worker starts with the slices it is given in its environment.
+  void resetForNewWorker();
+
+private:
+  ControlPageHost() = default;
+  int fd_ = -1;
+  mscale::worker::ControlPage *page_ = nullptr;
+};
+
+} // namespace msc::exec

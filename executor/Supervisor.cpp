@@ -1,0 +1,549 @@
+#include "executor/Supervisor.h"
+
+#include "executor/GpuBackend.h"
+#include "executor/RdmaBackend.h"
+#include "ir/PlanFile.h"
+#include "support/DiagnosticPrinters.h"
+
+#include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstring>
+#include <ctime>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace msc::exec {
+
+const char *faultClassName(FaultClass c) {
+  switch (c) {
+  case FaultClass::GpuLost: return "gpu-lost";
+  case FaultClass::NvmeIoError: return "nvme-io-error";
+  case FaultClass::RdmaPortDown: return "rdma-port-down";
+  case FaultClass::WorkerCrashed: return "worker-crashed";
+  case FaultClass::WorkerHung: return "worker-hung";
+  case FaultClass::DiskFull: return "disk-full";
+  case FaultClass::NodeLost: return "node-lost";
+  }
+  return "?";
+}
+
+std::optional<Fault> classifyWorkerExit(int status) {
+  if (WIFSIGNALED(status)) {
+    const char *name = sigabbrev_np(WTERMSIG(status));
+    return Fault{FaultClass::WorkerCrashed, std::string("SIG") + (name ? name : std::to_string(WTERMSIG(status)).c_str())};
+  }
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  switch (code) {
+  case 0: return std::nullopt;
+  case kWorkerExitIoError: return Fault{FaultClass::NvmeIoError, "exit 74: a data read failed"};
+  case kWorkerExitDiskFull: return Fault{FaultClass::DiskFull, "exit 73: a snapshot write found the disk full"};
+  default: return Fault{FaultClass::WorkerCrashed, "exit " + std::to_string(code)};
+  }
+}
+
+namespace {
+
+uint64_t monotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1'000'000'000 + uint64_t(ts.tv_nsec);
+}
+
+std::string ms(uint64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f ms", double(ns) / 1e6);
+  return buf;
+}
+
+int exitCodeOf(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
+
+// The first error among collected diagnostics, as one line ("error[CODE]: message").
+std::string firstError(const CollectingConsumer &c) {
+  for (const Diagnostic &d : c.diags)
+    if (d.severity == Severity::Error) {
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      TextDiagnosticPrinter printer(os);
+      printer.handle(d, nullptr);
+      os.flush();
+      llvm::StringRef line = llvm::StringRef(text).split('\n').first;
+      size_t at = line.find("error[");
+      return (at == llvm::StringRef::npos ? line : line.substr(at)).str();
+    }
+  return "no diagnostic";
+}
+
+} // namespace
+
+struct Supervisor::SliceWatch {
+  size_t entry;               // index in plan.gpu_slices()
+  ResizeController controller;
+};
+
+Supervisor::Supervisor(Session &session, Logger &log, SupervisorOptions options)
+    : session_(session), log_(log), options_(std::move(options)) {
+  const plan::FaultTolerance &ft = session_.plan().fault_tolerance();
+  recoverable_ = ft.snapshot_every_steps() || ft.snapshot_interval_ns();
+  heartbeatNs_ = ft.heartbeat_ns() ? ft.heartbeat_ns() : 200'000'000;
+  misses_ = std::max(1u, ft.heartbeat_misses() ? ft.heartbeat_misses() : 3u);
+  windowNs_ = session_.plan().scaling().window_ns() ? session_.plan().scaling().window_ns() : 10'000'000'000;
+  for (int i = 0; i < session_.plan().gpu_slices_size(); ++i) {
+    const plan::GpuSlice &g = session_.plan().gpu_slices(i);
+    slices_.push_back({size_t(i), ResizeController(ResizePolicyConfig::fromPlan(session_.plan().scaling(),
+                                                                               std::max(1u, g.slices_per_gpu())))});
+  }
+}
+
+Supervisor::~Supervisor() {
+  if (memoryTierFd_ >= 0)
+    ::close(memoryTierFd_);
+}
+
+void Supervisor::record(const std::string &kind, const std::string &text) {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  history_.push_back({int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000, kind, text});
+}
+
+bool Supervisor::startWorker(DiagnosticEngine &diags, const std::string &restartReason) {
+  const plan::FaultTolerance &ft = session_.plan().fault_tolerance();
+  std::map<std::string, std::string> env;
+  std::vector<int> fds;
+  env["MSCALE_ATTEMPT"] = std::to_string(restarts_);
+  if (!restartReason.empty()) {
+    env["MSCALE_RESUME"] = "1";
+    env["MSCALE_RESTART_REASON"] = restartReason;
+  }
+  if (control_) {
+    control_->resetForNewWorker();
+    env["MSCALE_CONTROL_FD"] = std::to_string(control_->fd());
+    fds.push_back(control_->fd());
+  }
+  if (memoryTierFd_ >= 0) {
+    env["MSCALE_SNAPSHOT_MEMFD"] = std::to_string(memoryTierFd_);
+    fds.push_back(memoryTierFd_);
+  }
+  if (!ft.snapshot_dir().empty())
+    env["MSCALE_SNAPSHOT_DIR"] = ft.snapshot_dir();
+  if (ft.snapshot_every_steps())
+    env["MSCALE_SNAPSHOT_EVERY"] = std::to_string(ft.snapshot_every_steps());
+  if (ft.keep_snapshots())
+    env["MSCALE_SNAPSHOT_KEEP"] = std::to_string(ft.keep_snapshots());
+  if (!session_.startWorker(options_.command, env, diags, fds))
+    return false;
+  lastBeats_ = 0;
+  lastBeatNs_ = monotonicNs();
+  return true;
+}
+
+void Supervisor::raise(Fault fault, uint64_t now) {
+  if (pendingFault_ || session_.workerPid() <= 0)
+    return;
+  uint64_t step = control_ ? control_->step() : 0;
+  log_.error(session_.contract(), std::string("fault ") + faultClassName(fault.kind) + " at step " +
+                                      std::to_string(step) + " (" + fault.detail + "); stopping the worker");
+  recovery_ = Recovery{};
+  recovery_.fault = fault;
+  recovery_.detectedNs = now;
+  recovery_.lastGoodNs = lastBeatNs_;
+  pendingFault_ = std::move(fault);
+  ::kill(session_.workerPid(), SIGKILL);
+}
+
+void Supervisor::heartbeatTick(uint64_t now) {
+  if (session_.workerPid() <= 0 || pendingFault_)
+    return;
+  std::string period = std::to_string(misses_) + " heartbeats " + ms(heartbeatNs_) + " apart";
+  if (GpuBackend *gpu = session_.gpuBackend()) {
+    for (const HeldSlice &h : session_.heldSlices()) {
+      uint32_t &missed = qpMisses_[h.id | (uint64_t(1) << 63)];
+      missed = gpu->heartbeat(h.id) ? 0 : missed + 1;
+      if (missed >= misses_) {
+        missed = 0;
+        raise({FaultClass::GpuLost,
+               gpu->name().str() + " slice " + std::to_string(h.id) + " on gpu " + std::to_string(h.gpu) +
+                   " of role '" + h.role + "' missed " + period,
+               h.gpu},
+              now);
+        return;
+      }
+    }
+  }
+  if (RdmaBackend *rdma = session_.rdmaBackend()) {
+    for (const HeldQpGroup &g : session_.heldQpGroups()) {
+      uint32_t &missed = qpMisses_[g.id];
+      missed = rdma->portActive(g.id) ? 0 : missed + 1;
+      if (missed >= misses_) {
+        missed = 0;
+        raise({FaultClass::RdmaPortDown,
+               rdma->name().str() + " port '" + g.device + "' port " + std::to_string(g.port) + " of role '" +
+                   g.role + "' down for " + period},
+              now);
+        return;
+      }
+    }
+  }
+  if (control_) {
+    uint64_t beats = control_->beats();
+    if (beats != lastBeats_) {
+      lastBeats_ = beats;
+      lastBeatNs_ = now;
+    } else if (beats > 0 && now - lastBeatNs_ >= uint64_t(misses_) * heartbeatNs_) {
+      raise({FaultClass::WorkerHung, "no worker heartbeat for " + ms(now - lastBeatNs_) + ", " + period}, now);
+    }
+  }
+}
+
+void Supervisor::noteProgress(uint64_t now) {
+  if (!recovery_.active || !control_ || control_->beats() == 0)
+    return;
+  uint64_t step = control_->step();
+  if (!recovery_.restoredNs) {
+    recovery_.restoredNs = now;
+    recovery_.restoredStep = step;
+    return;
+  }
+  if (step <= recovery_.restoredStep)
+    return;
+  const Recovery &r = recovery_;
+  uint64_t detection = r.lastGoodNs && r.lastGoodNs < r.detectedNs ? r.detectedNs - r.lastGoodNs : 0;
+  std::string text = std::string("recovered from ") + faultClassName(r.fault.kind) + ": step " +
+                     std::to_string(step) + " done " + ms(now - r.detectedNs) + " after the fault was detected" +
+                     " (stop " + ms(r.stoppedNs - r.detectedNs) + ", move " + ms(r.movedNs - r.stoppedNs) +
+                     ", start " + ms(r.startedNs - r.movedNs) + ", restore " + ms(r.restoredNs - r.startedNs) +
+                     ", first step " + ms(now - r.restoredNs) + ")" +
+                     (detection ? "; detection took " + ms(detection) + " since the last good heartbeat" : "");
+  log_.info(session_.contract(), text);
+  record("recovered", text);
+  recovery_.active = false;
+}
+
+void Supervisor::monitorTick(uint64_t now) {
+  GpuBackend *gpu = session_.gpuBackend();
+  if (!gpu || session_.workerPid() <= 0 || pendingFault_ || handOver_.active)
+    return;
+  std::vector<HeldSlice> held = session_.heldSlices();
+  for (SliceWatch &w : slices_) {
+    auto h = std::find_if(held.begin(), held.end(), [&](const HeldSlice &x) { return size_t(x.planIndex) == w.entry; });
+    if (h == held.end())
+      continue;
+    std::optional<SliceSample> s = gpu->sample(h->id);
+    if (!s)
+      continue;
+    const plan::GpuSlice &entry = session_.plan().gpu_slices(int(w.entry));
+    WindowSample ws{now, s->tflops, s->memoryBytes, s->utilisation, s->temperatureMilliC, std::max(1u, entry.slices())};
+    ResizeDecision d = w.controller.observe(ws);
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "monitor: role '%s' on gpu %u: %.1f TFLOP/s over %.2f GB = density %.3f (target %.3f), "
+                  "utilisation %.0f%%, %.1f C, %u slice(s)",
+                  entry.role().c_str(), h->gpu, s->tflops, double(s->memoryBytes) / 1e9, d.density,
+                  w.controller.config().targetDensity, s->utilisation * 100, double(s->temperatureMilliC) / 1000,
+                  ws.slices);
+    log_.info(session_.contract(), line);
+    if (d.kind == ResizeKind::Held) {
+      log_.info(session_.contract(), "resize held for role '" + entry.role() + "': " + d.reason);
+      record("held", "role '" + entry.role() + "': " + d.reason);
+    } else if (d.acts()) {
+      // A refused resize cools down too: the same request again next window would only flap.
+      resize(w.entry, d.toSlices, std::string(resizeKindName(d.kind)) + ": " + d.reason, now);
+      w.controller.applied(now);
+      return; // one hand-over at a time
+    }
+  }
+}
+
+bool Supervisor::resize(size_t entry, unsigned toSlices, const std::string &why, uint64_t now) {
+  plan::Plan next = session_.plan();
+  plan::GpuSlice *g = next.mutable_gpu_slices(int(entry));
+  unsigned from = std::max(1u, g->slices());
+  unsigned perSlice = g->sm_count() / from;
+  g->set_slices(toSlices);
+  if (perSlice)
+    g->set_sm_count(perSlice * toSlices);
+  std::string role = g->role();
+  std::string head = "resize of role '" + role + "' " + std::to_string(from) + " -> " + std::to_string(toSlices) +
+                     " slice(s)";
+  auto refuse = [&](const std::string &reason) {
+    LogDiagnosticPrinter printer(log_);
+    printer.setContract(session_.contract());
+    DiagnosticEngine d(nullptr, printer);
+    d.report(DiagCode::WRN_EXEC_003) << session_.contract() << head + ": " + reason;
+    record("refused", head + ": " + reason);
+    return false;
+  };
+  CollectingConsumer checks;
+  DiagnosticEngine diags(nullptr, checks);
+  std::optional<hal::Topology> node = options_.loadTopology ? options_.loadTopology(diags) : std::nullopt;
+  if (!node)
+    return refuse("the node's topology cannot be read");
+  if (!passes::recheckPlan(next, *node, passes::AdmittedSet{}, diags, options_.recheck))
+    return refuse("the re-check failed: " + firstError(checks));
+  std::string diff;
+  llvm::raw_string_ostream os(diff);
+  plan::diffPlans(session_.plan(), next, os);
+  os.flush();
+  std::vector<SliceId> retiring;
+  std::vector<std::string> changes;
+  std::string error;
+  if (!session_.handOverGpuSlices(next, retiring, changes, error))
+    return refuse("hand-over failed: " + error);
+  log_.info(session_.contract(), head + " (" + why + ")");
+  for (llvm::StringRef line : llvm::split(llvm::StringRef(diff).rtrim(), '\n'))
+    log_.info(session_.contract(), "plan diff: " + line.str());
+  for (const std::string &c : changes)
+    log_.info(session_.contract(), "hand-over: " + c);
+  record("resize", head + " (" + why + ")");
+  handOver_ = {};
+  handOver_.active = true;
+  handOver_.retiring = std::move(retiring);
+  handOver_.deadlineNs = now + std::max<uint64_t>(2 * windowNs_, 2'000'000'000);
+  if (control_) {
+    auto it = session_.environment().variables.find("MSCALE_GPU_SLICES");
+    handOver_.generation =
+        control_->publishSlices(it == session_.environment().variables.end() ? std::string() : it->second);
+  }
+  return true;
+}
+
+void Supervisor::handOverTick(uint64_t now) {
+  if (!handOver_.active)
+    return;
+  bool acked = control_ && control_->acknowledged(handOver_.generation);
+  bool silent = !control_ || lastBeats_ == 0; // a worker that never beats never acknowledges either
+  bool workerGone = session_.workerPid() <= 0;
+  if (!acked && !silent && !workerGone && now < handOver_.deadlineNs)
+    return;
+  std::string ids;
+  for (SliceId id : handOver_.retiring)
+    ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+  session_.retireGpuSlices(handOver_.retiring);
+  std::string how = acked ? "the worker acknowledged generation " + std::to_string(handOver_.generation)
+                    : workerGone ? std::string("the worker is gone")
+                    : silent     ? std::string("the worker does not use the control page")
+                                 : "the worker did not acknowledge generation " +
+                                   std::to_string(handOver_.generation) + " in time";
+  std::string released = ids.empty() ? std::string() : "; released slice(s) " + ids;
+  if (acked || silent || workerGone)
+    log_.info(session_.contract(), "hand-over complete: " + how + released);
+  else
+    log_.warn(session_.contract(), "hand-over forced: " + how + released);
+  handOver_ = {};
+}
+
+bool Supervisor::moveOffLostGpu(unsigned lost, DiagnosticEngine &diags) {
+  CollectingConsumer checks;
+  DiagnosticEngine quiet(nullptr, checks);
+  std::optional<hal::Topology> node = options_.loadTopology ? options_.loadTopology(quiet) : std::nullopt;
+  const plan::Plan &current = session_.plan();
+  std::string role;
+  int lostNuma = -1;
+  for (const plan::GpuSlice &g : current.gpu_slices())
+    if (g.gpu_index() == lost) {
+      role = g.role();
+      lostNuma = g.numa_node();
+    }
+  if (!node) {
+    diags.report(DiagCode::ERR_EXEC_024) << role << lost << "the node's topology cannot be read";
+    return false;
+  }
+  // Same NUMA node first (the role's CPUs and memory stay local), then by index.
+  std::vector<hal::GpuRef> candidates;
+  for (const hal::GpuRef &g : node->gpus())
+    if (g.index != lost)
+      candidates.push_back(g);
+  std::stable_sort(candidates.begin(), candidates.end(), [&](const hal::GpuRef &a, const hal::GpuRef &b) {
+    auto local = [&](const hal::GpuRef &g) { return int(node->numaNodeOfDevice(g.vertex).value_or(-2)) == lostNuma; };
+    return local(a) && !local(b);
+  });
+  std::string tried;
+  for (const hal::GpuRef &c : candidates) {
+    plan::Plan next = current;
+    for (plan::GpuSlice &g : *next.mutable_gpu_slices()) {
+      if (g.gpu_index() != lost)
+        continue;
+      g.set_gpu_index(c.index);
+      g.set_pci_address(c.info->pci.str());
+      g.clear_uuid(); // the UUID named the lost device
+      g.set_model(c.info->model);
+      if (c.info->smCount)
+        g.set_gpu_sm_count(c.info->smCount);
+      auto numa = node->numaNodeOfDevice(c.vertex);
+      g.set_numa_node(numa ? int(*numa) : -1);
+    }
+    checks.diags.clear();
+    if (!passes::recheckPlan(next, *node, passes::AdmittedSet{}, quiet, options_.recheck)) {
+      tried += (tried.empty() ? "" : "; ") + std::string("gpu ") + std::to_string(c.index) + ": " + firstError(checks);
+      continue;
+    }
+    std::vector<SliceId> retiring;
+    std::vector<std::string> changes;
+    std::string error;
+    if (!session_.handOverGpuSlices(next, retiring, changes, error)) {
+      tried += (tried.empty() ? "" : "; ") + std::string("gpu ") + std::to_string(c.index) + ": " + error;
+      continue;
+    }
+    session_.retireGpuSlices(retiring); // the worker is stopped: nothing runs on them
+    for (const std::string &line : changes)
+      log_.info(session_.contract(), "moved off lost gpu " + std::to_string(lost) + ": " + line);
+    return true;
+  }
+  diags.report(DiagCode::ERR_EXEC_024) << role << lost
+                                       << (candidates.empty() ? std::string("the node has no other GPU") : tried);
+  return false;
+}
+
+bool Supervisor::recover(const Fault &fault, DiagnosticEngine &diags, int &status) {
+  const std::string &contract = session_.contract();
+  uint64_t step = control_ ? control_->step() : 0;
+  std::string what = std::string(faultClassName(fault.kind)) + " at step " + std::to_string(step);
+  record("fault", what + " (" + fault.detail + ")");
+  if (!recoverable_) {
+    log_.error(contract, "fault " + what + " (" + fault.detail +
+                             "); the plan has no recovery point (fault_tolerance.recovery_point): not restarting");
+    return false;
+  }
+  if (fault.kind == FaultClass::DiskFull) {
+    diags.report(DiagCode::ERR_EXEC_025) << fault.detail;
+    record("gave-up", "disk full");
+    status = 1;
+    return false;
+  }
+  if (++restarts_ > options_.maxRestarts) {
+    diags.report(DiagCode::ERR_EXEC_023) << contract << options_.maxRestarts << "the last fault was " + what;
+    record("gave-up", "after " + std::to_string(options_.maxRestarts) + " restarts");
+    status = 1;
+    return false;
+  }
+  if (fault.kind == FaultClass::GpuLost && !moveOffLostGpu(fault.gpu, diags)) {
+    record("gave-up", "no healthy GPU");
+    status = 1;
+    return false;
+  }
+  if (fault.kind == FaultClass::RdmaPortDown) {
+    std::vector<std::string> moved;
+    std::string error;
+    if (!session_.failOverRdma(moved, error)) {
+      diags.report(DiagCode::ERR_EXEC_026) << error;
+      record("gave-up", "RDMA port down, no failover");
+      status = 1;
+      return false;
+    }
+    for (const std::string &m : moved)
+      log_.info(contract, "rdma failover: " + m);
+  }
+  recovery_.movedNs = monotonicNs();
+  log_.info(contract, "restarting the worker after " + what + " from the newest snapshot (restart " +
+                          std::to_string(restarts_) + " of at most " + std::to_string(options_.maxRestarts) + ")");
+  if (!startWorker(diags, what)) {
+    status = 1;
+    return false;
+  }
+  recovery_.startedNs = monotonicNs();
+  recovery_.active = true;
+  return true;
+}
+
+int Supervisor::run(const sigset_t &signals, DiagnosticEngine &diags) {
+  const std::string &contract = session_.contract();
+  std::string error;
+  control_ = ControlPageHost::create(error);
+  if (!control_)
+    log_.warn(contract, "no worker control page (" + error + "): worker heartbeats and slice hand-over notices are off");
+  if (recoverable_ && session_.plan().fault_tolerance().in_memory_tier()) {
+    // The memory tier belongs to the executor so that it outlives the worker it protects.
+    memoryTierFd_ = ::memfd_create("mscale-snapshots", MFD_CLOEXEC);
+    if (memoryTierFd_ < 0)
+      log_.warn(contract, std::string("no in-memory snapshot tier: memfd_create: ") + std::strerror(errno));
+  }
+  if (options_.resumeAfterNodeLoss)
+    log_.info(contract, "resuming after a lost node: the in-memory tier went with it, the worker restores from disk");
+  if (!startWorker(diags, options_.resumeAfterNodeLoss ? "node-lost" : ""))
+    return 1;
+  uint64_t now = monotonicNs();
+  nextHeartbeat_ = now + heartbeatNs_;
+  bool monitored = session_.gpuBackend() && !slices_.empty();
+  nextWindow_ = monitored ? now + windowNs_ : UINT64_MAX;
+  for (;;) {
+    now = monotonicNs();
+    uint64_t wake = std::min(nextHeartbeat_, nextWindow_);
+    if (handOver_.active)
+      wake = std::min(wake, now + 1'000'000);
+    if (recovery_.active)
+      wake = std::min(wake, now + 1'000'000); // the resume is timed to the millisecond
+    uint64_t wait = wake > now ? wake - now : 0;
+    timespec ts{time_t(wait / 1'000'000'000), long(wait % 1'000'000'000)};
+    siginfo_t info;
+    int sig = sigtimedwait(&signals, &info, &ts);
+    now = monotonicNs();
+    if (sig > 0 && sig != SIGCHLD) {
+      log_.info(contract, std::string("forwarding ") + strsignal(sig) + " to worker " +
+                              std::to_string(session_.workerPid()));
+      stopping_ = true;
+      ::kill(session_.workerPid(), sig);
+      continue;
+    }
+    if (sig == SIGCHLD || sig < 0) {
+      int status = 0;
+      pid_t pid = session_.workerPid();
+      if (pid > 0 && ::waitpid(pid, &status, WNOHANG) == pid) {
+        session_.workerExited();
+        log_.info(contract, "worker " + std::to_string(pid) +
+                                (WIFEXITED(status) ? " exited with status " + std::to_string(WEXITSTATUS(status))
+                                                   : std::string(" killed by ") + strsignal(WTERMSIG(status))));
+        if (handOver_.active)
+          handOverTick(now);
+        std::optional<Fault> fault = pendingFault_ ? pendingFault_ : classifyWorkerExit(status);
+        bool ours = pendingFault_.has_value();
+        pendingFault_.reset();
+        if (stopping_ || !fault) {
+          if (!fault)
+            log_.info(contract, "worker completed" + (restarts_ ? " after " + std::to_string(restarts_) + " restart(s)"
+                                                                 : std::string()));
+          return exitCodeOf(status);
+        }
+        if (!ours && WIFEXITED(status) && WEXITSTATUS(status) == kWorkerExitNoSnapshot &&
+            (restarts_ > 0 || options_.resumeAfterNodeLoss)) {
+          diags.report(DiagCode::ERR_EXEC_022)
+              << contract << "it exited with status 3: no valid snapshot in any tier (see the worker's message)";
+          record("gave-up", "no valid snapshot");
+          return 1;
+        }
+        if (!ours) {
+          uint64_t step = control_ ? control_->step() : 0;
+          log_.error(contract, std::string("fault ") + faultClassName(fault->kind) + " at step " +
+                                   std::to_string(step) + " (" + fault->detail + ")");
+          recovery_ = Recovery{};
+          recovery_.fault = *fault;
+          recovery_.detectedNs = now;
+        }
+        recovery_.stoppedNs = now;
+        int code = exitCodeOf(status);
+        if (!recover(*fault, diags, code))
+          return code;
+        continue;
+      }
+    }
+    if (now >= nextHeartbeat_) {
+      heartbeatTick(now);
+      nextHeartbeat_ = now + heartbeatNs_;
+    }
+    if (control_ && control_->beats() != lastBeats_ && !pendingFault_) {
+      lastBeats_ = control_->beats();
+      lastBeatNs_ = now;
+    }
+    noteProgress(now);
+    handOverTick(now);
+    if (now >= nextWindow_) {
+      monitorTick(now);
+      nextWindow_ = now + windowNs_;
+    }
+  }
+}
+
+} // namespace msc::exec

@@ -1,0 +1,116 @@
+// The supervisor of one contract's worker (mscale-exec run): heartbeats on every GPU slice, RDMA
+// port and the worker itself; fault classification; recovery (a healthy GPU, the failover port,
+// a restart from the newest snapshot); the density/temperature monitor that resizes GPU slices
+// while the worker runs (hand-over: the new slice exists before the old one is released).
+//
+// The worker talks to it through the control page (WorkerApi.h) and its exit status:
+//   0 completed; 74 data read failed (nvme-io-error); 73 snapshot write found the disk full;
+//   3 nothing valid to resume from (the supervisor stops: never a silent fresh start).
+// Everything it decides goes to the log with its reason and numbers, and to history().
+#pragma once
+
+#include "executor/ControlPage.h"
+#include "executor/Logger.h"
+#include "executor/ResizePolicy.h"
+#include "executor/Session.h"
+#include "hal/Topology.h"
+#include "passes/PlanCheck.h"
+
+#include <csignal>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace msc::exec {
+
+enum class FaultClass { GpuLost, NvmeIoError, RdmaPortDown, WorkerCrashed, WorkerHung, DiskFull, NodeLost };
+const char *faultClassName(FaultClass c);
+
+struct Fault {
+  FaultClass kind = FaultClass::WorkerCrashed;
+  std::string detail;  // "SIGKILL", "exit 74", "sim slice 3 on gpu 0 missed 3 heartbeats"
+  unsigned gpu = 0;    // GpuLost: the GPU
+};
+
+// Worker exit statuses with a meaning to the supervisor (the worker side: WorkerApi.h users).
+constexpr int kWorkerExitNoSnapshot = 3;
+constexpr int kWorkerExitDiskFull = 73;
+constexpr int kWorkerExitIoError = 74;
+
+// How a worker ended (a waitpid status): nullopt when it completed (exit 0).
+std::optional<Fault> classifyWorkerExit(int waitStatus);
+
+struct SupervisorOptions {
+  std::vector<std::string> command;
+  uint32_t maxRestarts = 10;
+  bool resumeAfterNodeLoss = false; // the first worker resumes: an executor before this one was lost
+  // The node the re-checks of resized or moved plans run against (the live node, reloaded).
+  std::function<std::optional<hal::Topology>(DiagnosticEngine &)> loadTopology;
+  passes::RecheckOptions recheck;
+};
+
+struct HistoryEntry {
+  int64_t unixMs = 0;
+  std::string kind;    // "fault", "recovered", "resize", "held", "refused", "gave-up"
+  std::string text;
+};
+
+class Supervisor {
+public:
+  Supervisor(Session &session, Logger &log, SupervisorOptions options);
+  ~Supervisor();
+
+  // Starts the worker and supervises it until it completes, recovery is impossible, or a
+  // forwarded signal ends it. `signals` (SIGCHLD and the ones forwarded) are blocked by the caller.
+  // Returns the status for mscale-exec: the worker's, 128+signal, or 1 with an ERR_EXEC diagnostic.
+  int run(const sigset_t &signals, DiagnosticEngine &diags);
+
+  const std::vector<HistoryEntry> &history() const { return history_; }
+
+private:
+  struct SliceWatch;
+  bool startWorker(DiagnosticEngine &diags, const std::string &restartReason);
+  void heartbeatTick(uint64_t now);
+  void monitorTick(uint64_t now);
+  void handOverTick(uint64_t now);
+  void raise(Fault fault, uint64_t now);
+  // After the worker of a fault has ended: move what must move, restart. False: stop with `status`.
+  bool recover(const Fault &fault, DiagnosticEngine &diags, int &status);
+  bool moveOffLostGpu(unsigned gpu, DiagnosticEngine &diags);
+  bool resize(size_t entry, unsigned toSlices, const std::string &why, uint64_t now);
+  void record(const std::string &kind, const std::string &text);
+  void noteProgress(uint64_t now);
+
+  Session &session_;
+  Logger &log_;
+  SupervisorOptions options_;
+  std::unique_ptr<ControlPageHost> control_;
+  int memoryTierFd_ = -1;
+  bool recoverable_ = false;
+  uint32_t restarts_ = 0;
+  std::optional<Fault> pendingFault_;   // raised while the worker ran: it is being stopped
+  bool stopping_ = false;               // a forwarded signal: the worker's end is not a fault
+  uint64_t heartbeatNs_, windowNs_;
+  uint32_t misses_;
+  uint64_t nextHeartbeat_ = 0, nextWindow_ = 0;
+  std::vector<SliceWatch> slices_;
+  std::map<uint64_t, uint32_t> qpMisses_;
+  uint64_t lastBeats_ = 0, lastBeatNs_ = 0;
+  // Recovery timing: fault raised -> worker stopped -> moved -> started -> restored -> first step.
+  struct Recovery {
+    Fault fault;
+    uint64_t detectedNs = 0, lastGoodNs = 0, stoppedNs = 0, movedNs = 0, startedNs = 0, restoredNs = 0;
+    uint64_t restoredStep = 0;
+    bool active = false;
+  } recovery_;
+  struct HandOver {
+    uint64_t generation = 0, deadlineNs = 0;
+    std::vector<SliceId> retiring;
+    bool active = false;
+  } handOver_;
+  std::vector<HistoryEntry> history_;
+};
+
+} // namespace msc::exec
