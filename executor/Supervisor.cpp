@@ -161,10 +161,14 @@ void Supervisor::heartbeatTick(uint64_t now) {
   std::string period = std::to_string(misses_) + " heartbeats " + ms(heartbeatNs_) + " apart";
   if (GpuBackend *gpu = session_.gpuBackend()) {
     for (const HeldSlice &h : session_.heldSlices()) {
-      uint32_t &missed = qpMisses_[h.id | (uint64_t(1) << 63)];
+      uint64_t key = h.id | (uint64_t(1) << 63);
+      uint32_t &missed = qpMisses_[key];
       missed = gpu->heartbeat(h.id) ? 0 : missed + 1;
+      if (!missed)
+        lastGood_[key] = now;
       if (missed >= misses_) {
         missed = 0;
+        lastBeatNs_ = lastGood_[key];
         raise({FaultClass::GpuLost,
                gpu->name().str() + " slice " + std::to_string(h.id) + " on gpu " + std::to_string(h.gpu) +
                    " of role '" + h.role + "' missed " + period,
@@ -178,8 +182,11 @@ void Supervisor::heartbeatTick(uint64_t now) {
     for (const HeldQpGroup &g : session_.heldQpGroups()) {
       uint32_t &missed = qpMisses_[g.id];
       missed = rdma->portActive(g.id) ? 0 : missed + 1;
+      if (!missed)
+        lastGood_[g.id] = now;
       if (missed >= misses_) {
         missed = 0;
+        lastBeatNs_ = lastGood_[g.id];
         raise({FaultClass::RdmaPortDown,
                rdma->name().str() + " port '" + g.device + "' port " + std::to_string(g.port) + " of role '" +
                    g.role + "' down for " + period},
@@ -217,7 +224,7 @@ void Supervisor::noteProgress(uint64_t now) {
                      " (stop " + ms(r.stoppedNs - r.detectedNs) + ", move " + ms(r.movedNs - r.stoppedNs) +
                      ", start " + ms(r.startedNs - r.movedNs) + ", restore " + ms(r.restoredNs - r.startedNs) +
                      ", first step " + ms(now - r.restoredNs) + ")" +
-                     (detection ? "; detection took " + ms(detection) + " since the last good heartbeat" : "");
+                     (detection ? "; detection took " + ms(detection) + " since the last good heartbeat of what failed" : "");
   log_.info(session_.contract(), text);
   record("recovered", text);
   recovery_.active = false;

@@ -96,7 +96,8 @@ private:
   uint32_t misses_;
   uint64_t nextHeartbeat_ = 0, nextWindow_ = 0;
   std::vector<SliceWatch> slices_;
-  std::map<uint64_t, uint32_t> qpMisses_;
+  std::map<uint64_t, uint32_t> qpMisses_;      // missed heartbeats by QP group id (GPU slices: id | 1<<63)
+  std::map<uint64_t, uint64_t> lastGood_;      // the same keys: when they last answered
   uint64_t lastBeats_ = 0, lastBeatNs_ = 0;
   // Recovery timing: fault raised -> worker stopped -> moved -> started -> restored -> first step.
   struct Recovery {

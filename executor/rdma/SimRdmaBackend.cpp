@@ -61,7 +61,7 @@ std::optional<QpGroupId> SimRdmaBackend::createQueuePairs(const plan::RdmaSettin
     error = "sim: no RDMA device '" + setting.device() + "' port " + std::to_string(port);
     return std::nullopt;
   }
-  if (!setting.link_layer().empty() && setting.link_layer() != p->linkLayer) {
+  if (!setting.link_layer().empty() && !llvm::StringRef(setting.link_layer()).equals_insensitive(p->linkLayer)) {
     error = "sim: port " + std::to_string(port) + " of '" + setting.device() + "' is " + p->linkLayer +
             ", the plan expects " + setting.link_layer();
     return std::nullopt;

@@ -148,7 +148,7 @@ private:
       return fail("ibv_query_port", rc);
     std::string layer = pattr.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand";
     const std::string &want = g.setting.link_layer();
-    if (!want.empty() && want != layer) {
+    if (!want.empty() && !llvm::StringRef(want).equals_insensitive(layer)) { // plans say "infiniband"
       error = "ibverbs: port " + std::to_string(port) + " of '" + device + "' is " + layer + ", the plan expects " + want;
       g.release();
       return false;

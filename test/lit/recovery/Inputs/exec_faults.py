@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Drives the fault matrix through mscale-exec: runs `mscale-exec run PLAN -- mscale-train-sim ...`
+and injects one fault per attempt at seeded random steps, from outside, the way they happen:
+
+  kill9      SIGKILL to the worker                         -> worker-crashed (SIGKILL)
+  gpu        `gpu 0 fault lost` in the sim control file    -> gpu-lost, the slice moves to another GPU
+  eio        --eio-at-step K@A on the worker command line  -> nvme-io-error (exit 74)
+  rdma       `rdma mlx5_0 1 down` in the control file      -> rdma-port-down, QPs fail over
+  hang       SIGSTOP to the worker                         -> worker-hung (no heartbeats)
+  node-loss  SIGKILL to mscale-exec itself (its worker dies with it), the newest disk snapshot
+             corrupted, the control file reset (a new node), then `mscale-exec run --resume`
+
+The executor detects, classifies and recovers every fault itself; this script only injects them
+and waits. It prints the plan of faults and mscale-exec's fault and recovery lines.
+"""
+import argparse
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+FAULTS = ["kill9", "gpu", "eio", "rdma", "hang", "node-loss"]
+
+
+def steps_logged(path, start):
+    try:
+        with open(path) as f:
+            f.seek(start)
+            return [int(l.split()[1]) for l in f if l.startswith("step ")]
+    except FileNotFoundError:
+        return []
+
+
+def log_size(path):
+    return os.path.getsize(path) if os.path.exists(path) else 0
+
+
+def worker_of(exec_pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (exec_pid, exec_pid)) as f:
+            kids = f.read().split()
+        return int(kids[0]) if kids else None
+    except FileNotFoundError:
+        return None
+
+
+def wait_for_step(train_log, start, step, proc, timeout=60):
+    """Waits until `step` is logged after byte `start`; False if mscale-exec ended first."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if step in steps_logged(train_log, start):
+            return True
+        if proc.poll() is not None:
+            return False
+        time.sleep(0.002)
+    return False
+
+
+def restart_offset(train_log, after):
+    """Byte offset of the newest '# resume' line after `after` (the current attempt's start)."""
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        with open(train_log) as f:
+            f.seek(after)
+            text = f.read()
+        at = text.rfind("# resume step")
+        if at >= 0:
+            return after + at
+        time.sleep(0.002)
+    raise SystemExit("no restart after byte %d of %s within 30 s" % (after, train_log))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--exec", required=True, help="mscale-exec")
+    ap.add_argument("--sim", required=True, help="mscale-train-sim")
+    ap.add_argument("--plan", required=True)
+    ap.add_argument("--topology", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--steps", type=int, default=240)
+    ap.add_argument("--every", type=int, default=10)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--faults", default=",".join(FAULTS))
+    a = ap.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)
+
+    os.makedirs(a.work, exist_ok=True)
+    snap_dir = os.path.join(a.work, "snaps")
+    train_log = os.path.join(a.work, "train.log")
+    exec_log = os.path.join(a.work, "exec.log")
+    control = os.path.join(a.work, "sim-control")
+    open(control, "w").close()
+    faults = a.faults.split(",")
+    rnd = random.Random(a.seed)
+    seg = (a.steps - a.every - 2) // len(faults)
+    plan = []
+    for i, f in enumerate(faults):
+        lo = a.every + 2 + i * seg
+        plan.append((f, rnd.randrange(lo, lo + max(seg // 2, 1))))
+    print("plan: " + ", ".join("%s@%d" % p for p in plan))
+    eio_args = []
+    for attempt, (f, step) in enumerate(plan):
+        if f == "eio":
+            eio_args = ["--eio-at-step", "%d@%d" % (step, attempt)]
+
+    env = dict(os.environ, MSCALE_SIM_CONTROL=control)
+    worker = [a.sim, "--data", a.data, "--steps", str(a.steps), "--snapshot-every", str(a.every),
+              "--snapshot-dir", snap_dir, "--log", train_log, "--step-delay-ms", "10", "--quiet"] + eio_args
+
+    def start(resume):
+        cmd = [a.exec, "run", "--log", exec_log, "--topology", a.topology] + \
+              (["--resume"] if resume else []) + [a.plan, "--"] + worker
+        return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    proc = start(False)
+    offset = 0
+    for f, step in plan:
+        if f == "eio":  # fires by itself at its step: wait for the restart it causes
+            offset = restart_offset(train_log, offset + 1)
+            continue
+        if not wait_for_step(train_log, offset, step, proc):
+            print("mscale-exec ended (status %s) before step %d of fault %s" % (proc.poll(), step, f))
+            return 1
+        before = log_size(train_log)
+        if f == "kill9":
+            os.kill(worker_of(proc.pid), signal.SIGKILL)
+        elif f == "gpu":
+            with open(control, "a") as c:
+                c.write("gpu 0 fault lost\n")
+        elif f == "rdma":
+            with open(control, "a") as c:
+                c.write("rdma mlx5_0 1 down\n")
+        elif f == "hang":
+            os.kill(worker_of(proc.pid), signal.SIGSTOP)
+        elif f == "node-loss":
+            proc.kill()
+            proc.wait()
+            time.sleep(0.05)  # PR_SET_PDEATHSIG takes the worker down with its executor
+            names = sorted(n for n in os.listdir(snap_dir) if n.startswith("snap-") and n.endswith(".msnap"))
+            victim = os.path.join(snap_dir, names[-1])
+            with open(victim, "r+b") as v:
+                v.seek(4096 + 10)  # inside the first blob (model.params)
+                b = v.read(1)
+                v.seek(4096 + 10)
+                v.write(bytes([b[0] ^ 0xFF]))
+            with open(control, "w") as c:
+                c.write("# a new node: every GPU and port healthy\n")
+            print("fault node-lost at step %d: killed mscale-exec, corrupted %s" % (max(steps_logged(train_log, offset)), os.path.basename(victim)))
+            proc = start(True)
+        offset = restart_offset(train_log, before)
+    rc = proc.wait()
+    with open(exec_log) as log:
+        for line in log:
+            for key in (" fault ", "moved off lost gpu", "rdma failover:", "recovered from", "worker completed",
+                        "resuming after a lost node",
+                        "error["):
+                if key in line:
+                    print(line.split(": ", 1)[1].rstrip() if " contract=" in line else line.rstrip())
+                    break
+    print("mscale-exec exited with %d" % rc)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
