@@ -66,6 +66,11 @@ public:
       if (backend_.portActive(a.id))
         continue;
       const plan::RdmaSetting &s = ctx.plan.rdma(a.planIndex);
+      if (s.failover_device().empty() && !s.failover_port()) {
+        error = "role '" + a.role + "' on '" + a.device + "' port " + std::to_string(a.port) +
+                ": the plan names no failover port";
+        return false;
+      }
       std::string device = s.failover_device().empty() ? s.device() : s.failover_device();
       unsigned fport = s.failover_port() ? s.failover_port() : 1;
       if (a.device == device && a.port == fport) {
