@@ -21,6 +21,9 @@ struct FrontendOptions {
   std::vector<std::string> includeDirs; // -I, searched after the importing file's directory
   std::string stdlibDir;                // searched last; holds profiles/*.msc
   ParseLimits limits;
+  // Compile every contract on this profile instead of the one it names ('uses profile X'): what a
+  // resize to another profile (`mscale-cli contract resize --profile`, `mscalec --profile`) needs.
+  std::string profileOverride;
 };
 
 // Everything the frontend read: the files (main file first) and their ASTs.
@@ -36,7 +39,8 @@ std::unique_ptr<SourceSet> loadSources(llvm::StringRef path, const FrontendOptio
 
 // Type-checks the ASTs and resolves profiles into an IR module. Contracts come from the main
 // file only; profiles from every file. Returns nullopt if any error was reported.
-std::optional<ir::Module> buildModule(const SourceSet &sources, DiagnosticEngine &diags);
+std::optional<ir::Module> buildModule(const SourceSet &sources, DiagnosticEngine &diags,
+                                      llvm::StringRef profileOverride = {});
 
 // loadSources + buildModule + ir::verify.
 std::optional<ir::Module> compileContractFile(llvm::StringRef path, const FrontendOptions &options,

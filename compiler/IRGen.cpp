@@ -611,7 +611,8 @@ const llvm::StringRef kSections[] = {"io_topology", "fault_tolerance", "scaling"
 
 class IRGen {
 public:
-  IRGen(const SourceSet &sources, DiagnosticEngine &diags) : sources_(sources), diags_(diags), conv_(diags) {}
+  IRGen(const SourceSet &sources, DiagnosticEngine &diags, std::string profileOverride)
+      : sources_(sources), diags_(diags), conv_(diags), profileOverride_(std::move(profileOverride)) {}
 
   std::optional<ir::Module> run();
 
@@ -635,6 +636,7 @@ private:
   const SourceSet &sources_;
   DiagnosticEngine &diags_;
   ValueConverter conv_;
+  std::string profileOverride_; // FrontendOptions::profileOverride
   std::vector<Decl> profiles_, contracts_;
   llvm::StringMap<size_t> profileIndex_;
   std::map<std::string, ir::Body> resolved_;
@@ -853,18 +855,20 @@ std::optional<ir::Module> IRGen::run() {
   for (const Decl &c : contracts_) {
     ir::Contract contract;
     contract.name = c.ast->name;
-    contract.profile = c.ast->base;
+    // A resize on another profile compiles the same contract on top of it.
+    const std::string &baseName = profileOverride_.empty() ? c.ast->base : profileOverride_;
+    contract.profile = baseName;
     contract.nameRange = c.ast->nameRange;
     contract.sourceFile = mainFile;
     contract.sourceHash = sources_.hash;
-    if (!c.ast->base.empty()) {
-      if (!profileIndex_.count(c.ast->base)) {
+    if (!baseName.empty()) {
+      if (!profileIndex_.count(baseName)) {
         DiagBuilder d = diags_.report(DiagCode::ERR_SEM_002, c.ast->baseRange);
-        d << c.ast->base;
+        d << baseName;
         std::vector<llvm::StringRef> names;
         for (const Decl &p : profiles_)
           names.push_back(p.ast->name);
-        if (auto fix = closestMatch(c.ast->base, names))
+        if (auto fix = closestMatch(baseName, names))
           d.noteWithFixIt(Location{c.ast->baseRange, {}, 0}, "did you mean '" + *fix + "'?",
                           {c.ast->baseRange, *fix});
         else if (!names.empty())
@@ -876,11 +880,11 @@ std::optional<ir::Module> IRGen::run() {
           }());
         continue;
       }
-      const ir::Body *base = resolveProfile(c.ast->base);
+      const ir::Body *base = resolveProfile(baseName);
       if (!base)
         continue;
       contract.body = *base;
-      contract.chain = chains_[c.ast->base];
+      contract.chain = chains_[baseName];
     }
     ir::mergeInto(contract.body, c.own);
     // A field that failed to convert is missing from the IR; do not report it missing again.
@@ -895,8 +899,9 @@ std::optional<ir::Module> IRGen::run() {
 
 } // namespace
 
-std::optional<ir::Module> buildModule(const SourceSet &sources, DiagnosticEngine &diags) {
-  return IRGen(sources, diags).run();
+std::optional<ir::Module> buildModule(const SourceSet &sources, DiagnosticEngine &diags,
+                                      llvm::StringRef profileOverride) {
+  return IRGen(sources, diags, profileOverride.str()).run();
 }
 
 } // namespace msc

@@ -1,5 +1,7 @@
 #include "executor/Agent.h"
 
+#include "executor/Supervisor.h"
+
 #include "executor/Metrics.h"
 #include "executor/Sys.h"
 #include "hal/Loader.h"
@@ -28,6 +30,7 @@ namespace msc::exec {
 
 struct Agent::Contract {
   std::unique_ptr<Session> session;
+  std::unique_ptr<Supervisor> supervisor; // its worker (if any), heartbeats, recovery, resizes
   std::vector<std::string> command;
   agent::Worker::State workerState = agent::Worker::NONE;
   int exitStatus = 0;
@@ -207,8 +210,16 @@ int Agent::serve() {
       fds.push_back({metricsFd_, POLLIN, 0});
     for (auto &[fd, c] : connections_)
       fds.push_back({fd, static_cast<short>(c->out.empty() ? POLLIN : POLLIN | POLLOUT), 0});
-    int n = ::poll(fds.data(), fds.size(), 200);
+    uint64_t now = Supervisor::monotonicNs(), wake = now + 200'000'000;
+    for (auto &[name, c] : contracts_)
+      if (c->supervisor)
+        wake = std::min(wake, c->supervisor->nextWakeNs(now));
+    int n = ::poll(fds.data(), fds.size(), wake > now ? int((wake - now + 999'999) / 1'000'000) : 0);
     reapWorkers();
+    now = Supervisor::monotonicNs();
+    for (auto &[name, c] : contracts_)
+      if (c->supervisor)
+        c->supervisor->tick(now);
     if (n < 0 && errno != EINTR) {
       log_.error("", "poll: " + errnoText(errno));
       return 1;
@@ -363,6 +374,15 @@ void Agent::reapWorkers() {
       continue;
     int st;
     if (::waitpid(pid, &st, WNOHANG) == pid) {
+      if (c->supervisor) {
+        LogDiagnosticPrinter printer(log_);
+        printer.setContract(name);
+        DiagnosticEngine diags(nullptr, printer);
+        if (!c->supervisor->onWorkerExit(st, diags)) {
+          c->lastPid = c->session->workerPid(); // recovered: a new worker runs
+          continue;
+        }
+      }
       c->session->workerExited();
       if (WIFSIGNALED(st)) {
         c->workerState = agent::Worker::KILLED;
@@ -397,6 +417,15 @@ agent::ContractStatus Agent::statusOf(const Contract &c) const {
   w->set_exit_status(c.exitStatus);
   for (const std::string &a : c.command)
     w->add_command(a);
+  s.set_source_file(session.plan().provenance().source_file());
+  s.set_profile(session.plan().provenance().profile());
+  if (c.supervisor)
+    for (const HistoryEntry &h : c.supervisor->history()) {
+      agent::HistoryEntry *e = s.add_history();
+      e->set_unix_ms(h.unixMs);
+      e->set_kind(h.kind);
+      e->set_text(h.text);
+    }
   s.set_io_wait_ratio(session.ioWaitRatio());
   s.set_cgroup(session.cgroupV2());
   for (const Session::GpuSample &g : session.gpuSamples()) {
@@ -443,11 +472,12 @@ void Agent::loadState(DiagnosticEngine &diags) {
     }
     auto c = std::make_unique<Contract>();
     std::string name = p->provenance().contract();
-    std::optional<hal::Topology> live = hal::loadTopology(hal::TopologySource::liveMachine(), diags);
+    std::optional<hal::Topology> live = hal::loadTopology(hal::TopologySource::fromArgument(options_.topology), diags);
     SessionOptions so = sessionOptions();
     if (live)
       so.topology = std::make_shared<const hal::Topology>(*live);
     c->session = std::make_unique<Session>(*p, name, f, log_, so);
+    c->supervisor = makeSupervisor(*c->session, {}, {}, f);
     c->admittedMs = nowMs();
     passes::AdmittedSet admitted;
     for (auto &[n, other] : contracts_)
@@ -461,6 +491,27 @@ void Agent::loadState(DiagnosticEngine &diags) {
   }
 }
 
+std::unique_ptr<Supervisor> Agent::makeSupervisor(Session &session, std::vector<std::string> command,
+                                                  std::map<std::string, std::string> environment,
+                                                  const std::string &planName) {
+  SupervisorOptions o;
+  o.command = std::move(command);
+  o.environment = std::move(environment);
+  o.recheck = passes::RecheckOptions{planName, options_.config.strictFingerprint, options_.config.hugepageAutoAllocate};
+  o.loadTopology = [topology = options_.topology](DiagnosticEngine &d) {
+    return hal::loadTopology(hal::TopologySource::fromArgument(topology), d);
+  };
+  std::string self = session.contract();
+  o.admitted = [this, self] {
+    passes::AdmittedSet others;
+    for (auto &[n, c] : contracts_)
+      if (n != self)
+        others.holdings.push_back(passes::holdingFromPlan(c->session->plan()));
+    return others;
+  };
+  return std::make_unique<Supervisor>(session, log_, std::move(o));
+}
+
 agent::Response Agent::submit(const agent::SubmitRequest &r, DiagnosticEngine &diags, agent::Response &out) {
   std::string planName = r.plan_name().empty() ? "submitted plan" : r.plan_name();
   std::optional<plan::Plan> p = plan::decodePlan(r.plan(), planName, diags);
@@ -472,7 +523,7 @@ agent::Response Agent::submit(const agent::SubmitRequest &r, DiagnosticEngine &d
     diags.report(DiagCode::ERR_EXEC_021, Location{{}, planName, 0}) << name << why;
     return out;
   }
-  std::optional<hal::Topology> live = hal::loadTopology(hal::TopologySource::liveMachine(), diags);
+  std::optional<hal::Topology> live = hal::loadTopology(hal::TopologySource::fromArgument(options_.topology), diags);
   if (!live)
     return out;
   passes::AdmittedSet admitted;
@@ -490,10 +541,10 @@ agent::Response Agent::submit(const agent::SubmitRequest &r, DiagnosticEngine &d
   c->admittedMs = nowMs();
   if (!c->session->apply(diags))
     return out;
+  std::vector<std::string> argv(r.command().begin(), r.command().end());
+  c->supervisor = makeSupervisor(*c->session, argv, {r.environment().begin(), r.environment().end()}, planName);
   if (r.command_size() > 0) {
-    std::vector<std::string> argv(r.command().begin(), r.command().end());
-    std::map<std::string, std::string> env(r.environment().begin(), r.environment().end());
-    if (!c->session->startWorker(argv, env, diags)) {
+    if (!c->supervisor->start(diags)) {
       c->session->release(diags);
       return out;
     }
@@ -553,11 +604,26 @@ agent::Response Agent::handle(const agent::Request &request, const PeerCredentia
     break;
   case agent::Request::kResize:
     ++requests_["resize"];
-    if (find(request.resize().contract())) {
-      log_.info(request.resize().contract(), "resize to profile '" + request.resize().profile() + "' requested by " + who);
-      diags.report(DiagCode::ERR_EXEC_019)
-          << request.resize().contract() << request.resize().profile()
-          << "this agent has no resize policy yet (issue 7); release and resubmit";
+    if (Contract *c = find(request.resize().contract())) {
+      const agent::ResizeRequest &r = request.resize();
+      log_.info(r.contract(), "resize to profile '" + r.profile() + "' requested by " + who);
+      std::string planName = r.plan_name().empty() ? "resize plan" : r.plan_name();
+      std::optional<plan::Plan> next = r.plan().empty() ? std::nullopt : plan::decodePlan(r.plan(), planName, diags);
+      std::string error;
+      if (!next) {
+        if (r.plan().empty())
+          diags.report(DiagCode::ERR_EXEC_019) << r.contract() << r.profile()
+                                               << "the request carries no plan (mscale-cli compiles one)";
+      } else if (next->provenance().contract() != r.contract()) {
+        diags.report(DiagCode::ERR_EXEC_019) << r.contract() << r.profile()
+                                             << "the plan is for contract '" + next->provenance().contract() + "'";
+      } else if (!c->supervisor->resizeTo(*next, "asked for by " + who, error)) {
+        diags.report(DiagCode::ERR_EXEC_019) << r.contract() << r.profile() << error;
+      } else {
+        persist(*c, diags); // the resize is done; a state-file failure is reported on its own
+        *out.mutable_status() = statusOf(*c);
+        out.set_ok(true);
+      }
     }
     break;
   case agent::Request::kList:

@@ -21,9 +21,12 @@
 
 namespace msc::exec {
 
+class Supervisor;
+
 struct AgentOptions {
   std::string socketPath;
   std::string metrics; // "" | "PORT" (127.0.0.1) | "unix:PATH"
+  std::string topology = "live"; // what plans are re-checked against (tests: a recorded node)
   NodeConfig config;
   ApplierOptions appliers;
 };
@@ -66,6 +69,9 @@ private:
   bool persist(const Contract &c, DiagnosticEngine &diags);
   void loadState(DiagnosticEngine &diags);
   SessionOptions sessionOptions() const;
+  std::unique_ptr<Supervisor> makeSupervisor(Session &session, std::vector<std::string> command,
+                                             std::map<std::string, std::string> environment,
+                                             const std::string &planName);
 
   AgentOptions options_;
   Logger &log_;

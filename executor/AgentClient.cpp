@@ -1,5 +1,7 @@
 #include "executor/AgentClient.h"
 
+#include <ctime>
+
 #include "executor/Sys.h"
 
 #include <llvm/Support/Format.h>
@@ -113,6 +115,8 @@ void printStatus(const agent::ContractStatus &s, llvm::raw_ostream &os) {
   os << "contract " << s.contract() << "\n";
   os << "  plan       " << s.plan_name() << " (topology " << llvm::format_hex(s.topology_fingerprint(), 18) << ")\n";
   os << "  applied    " << (s.applied() ? "yes" : "no") << "\n";
+  if (!s.profile().empty())
+    os << "  profile    " << s.profile() << "\n";
   if (!s.cgroup().empty())
     os << "  cgroup     " << s.cgroup() << "\n";
   const agent::Worker &w = s.worker();
@@ -137,6 +141,18 @@ void printStatus(const agent::ContractStatus &s, llvm::raw_ostream &os) {
     os << "  " << r.applier() << ":\n";
     for (const std::string &l : r.applied())
       os << "    " << l << "\n";
+  }
+  if (s.history_size()) {
+    os << "  history:\n";
+    for (const agent::HistoryEntry &h : s.history()) {
+      time_t secs = time_t(h.unix_ms() / 1000);
+      tm utc;
+      gmtime_r(&secs, &utc);
+      char stamp[32];
+      std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &utc);
+      os << "    " << stamp << llvm::format(".%03dZ", int(h.unix_ms() % 1000)) << " " << h.kind() << ": " << h.text()
+         << "\n";
+    }
   }
 }
 

@@ -46,13 +46,13 @@ std::optional<Fault> classifyWorkerExit(int status) {
   }
 }
 
-namespace {
-
-uint64_t monotonicNs() {
+uint64_t Supervisor::monotonicNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return uint64_t(ts.tv_sec) * 1'000'000'000 + uint64_t(ts.tv_nsec);
 }
+
+namespace {
 
 std::string ms(uint64_t ns) {
   char buf[32];
@@ -91,12 +91,16 @@ Supervisor::Supervisor(Session &session, Logger &log, SupervisorOptions options)
   recoverable_ = ft.snapshot_every_steps() || ft.snapshot_interval_ns();
   heartbeatNs_ = ft.heartbeat_ns() ? ft.heartbeat_ns() : 200'000'000;
   misses_ = std::max(1u, ft.heartbeat_misses() ? ft.heartbeat_misses() : 3u);
-  windowNs_ = session_.plan().scaling().window_ns() ? session_.plan().scaling().window_ns() : 10'000'000'000;
-  for (int i = 0; i < session_.plan().gpu_slices_size(); ++i) {
-    const plan::GpuSlice &g = session_.plan().gpu_slices(i);
-    slices_.push_back({size_t(i), ResizeController(ResizePolicyConfig::fromPlan(session_.plan().scaling(),
-                                                                               std::max(1u, g.slices_per_gpu())))});
-  }
+  resetControllers();
+}
+
+void Supervisor::resetControllers() {
+  const plan::Plan &p = session_.plan();
+  windowNs_ = p.scaling().window_ns() ? p.scaling().window_ns() : 10'000'000'000;
+  slices_.clear();
+  for (int i = 0; i < p.gpu_slices_size(); ++i)
+    slices_.push_back({size_t(i), ResizeController(ResizePolicyConfig::fromPlan(
+                                      p.scaling(), std::max(1u, p.gpu_slices(i).slices_per_gpu())))});
 }
 
 Supervisor::~Supervisor() {
@@ -112,7 +116,7 @@ void Supervisor::record(const std::string &kind, const std::string &text) {
 
 bool Supervisor::startWorker(DiagnosticEngine &diags, const std::string &restartReason) {
   const plan::FaultTolerance &ft = session_.plan().fault_tolerance();
-  std::map<std::string, std::string> env;
+  std::map<std::string, std::string> env = options_.environment;
   std::vector<int> fds;
   env["MSCALE_ATTEMPT"] = std::to_string(restarts_);
   if (!restartReason.empty()) {
@@ -273,23 +277,65 @@ bool Supervisor::resize(size_t entry, unsigned toSlices, const std::string &why,
   g->set_slices(toSlices);
   if (perSlice)
     g->set_sm_count(perSlice * toSlices);
-  std::string role = g->role();
-  std::string head = "resize of role '" + role + "' " + std::to_string(from) + " -> " + std::to_string(toSlices) +
+  std::string head = "resize of role '" + g->role() + "' " + std::to_string(from) + " -> " + std::to_string(toSlices) +
                      " slice(s)";
+  std::string error;
+  return handOverTo(next, head, why, now, error);
+}
+
+bool Supervisor::resizeTo(const plan::Plan &next, const std::string &why, std::string &error) {
+  // What a running contract can change: its GPU slices and the policy that sizes them.
+  plan::Plan a = session_.plan(), b = next;
+  for (plan::Plan *p : {&a, &b}) {
+    p->clear_gpu_slices();
+    p->clear_scaling();
+    p->clear_provenance();
+  }
+  if (a.SerializeAsString() != b.SerializeAsString()) {
+    std::string diff;
+    llvm::raw_string_ostream os(diff);
+    plan::diffPlans(a, b, os);
+    os.flush();
+    error = "the new plan changes more than GPU slices and scaling (" +
+            llvm::StringRef(diff).split('\n').first.trim().str() + "); release and resubmit for that";
+    record("refused", "resize to profile '" + next.provenance().profile() + "': " + error);
+    return false;
+  }
+  if (next.gpu_slices_size() != session_.plan().gpu_slices_size()) {
+    error = "the new plan has " + std::to_string(next.gpu_slices_size()) + " GPU slice entries, the contract holds " +
+            std::to_string(session_.plan().gpu_slices_size());
+    record("refused", "resize to profile '" + next.provenance().profile() + "': " + error);
+    return false;
+  }
+  uint64_t now = monotonicNs();
+  if (!handOverTo(next, "resize to profile '" + next.provenance().profile() + "'", why, now, error))
+    return false;
+  resetControllers(); // the new profile's policy, starting with its cool-down
+  for (SliceWatch &w : slices_)
+    w.controller.manual(now);
+  return true;
+}
+
+bool Supervisor::handOverTo(const plan::Plan &next, const std::string &head, const std::string &why, uint64_t now,
+                            std::string &error) {
   auto refuse = [&](const std::string &reason) {
     LogDiagnosticPrinter printer(log_);
     printer.setContract(session_.contract());
     DiagnosticEngine d(nullptr, printer);
     d.report(DiagCode::WRN_EXEC_003) << session_.contract() << head + ": " + reason;
     record("refused", head + ": " + reason);
+    error = reason;
     return false;
   };
+  if (handOver_.active)
+    return refuse("a hand-over is still in progress");
   CollectingConsumer checks;
   DiagnosticEngine diags(nullptr, checks);
   std::optional<hal::Topology> node = options_.loadTopology ? options_.loadTopology(diags) : std::nullopt;
   if (!node)
     return refuse("the node's topology cannot be read");
-  if (!passes::recheckPlan(next, *node, passes::AdmittedSet{}, diags, options_.recheck))
+  passes::AdmittedSet others = options_.admitted ? options_.admitted() : passes::AdmittedSet{};
+  if (!passes::recheckPlan(next, *node, others, diags, options_.recheck))
     return refuse("the re-check failed: " + firstError(checks));
   std::string diff;
   llvm::raw_string_ostream os(diff);
@@ -297,15 +343,19 @@ bool Supervisor::resize(size_t entry, unsigned toSlices, const std::string &why,
   os.flush();
   std::vector<SliceId> retiring;
   std::vector<std::string> changes;
-  std::string error;
-  if (!session_.handOverGpuSlices(next, retiring, changes, error))
-    return refuse("hand-over failed: " + error);
+  std::string why2;
+  if (!session_.handOverGpuSlices(next, retiring, changes, why2))
+    return refuse("hand-over failed: " + why2);
   log_.info(session_.contract(), head + " (" + why + ")");
-  for (llvm::StringRef line : llvm::split(llvm::StringRef(diff).rtrim(), '\n'))
+  std::string summary;
+  for (llvm::StringRef line : llvm::split(llvm::StringRef(diff).rtrim(), '\n')) {
     log_.info(session_.contract(), "plan diff: " + line.str());
+    if (line.starts_with("~ gpu_slices") || line.starts_with("~ scaling"))
+      summary += (summary.empty() ? "" : "; ") + line.drop_front(2).str();
+  }
   for (const std::string &c : changes)
     log_.info(session_.contract(), "hand-over: " + c);
-  record("resize", head + " (" + why + ")");
+  record("resize", head + " (" + why + ")" + (summary.empty() ? "" : " [" + summary + "]"));
   handOver_ = {};
   handOver_.active = true;
   handOver_.retiring = std::move(retiring);
@@ -384,7 +434,8 @@ bool Supervisor::moveOffLostGpu(unsigned lost, DiagnosticEngine &diags) {
       g.set_numa_node(numa ? int(*numa) : -1);
     }
     checks.diags.clear();
-    if (!passes::recheckPlan(next, *node, passes::AdmittedSet{}, quiet, options_.recheck)) {
+    if (!passes::recheckPlan(next, *node, options_.admitted ? options_.admitted() : passes::AdmittedSet{}, quiet,
+                             options_.recheck)) {
       tried += (tried.empty() ? "" : "; ") + std::string("gpu ") + std::to_string(c.index) + ": " + firstError(checks);
       continue;
     }
@@ -456,7 +507,7 @@ bool Supervisor::recover(const Fault &fault, DiagnosticEngine &diags, int &statu
   return true;
 }
 
-int Supervisor::run(const sigset_t &signals, DiagnosticEngine &diags) {
+bool Supervisor::start(DiagnosticEngine &diags) {
   const std::string &contract = session_.contract();
   std::string error;
   control_ = ControlPageHost::create(error);
@@ -471,85 +522,109 @@ int Supervisor::run(const sigset_t &signals, DiagnosticEngine &diags) {
   if (options_.resumeAfterNodeLoss)
     log_.info(contract, "resuming after a lost node: the in-memory tier went with it, the worker restores from disk");
   if (!startWorker(diags, options_.resumeAfterNodeLoss ? "node-lost" : ""))
-    return 1;
+    return false;
   uint64_t now = monotonicNs();
   nextHeartbeat_ = now + heartbeatNs_;
-  bool monitored = session_.gpuBackend() && !slices_.empty();
-  nextWindow_ = monitored ? now + windowNs_ : UINT64_MAX;
+  nextWindow_ = session_.gpuBackend() && !slices_.empty() ? now + windowNs_ : UINT64_MAX;
+  return true;
+}
+
+uint64_t Supervisor::nextWakeNs(uint64_t now) const {
+  uint64_t wake = std::min(nextHeartbeat_, nextWindow_);
+  if (handOver_.active || recovery_.active)
+    wake = std::min(wake, now + 1'000'000); // hand-over and resume are timed to the millisecond
+  return wake;
+}
+
+void Supervisor::forwardSignal(int sig) {
+  if (session_.workerPid() <= 0)
+    return;
+  log_.info(session_.contract(),
+            std::string("forwarding ") + strsignal(sig) + " to worker " + std::to_string(session_.workerPid()));
+  stopping_ = true;
+  ::kill(session_.workerPid(), sig);
+}
+
+void Supervisor::tick(uint64_t now) {
+  if (now >= nextHeartbeat_) {
+    heartbeatTick(now);
+    nextHeartbeat_ = now + heartbeatNs_;
+  }
+  if (control_ && control_->beats() != lastBeats_ && !pendingFault_) {
+    lastBeats_ = control_->beats();
+    lastBeatNs_ = now;
+  }
+  noteProgress(now);
+  handOverTick(now);
+  if (now >= nextWindow_) {
+    monitorTick(now);
+    nextWindow_ = now + windowNs_;
+  }
+}
+
+std::optional<int> Supervisor::onWorkerExit(int status, DiagnosticEngine &diags) {
+  const std::string &contract = session_.contract();
+  uint64_t now = monotonicNs();
+  pid_t pid = session_.workerPid();
+  session_.workerExited();
+  log_.info(contract, "worker " + std::to_string(pid) +
+                          (WIFEXITED(status) ? " exited with status " + std::to_string(WEXITSTATUS(status))
+                                             : std::string(" killed by ") + strsignal(WTERMSIG(status))));
+  if (handOver_.active)
+    handOverTick(now);
+  std::optional<Fault> fault = pendingFault_ ? pendingFault_ : classifyWorkerExit(status);
+  bool ours = pendingFault_.has_value();
+  pendingFault_.reset();
+  if (stopping_ || !fault) {
+    if (!fault)
+      log_.info(contract, "worker completed" +
+                              (restarts_ ? " after " + std::to_string(restarts_) + " restart(s)" : std::string()));
+    return exitCodeOf(status);
+  }
+  if (!ours && WIFEXITED(status) && WEXITSTATUS(status) == kWorkerExitNoSnapshot &&
+      (restarts_ > 0 || options_.resumeAfterNodeLoss)) {
+    diags.report(DiagCode::ERR_EXEC_022)
+        << contract << "it exited with status 3: no valid snapshot in any tier (see the worker's message)";
+    record("gave-up", "no valid snapshot");
+    return 1;
+  }
+  if (!ours) {
+    uint64_t step = control_ ? control_->step() : 0;
+    log_.error(contract, std::string("fault ") + faultClassName(fault->kind) + " at step " + std::to_string(step) +
+                             " (" + fault->detail + ")");
+    recovery_ = Recovery{};
+    recovery_.fault = *fault;
+    recovery_.detectedNs = now;
+  }
+  recovery_.stoppedNs = now;
+  int code = exitCodeOf(status);
+  if (!recover(*fault, diags, code))
+    return code;
+  return std::nullopt;
+}
+
+int Supervisor::run(const sigset_t &signals, DiagnosticEngine &diags) {
+  if (!start(diags))
+    return 1;
   for (;;) {
-    now = monotonicNs();
-    uint64_t wake = std::min(nextHeartbeat_, nextWindow_);
-    if (handOver_.active)
-      wake = std::min(wake, now + 1'000'000);
-    if (recovery_.active)
-      wake = std::min(wake, now + 1'000'000); // the resume is timed to the millisecond
+    uint64_t now = monotonicNs();
+    uint64_t wake = nextWakeNs(now);
     uint64_t wait = wake > now ? wake - now : 0;
     timespec ts{time_t(wait / 1'000'000'000), long(wait % 1'000'000'000)};
     siginfo_t info;
     int sig = sigtimedwait(&signals, &info, &ts);
-    now = monotonicNs();
     if (sig > 0 && sig != SIGCHLD) {
-      log_.info(contract, std::string("forwarding ") + strsignal(sig) + " to worker " +
-                              std::to_string(session_.workerPid()));
-      stopping_ = true;
-      ::kill(session_.workerPid(), sig);
+      forwardSignal(sig);
       continue;
     }
-    if (sig == SIGCHLD || sig < 0) {
-      int status = 0;
-      pid_t pid = session_.workerPid();
-      if (pid > 0 && ::waitpid(pid, &status, WNOHANG) == pid) {
-        session_.workerExited();
-        log_.info(contract, "worker " + std::to_string(pid) +
-                                (WIFEXITED(status) ? " exited with status " + std::to_string(WEXITSTATUS(status))
-                                                   : std::string(" killed by ") + strsignal(WTERMSIG(status))));
-        if (handOver_.active)
-          handOverTick(now);
-        std::optional<Fault> fault = pendingFault_ ? pendingFault_ : classifyWorkerExit(status);
-        bool ours = pendingFault_.has_value();
-        pendingFault_.reset();
-        if (stopping_ || !fault) {
-          if (!fault)
-            log_.info(contract, "worker completed" + (restarts_ ? " after " + std::to_string(restarts_) + " restart(s)"
-                                                                 : std::string()));
-          return exitCodeOf(status);
-        }
-        if (!ours && WIFEXITED(status) && WEXITSTATUS(status) == kWorkerExitNoSnapshot &&
-            (restarts_ > 0 || options_.resumeAfterNodeLoss)) {
-          diags.report(DiagCode::ERR_EXEC_022)
-              << contract << "it exited with status 3: no valid snapshot in any tier (see the worker's message)";
-          record("gave-up", "no valid snapshot");
-          return 1;
-        }
-        if (!ours) {
-          uint64_t step = control_ ? control_->step() : 0;
-          log_.error(contract, std::string("fault ") + faultClassName(fault->kind) + " at step " +
-                                   std::to_string(step) + " (" + fault->detail + ")");
-          recovery_ = Recovery{};
-          recovery_.fault = *fault;
-          recovery_.detectedNs = now;
-        }
-        recovery_.stoppedNs = now;
-        int code = exitCodeOf(status);
-        if (!recover(*fault, diags, code))
-          return code;
-        continue;
-      }
+    int status = 0;
+    pid_t pid = session_.workerPid();
+    if (pid > 0 && ::waitpid(pid, &status, WNOHANG) == pid) {
+      if (std::optional<int> done = onWorkerExit(status, diags))
+        return *done;
+      continue;
     }
-    if (now >= nextHeartbeat_) {
-      heartbeatTick(now);
-      nextHeartbeat_ = now + heartbeatNs_;
-    }
-    if (control_ && control_->beats() != lastBeats_ && !pendingFault_) {
-      lastBeats_ = control_->beats();
-      lastBeatNs_ = now;
-    }
-    noteProgress(now);
-    handOverTick(now);
-    if (now >= nextWindow_) {
-      monitorTick(now);
-      nextWindow_ = now + windowNs_;
-    }
+    tick(monotonicNs());
   }
 }
 

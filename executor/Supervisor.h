@@ -18,6 +18,7 @@
 
 #include <csignal>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,12 +44,15 @@ constexpr int kWorkerExitIoError = 74;
 std::optional<Fault> classifyWorkerExit(int waitStatus);
 
 struct SupervisorOptions {
-  std::vector<std::string> command;
+  std::vector<std::string> command;  // empty: the contract holds resources only (no worker to supervise)
+  std::map<std::string, std::string> environment; // extra worker environment (the submitter's)
   uint32_t maxRestarts = 10;
   bool resumeAfterNodeLoss = false; // the first worker resumes: an executor before this one was lost
   // The node the re-checks of resized or moved plans run against (the live node, reloaded).
   std::function<std::optional<hal::Topology>(DiagnosticEngine &)> loadTopology;
   passes::RecheckOptions recheck;
+  // The other contracts admitted on the node (the agent's); re-checks admit against them.
+  std::function<passes::AdmittedSet()> admitted;
 };
 
 struct HistoryEntry {
@@ -67,7 +71,20 @@ public:
   // Returns the status for mscale-exec: the worker's, 128+signal, or 1 with an ERR_EXEC diagnostic.
   int run(const sigset_t &signals, DiagnosticEngine &diags);
 
+  // The same, driven by an event loop that supervises many (the agent): start(), then
+  // onWorkerExit() when waitpid reports the worker, and tick() whenever nextWakeNs() has come.
+  bool start(DiagnosticEngine &diags);
+  // Recovers when it should. The final status when supervision is over; nullopt while a new worker runs.
+  std::optional<int> onWorkerExit(int waitStatus, DiagnosticEngine &diags);
+  void tick(uint64_t nowNs);
+  uint64_t nextWakeNs(uint64_t nowNs) const;
+  void forwardSignal(int sig);
+  // A resize asked for by hand: `next` is this contract's plan compiled anew (another profile).
+  // Only GPU slices and the scaling policy may differ. False with `error` (nothing changed).
+  bool resizeTo(const plan::Plan &next, const std::string &why, std::string &error);
+
   const std::vector<HistoryEntry> &history() const { return history_; }
+  static uint64_t monotonicNs();
 
 private:
   struct SliceWatch;
@@ -80,6 +97,10 @@ private:
   bool recover(const Fault &fault, DiagnosticEngine &diags, int &status);
   bool moveOffLostGpu(unsigned gpu, DiagnosticEngine &diags);
   bool resize(size_t entry, unsigned toSlices, const std::string &why, uint64_t now);
+  // Re-check, diff, hand over: the common path of policy and manual resizes.
+  bool handOverTo(const plan::Plan &next, const std::string &head, const std::string &why, uint64_t now,
+                  std::string &error);
+  void resetControllers();
   void record(const std::string &kind, const std::string &text);
   void noteProgress(uint64_t now);
 
@@ -94,7 +115,7 @@ private:
   bool stopping_ = false;               // a forwarded signal: the worker's end is not a fault
   uint64_t heartbeatNs_, windowNs_;
   uint32_t misses_;
-  uint64_t nextHeartbeat_ = 0, nextWindow_ = 0;
+  uint64_t nextHeartbeat_ = UINT64_MAX, nextWindow_ = UINT64_MAX; // set by start()
   std::vector<SliceWatch> slices_;
   std::map<uint64_t, uint32_t> qpMisses_;      // missed heartbeats by QP group id (GPU slices: id | 1<<63)
   std::map<uint64_t, uint64_t> lastGood_;      // the same keys: when they last answered

@@ -116,9 +116,6 @@ def main():
                 else:
                     with open(control, "a") as c:
                         c.write("gpu %d fault lost\n" % gpu)
-                    gpu = (gpu + 1) % 4
-                    if gpu == 0:  # every GPU was lost once: heal them all
-                        pass
                 deadline = time.time() + 60
                 while len(recovered_lines(exec_log)) == before:
                     if time.time() > deadline or proc.poll() is not None:
@@ -126,7 +123,10 @@ def main():
                     time.sleep(0.002)
                 if fault == "gpu-lost":
                     with open(control, "w") as c:  # heal: the next trial loses the GPU now in use
-                        c.write("")
+                        c.write("".join("gpu %d fault none\n" % i for i in range(4)))
+                    with open(exec_log) as log:
+                        moves = [l for l in log if "moved off lost gpu" in l]
+                    gpu = int(re.search(r"\(gpu (\d+), \d+ slices\)$", moves[-1].strip()).group(1))
                 m = recovered_lines(exec_log)[before]
                 total = (stamp(m.group(1)) - t0) * 1000
                 parts = [float(x) for x in m.group(4, 5, 6, 7, 8)]

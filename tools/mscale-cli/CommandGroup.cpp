@@ -21,6 +21,7 @@ struct Diagnostics::Impl {
 Diagnostics::Diagnostics() : impl_(std::make_unique<Impl>()) {}
 Diagnostics::~Diagnostics() { impl_->engine.finish(); }
 DiagnosticEngine &Diagnostics::engine() { return impl_->engine; }
+llvm::SourceMgr &Diagnostics::sourceMgr() { return impl_->sm; }
 
 std::optional<hal::Topology> loadTopologyFromOptions(llvm::StringRef input, llvm::StringRef sysfsRoot,
                                                      llvm::StringRef node, DiagnosticEngine &diags) {

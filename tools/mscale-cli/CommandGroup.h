@@ -32,6 +32,7 @@ struct Diagnostics {
   Diagnostics();
   ~Diagnostics();
   DiagnosticEngine &engine();
+  llvm::SourceMgr &sourceMgr(); // where files the engine reports on are loaded (contracts, YAML)
 
 private:
   struct Impl;

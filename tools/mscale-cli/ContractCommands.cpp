@@ -7,7 +7,13 @@
 #include "bpf/Process.h"
 #include "bpf/TraceResults.h"
 #include "bpf/TraceSession.h"
+#include "compiler/Frontend.h"
 #include "executor/AgentClient.h"
+#include "hal/Loader.h"
+#include "ir/PlanFile.h"
+#include "passes/Lowering.h"
+#include "passes/PassManager.h"
+#include "passes/Resolve.h"
 
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/Path.h>
@@ -27,6 +33,14 @@ cl::opt<std::string> Socket("socket", cl::desc("The agent's socket (default: $MS
                                                "/run/mscale/agent.sock)"),
                             cl::sub(ContractCmd));
 cl::opt<std::string> Profile("profile", cl::desc("resize: the profile to resize to"), cl::sub(ContractCmd));
+cl::opt<std::string> ContractFile("contract",
+                                  cl::desc("resize: the contract file (default: the one the running plan was "
+                                           "compiled from)"),
+                                  cl::sub(ContractCmd));
+cl::list<std::string> IncludeDirs("I", cl::desc("resize: import search directory"), cl::Prefix, cl::sub(ContractCmd));
+cl::opt<std::string> TopologyArg("topology", cl::desc("resize: compile against this topology (default: live)"),
+                                 cl::init("live"), cl::sub(ContractCmd));
+cl::opt<std::string> StdlibDir("stdlib", cl::desc("resize: standard library directory"), cl::sub(ContractCmd));
 cl::opt<std::string> Duration("duration", cl::desc("trace: how long to trace (e.g. 500ms, 60s, 2min)"),
                               cl::init("60s"), cl::sub(ContractCmd));
 cl::opt<bool> Json("json", cl::desc("trace: print the results as JSON"), cl::sub(ContractCmd));
@@ -44,6 +58,44 @@ std::optional<std::chrono::nanoseconds> parseDuration(llvm::StringRef text) {
   if (unit == "min")
     return std::chrono::minutes(value);
   return std::nullopt;
+}
+
+std::string defaultStdlib() {
+  if (const char *env = std::getenv("MSCALE_STDLIB"))
+    return env;
+  return MSC_STDLIB_DIR;
+}
+
+// A resize to another profile: the contract compiled anew on it, against this node, as mscalec
+// would. The agent re-checks it against the other contracts it admitted and hands the slices over.
+std::optional<std::string> compileOnProfile(const agent::ContractStatus &status, cli::Diagnostics &diagnostics) {
+  DiagnosticEngine &diags = diagnostics.engine();
+  std::string source = ContractFile.empty() ? status.source_file() : std::string(ContractFile);
+  FrontendOptions fo;
+  fo.includeDirs = IncludeDirs;
+  fo.stdlibDir = StdlibDir.empty() ? defaultStdlib() : std::string(StdlibDir);
+  fo.profileOverride = Profile;
+  std::optional<ir::Module> module = compileContractFile(source, fo, diagnostics.sourceMgr(), diags);
+  if (!module)
+    return std::nullopt;
+  const ir::Contract *contract = nullptr;
+  for (const ir::Contract &c : module->contracts)
+    if (c.name == status.contract())
+      contract = &c;
+  if (!contract) {
+    diags.report(DiagCode::ERR_EXEC_019) << status.contract() << std::string(Profile)
+                                         << "'" + source + "' has no contract of that name (use --contract FILE)";
+    return std::nullopt;
+  }
+  std::optional<hal::Topology> node = hal::loadTopology(hal::TopologySource::fromArgument(TopologyArg), diags);
+  if (!node)
+    return std::nullopt;
+  passes::Placement placement = passes::place(*contract, &*node);
+  passes::AdmittedSet none; // the agent admits against the others
+  passes::PassContext ctx{*contract, &*node, none, diags, placement};
+  if (!passes::PassManager::defaultPipeline().run(ctx, {}))
+    return std::nullopt;
+  return plan::encodePlan(passes::lowerToPlan(*contract, placement, *node, MSC_VERSION));
 }
 
 // Traces the contract's processes through the cgroup the executor made for them.
@@ -98,8 +150,21 @@ int run() {
       req = exec::releaseRequest(Args[0]);
     else if (Profile.empty())
       return usage("'contract resize' needs --profile NAME");
-    else
+    else {
+      // First the running contract's source, then the new plan, then the resize itself.
+      std::optional<exec::AgentClient> client = exec::AgentClient::connect(socket, diags);
+      if (!client)
+        return 1;
+      std::optional<agent::Response> status = client->call(exec::statusRequest(Args[0]), diags);
+      if (!status || !status->ok())
+        return 1;
+      std::optional<std::string> planBytes = compileOnProfile(status->status(), diagnostics);
+      if (!planBytes)
+        return 1;
       req = exec::resizeRequest(Args[0], Profile);
+      req->mutable_resize()->set_plan(*planBytes);
+      req->mutable_resize()->set_plan_name(Args[0] + "@" + std::string(Profile));
+    }
   } else if (Action == "submit") {
     if (Args.empty())
       return usage("'contract submit' takes a plan file");

@@ -22,7 +22,7 @@ cl::opt<std::string> PlanPath(cl::Positional, cl::desc("<plan.msp>"), cl::Requir
 cl::list<std::string> Command(cl::ConsumeAfter, cl::desc("-- <worker command and arguments>"), cl::sub(RunCmd));
 cl::opt<std::string> Topology("topology", cl::desc("Re-check against this topology instead of the live node "
                                                     "(tests; the appliers still act on this node)"),
-                              cl::init("live"), cl::sub(RunCmd));
+                              cl::init("live"), cl::sub(RunCmd), cl::sub(ServeCmd));
 cl::opt<std::string> Inject("inject-failure", cl::desc("Test hook: make this applier fail (cpu, io, memory, gpu, rdma)"),
                             cl::sub(RunCmd));
 cl::opt<bool> Strict("strict-fingerprint", cl::desc("Refuse a plan whose topology fingerprint differs at all"),
@@ -59,6 +59,7 @@ int serve(exec::Logger &log) {
   exec::AgentOptions options;
   options.socketPath = Socket;
   options.metrics = Metrics;
+  options.topology = Topology;
   if (!Config.empty()) {
     std::optional<exec::NodeConfig> c = exec::readNodeConfig(Config, diags);
     if (!c)

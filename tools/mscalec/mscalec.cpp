@@ -60,6 +60,9 @@ cl::opt<std::string> passList("passes", cl::desc("Run only these passes, comma-s
                               cl::value_desc("a,b"), cl::cat(category));
 cl::list<std::string> printAfter("print-after", cl::desc("Print the placement after this pass ('all' for every pass)"),
                                  cl::value_desc("pass"), cl::CommaSeparated, cl::cat(category));
+cl::opt<std::string> profileOverride("profile",
+                                     cl::desc("Compile the contracts on this profile instead of the one they use"),
+                                     cl::value_desc("name"), cl::cat(category));
 cl::opt<bool> timePasses("time-passes", cl::desc("Report the time each pass took (stderr)"), cl::cat(category));
 cl::list<std::string> admittedPlans("admitted", cl::desc("Plans already admitted on the node (admission check)"),
                                     cl::value_desc("plan.msp"), cl::CommaSeparated, cl::cat(category));
@@ -169,6 +172,7 @@ int main(int argc, char **argv) {
   msc::FrontendOptions options;
   options.includeDirs = includeDirs;
   options.stdlibDir = stdlibDir.empty() ? defaultStdlib(argv[0]) : stdlibDir;
+  options.profileOverride = profileOverride;
 
   std::optional<msc::hal::Topology> topology;
   if (!topologyArg.empty()) {
