@@ -145,12 +145,16 @@ bool Supervisor::startWorker(DiagnosticEngine &diags, const std::string &restart
   return true;
 }
 
+std::string Supervisor::stepText() const {
+  uint64_t step = control_ ? control_->step() : 0;
+  return step == mscale::worker::kStepRestoring ? std::string("restore") : "step " + std::to_string(step);
+}
+
 void Supervisor::raise(Fault fault, uint64_t now) {
   if (pendingFault_ || session_.workerPid() <= 0)
     return;
-  uint64_t step = control_ ? control_->step() : 0;
-  log_.error(session_.contract(), std::string("fault ") + faultClassName(fault.kind) + " at step " +
-                                      std::to_string(step) + " (" + fault.detail + "); stopping the worker");
+  log_.error(session_.contract(), std::string("fault ") + faultClassName(fault.kind) + " at " + stepText() + " (" +
+                                      fault.detail + "); stopping the worker");
   recovery_ = Recovery{};
   recovery_.fault = fault;
   recovery_.detectedNs = now;
@@ -214,6 +218,8 @@ void Supervisor::noteProgress(uint64_t now) {
   if (!recovery_.active || !control_ || control_->beats() == 0)
     return;
   uint64_t step = control_->step();
+  if (step == mscale::worker::kStepRestoring)
+    return; // beating while it restores: progress, but not restored yet
   if (!recovery_.restoredNs) {
     recovery_.restoredNs = now;
     recovery_.restoredStep = step;
@@ -458,8 +464,7 @@ bool Supervisor::moveOffLostGpu(unsigned lost, DiagnosticEngine &diags) {
 
 bool Supervisor::recover(const Fault &fault, DiagnosticEngine &diags, int &status) {
   const std::string &contract = session_.contract();
-  uint64_t step = control_ ? control_->step() : 0;
-  std::string what = std::string(faultClassName(fault.kind)) + " at step " + std::to_string(step);
+  std::string what = std::string(faultClassName(fault.kind)) + " at " + stepText();
   record("fault", what + " (" + fault.detail + ")");
   if (!recoverable_) {
     log_.error(contract, "fault " + what + " (" + fault.detail +
@@ -589,9 +594,8 @@ std::optional<int> Supervisor::onWorkerExit(int status, DiagnosticEngine &diags)
     return 1;
   }
   if (!ours) {
-    uint64_t step = control_ ? control_->step() : 0;
-    log_.error(contract, std::string("fault ") + faultClassName(fault->kind) + " at step " + std::to_string(step) +
-                             " (" + fault->detail + ")");
+    log_.error(contract, std::string("fault ") + faultClassName(fault->kind) + " at " + stepText() + " (" +
+                             fault->detail + ")");
     recovery_ = Recovery{};
     recovery_.fault = *fault;
     recovery_.detectedNs = now;

@@ -102,6 +102,7 @@ private:
                   std::string &error);
   void resetControllers();
   void record(const std::string &kind, const std::string &text);
+  std::string stepText() const; // "step 64", or "restore" while the worker restores
   void noteProgress(uint64_t now);
 
   Session &session_;

@@ -136,8 +136,11 @@ inline ControlPage *controlPage() {
   return page;
 }
 
+// `step` while a worker restores its snapshot and does not know its step yet.
+constexpr uint64_t kStepRestoring = ~uint64_t(0);
+
 // Called at least once per heartbeat interval while the worker makes progress (e.g. every step);
-// `step` is the last completed step. No-op without a control page.
+// `step` is the last completed step, or kStepRestoring. No-op without a control page.
 inline void heartbeat(uint64_t step) {
   if (ControlPage *c = controlPage()) {
     c->step.store(step, std::memory_order_relaxed);

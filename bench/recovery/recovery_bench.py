@@ -5,6 +5,10 @@ in the same run as the baseline, a checkpoint restart: the executor and worker b
 `mscale-exec run --resume` that applies the plan and restores from the disk tier.
 
 usage: recovery_bench.py --build BUILD --topology FIXTURE.xml [--trials 20] [--state-mib 0]
+                         [--heartbeat-ms 200] [--drop-caches]
+--heartbeat-ms sets the plan's heartbeat (200 ms is the stdlib's; detection of a lost GPU or a hung
+worker takes 3 of them). --drop-caches empties the page cache before each checkpoint restart, so the
+baseline reads its snapshot from the device as a restart on another node would.
 Prints one line per trial and a summary table (median, P95) in Markdown.
 """
 import argparse
@@ -67,6 +71,8 @@ def main():
     ap.add_argument("--trials", type=int, default=20)
     ap.add_argument("--state-mib", type=int, default=0)
     ap.add_argument("--every", type=int, default=20)
+    ap.add_argument("--heartbeat-ms", type=int, default=200)
+    ap.add_argument("--drop-caches", action="store_true")
     a = ap.parse_args()
     sys.stdout.reconfigure(line_buffering=True)
     bin_dir = os.path.join(a.build, "bin")
@@ -74,7 +80,10 @@ def main():
     work = tempfile.mkdtemp(prefix="msc-recovery-bench-")
     try:
         plan = os.path.join(work, "p.msp")
-        subprocess.run([exe("mscalec"), "--topology", a.topology, "-o", plan, CONTRACT], check=True,
+        contract = os.path.join(work, "recovery.msc")
+        with open(CONTRACT) as src, open(contract, "w") as dst:
+            dst.write(src.read().replace("heartbeat = 50ms", "heartbeat = %dms" % a.heartbeat_ms))
+        subprocess.run([exe("mscalec"), "--topology", a.topology, "-o", plan, contract], check=True,
                        stderr=subprocess.DEVNULL)
         data = os.path.join(work, "data")
         subprocess.run([exe("mscale-train-sim"), "--gen-data", data, "--samples", "2400", "--files", "8"], check=True)
@@ -140,6 +149,9 @@ def main():
             t0 = time.time()
             proc.kill()
             proc.wait()
+            if a.drop_caches:
+                with open("/proc/sys/vm/drop_caches", "w") as dc:
+                    dc.write("3\n")
             proc = start(resume=True)
             deadline = time.time() + 120
             done = None
@@ -160,7 +172,8 @@ def main():
         proc.send_signal(signal.SIGTERM)
         proc.wait()
 
-        print("\n| fault (state %d MiB) | trials | median ms | P95 ms | median restore ms |" % a.state_mib)
+        print("\n| fault (state %d MiB, heartbeat %d ms) | trials | median ms | P95 ms | median restore ms |" %
+              (a.state_mib, a.heartbeat_ms))
         print("|---|---|---|---|---|")
         for fault, rows in results.items():
             totals = [r[0] for r in rows]

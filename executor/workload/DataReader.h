@@ -6,7 +6,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
+
+struct io_uring;
 
 namespace msc::workload {
 
@@ -23,6 +26,22 @@ public:
   int64_t read(const std::string &path, uint64_t offset, void *buf, size_t size) override;
 
 private:
+  std::map<std::string, int> fds_;
+};
+
+// Reads through io_uring: each request is one read submission and its completion (the loader asks
+// for one record at a time and needs it before it knows the next offset, so there is never more
+// than one in flight). Files stay open for the reader's life.
+class UringReader : public DataReader {
+public:
+  // nullptr with `error` when the kernel refuses io_uring (the caller falls back to PreadReader).
+  static std::unique_ptr<UringReader> create(unsigned depth, std::string &error);
+  ~UringReader() override;
+  int64_t read(const std::string &path, uint64_t offset, void *buf, size_t size) override;
+
+private:
+  UringReader() = default;
+  std::unique_ptr<io_uring> ring_;
   std::map<std::string, int> fds_;
 };
 

@@ -192,8 +192,16 @@ int runTrainer(const TrainerOptions &o) {
     }
   }
 
-  PreadReader pread; // the executor's io_uring reader replaces this (see DataReader.h)
-  FaultInjectingReader reader(pread);
+  // Data reads go through io_uring; pread only where the kernel refuses it (said once on stderr).
+  PreadReader pread;
+  std::unique_ptr<UringReader> uring;
+  if (o.reader == "io_uring") {
+    std::string why;
+    uring = UringReader::create(8, why);
+    if (!uring)
+      std::fprintf(stderr, "mscale-train-sim: io_uring unavailable (%s); reading with pread\n", why.c_str());
+  }
+  FaultInjectingReader reader(uring ? static_cast<DataReader &>(*uring) : pread);
   Loader loader(files, o.seed, reader);
   Model model;
   uint64_t initRng = o.seed * 7919 + 1;
@@ -212,7 +220,7 @@ int runTrainer(const TrainerOptions &o) {
     log.line("# restart after fault " + o.restartReason);
   if (store) {
     snapshot::Restored r;
-    std::optional<BeatWhileBusy> busy(std::in_place, 0);
+    std::optional<BeatWhileBusy> busy(std::in_place, mscale::worker::kStepRestoring);
     Status s = store->restoreLatest(r, [&](const std::string &name, snapshot::BlobKind, uint64_t size) -> void * {
       if (name == "model.params" && size == model.params.size() * sizeof(float))
         return model.params.data();

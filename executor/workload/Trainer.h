@@ -27,6 +27,7 @@ struct TrainerOptions {
   uint64_t stateMiB = 0;     // an extra optimizer-like blob, to make snapshots heavier (benchmarks)
   bool quiet = false;
   std::string restartReason; // why this attempt is a restart (logged with the resume line)
+  std::string reader = "io_uring"; // or "pread"
 };
 
 // Exit statuses of the worker; the supervisor maps them to fault classes.

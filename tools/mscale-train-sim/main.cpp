@@ -31,6 +31,7 @@ const char *kUsage =
     "                         (each fault as K@A fires only in attempt A: MSCALE_ATTEMPT, set by mscale-exec)\n"
     "  --step-delay-ms N      sleep after each step (lets a supervisor kill mid-run)\n"
     "  --state-mib N          add an N MiB optimizer blob to every snapshot (benchmarks)\n"
+    "  --reader io_uring|pread  how data files are read (default io_uring)\n"
     "  --quiet                no progress on stderr\n"
     "Under mscale-exec: MSCALE_SNAPSHOT_DIR/_EVERY/_KEEP/_MEMFD (from the plan) stand in for the snapshot\n"
     "options not given; MSCALE_RESUME=1 means --resume; heartbeats go to the control page.\n";
@@ -130,6 +131,8 @@ int main(int argc, char **argv) {
       ok = num(n), o.stepDelayMs = static_cast<uint32_t>(n);
     } else if (a == "--state-mib") {
       ok = num(o.stateMiB);
+    } else if (a == "--reader") {
+      ok = value(v) && (std::string(v) == "io_uring" || std::string(v) == "pread"), o.reader = v ? v : "";
     } else if (a == "--quiet") {
       o.quiet = true;
     } else {

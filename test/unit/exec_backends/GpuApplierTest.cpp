@@ -143,3 +143,79 @@ TEST(GpuApplier, OverTheCudaBackend) {
 }
 
 } // namespace
+
+// Hand-over (resizes and moves off a lost GPU): the new slice exists before the old one goes.
+TEST(GpuApplier, HandOverCreatesTheNewSliceFirstAndKeepsTheOldUntilRetired) {
+  auto backend = sim("2x132sm:80g");
+  ApplyFixture f;
+  *f.plan.add_gpu_slices() = gpuSlice(0, 32, 0, "trainer");
+  auto applier = createGpuApplier(*backend);
+  auto ctx = f.context();
+  ASSERT_TRUE(applier->apply(ctx));
+  SliceId old = (*appliedGpuSlices(*applier))[0].id;
+
+  plan::Plan next = f.plan;
+  next.mutable_gpu_slices(0)->set_sm_count(64);
+  next.mutable_gpu_slices(0)->set_slices(2);
+  ApplyContext nextCtx{next, "c-test", ctx.log, f.diags, f.worker, nullptr};
+  std::vector<SliceId> retiring;
+  std::vector<std::string> changes;
+  std::string error;
+  ASSERT_TRUE(replaceGpuSlices(*applier, nextCtx, retiring, changes, error)) << error;
+  ASSERT_EQ(retiring, std::vector<SliceId>{old});
+  EXPECT_EQ(backend->liveSlices(), 2u); // both, until the worker has moved
+  SliceId now = (*appliedGpuSlices(*applier))[0].id;
+  EXPECT_NE(now, old);
+  EXPECT_EQ(backend->sliceSms(now), 64u);
+  EXPECT_EQ(f.env("MSCALE_GPU_SLICES"), "trainer@0:64:0:0");
+  retireGpuSlices(*applier, retiring);
+  EXPECT_EQ(backend->liveSlices(), 1u);
+  applier->rollback(ctx);
+  EXPECT_EQ(backend->liveSlices(), 0u);
+}
+
+TEST(GpuApplier, HandOverWithoutRoomForBothResizesInPlace) {
+  auto backend = sim("1x132sm:80g");
+  ApplyFixture f;
+  *f.plan.add_gpu_slices() = gpuSlice(0, 80, 0, "trainer");
+  auto applier = createGpuApplier(*backend);
+  auto ctx = f.context();
+  ASSERT_TRUE(applier->apply(ctx));
+  SliceId id = (*appliedGpuSlices(*applier))[0].id;
+  plan::Plan next = f.plan;
+  next.mutable_gpu_slices(0)->set_sm_count(112); // 80 + 112 > 132: no room for both
+  ApplyContext nextCtx{next, "c-test", ctx.log, f.diags, f.worker, nullptr};
+  std::vector<SliceId> retiring;
+  std::vector<std::string> changes;
+  std::string error;
+  ASSERT_TRUE(replaceGpuSlices(*applier, nextCtx, retiring, changes, error)) << error;
+  EXPECT_TRUE(retiring.empty());
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_NE(changes[0].find("resized in place"), std::string::npos) << changes[0];
+  EXPECT_EQ(backend->sliceSms(id), 112u);
+  applier->rollback(ctx);
+}
+
+TEST(GpuApplier, FailedHandOverChangesNothing) {
+  auto backend = sim("2x132sm:80g");
+  ApplyFixture f;
+  *f.plan.add_gpu_slices() = gpuSlice(0, 32, 0, "trainer");
+  *f.plan.add_gpu_slices() = gpuSlice(1, 32, 0, "decoder");
+  auto applier = createGpuApplier(*backend);
+  auto ctx = f.context();
+  ASSERT_TRUE(applier->apply(ctx));
+  std::string slicesBefore = f.env("MSCALE_GPU_SLICES");
+  plan::Plan next = f.plan;
+  next.mutable_gpu_slices(0)->set_sm_count(64);   // fits
+  next.mutable_gpu_slices(1)->set_sm_count(400);  // cannot fit anywhere
+  ApplyContext nextCtx{next, "c-test", ctx.log, f.diags, f.worker, nullptr};
+  std::vector<SliceId> retiring;
+  std::vector<std::string> changes;
+  std::string error;
+  EXPECT_FALSE(replaceGpuSlices(*applier, nextCtx, retiring, changes, error));
+  EXPECT_NE(error.find("slice 1 role 'decoder' on gpu 1"), std::string::npos) << error;
+  EXPECT_EQ(backend->liveSlices(), 2u); // the first entry's new slice was destroyed again
+  EXPECT_EQ(backend->sliceSms((*appliedGpuSlices(*applier))[0].id), 32u);
+  EXPECT_EQ(f.env("MSCALE_GPU_SLICES"), slicesBefore);
+  applier->rollback(ctx);
+}

@@ -192,3 +192,54 @@ TEST(RdmaApplier, PortDownFailsOverOrFails) {
 }
 
 } // namespace
+
+TEST(RdmaApplier, LowerCaseLinkLayerOfThePlanMatches) {
+  // Plans carry the contract's spelling ("infiniband"); ports report "InfiniBand".
+  auto b = twoNics();
+  std::string error;
+  plan::RdmaSetting s = setting();
+  s.set_link_layer("infiniband");
+  EXPECT_TRUE(b->createQueuePairs(s, error)) << error;
+}
+
+TEST(RdmaApplier, FaultRecoveryFailsOverOnlyTheGroupsWhosePortIsDown) {
+  auto b = twoNics();
+  ApplyFixture f;
+  *f.plan.add_rdma() = setting();
+  auto applier = createRdmaApplier(*b);
+  auto ctx = f.context();
+  ASSERT_TRUE(applier->apply(ctx));
+  std::vector<std::string> moved;
+  std::string error;
+  ASSERT_TRUE(failOverDownPorts(*applier, ctx, moved, error)) << error;
+  EXPECT_TRUE(moved.empty()); // every port is up: nothing moves
+  b->setPortState("mlx5_0", 1, false);
+  ASSERT_TRUE(failOverDownPorts(*applier, ctx, moved, error)) << error;
+  ASSERT_EQ(moved.size(), 1u);
+  EXPECT_EQ(moved[0], "role 'allreduce': 'mlx5_0' port 1 -> 'mlx5_1' port 1");
+  EXPECT_EQ(f.env("MSCALE_RDMA"), "allreduce@mlx5_1:1:4:128");
+  // The failover port goes down too: nowhere left to go.
+  b->setPortState("mlx5_1", 1, false);
+  moved.clear();
+  EXPECT_FALSE(failOverDownPorts(*applier, ctx, moved, error));
+  EXPECT_EQ(error, "role 'allreduce': the failover port 'mlx5_1' port 1 is down too");
+  applier->rollback(ctx);
+}
+
+TEST(RdmaApplier, FaultRecoveryWithoutAFailoverPortSaysSo) {
+  auto b = twoNics();
+  ApplyFixture f;
+  plan::RdmaSetting s = setting();
+  s.clear_failover_device();
+  s.set_failover_port(0);
+  *f.plan.add_rdma() = s;
+  auto applier = createRdmaApplier(*b);
+  auto ctx = f.context();
+  ASSERT_TRUE(applier->apply(ctx));
+  b->setPortState("mlx5_0", 1, false);
+  std::vector<std::string> moved;
+  std::string error;
+  EXPECT_FALSE(failOverDownPorts(*applier, ctx, moved, error));
+  EXPECT_EQ(error, "role 'allreduce' on 'mlx5_0' port 1: the plan names no failover port");
+  applier->rollback(ctx);
+}
