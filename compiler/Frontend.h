@@ -24,6 +24,7 @@ struct FrontendOptions {
   // Compile every contract on this profile instead of the one it names ('uses profile X'): what a
   // resize to another profile (`mscale-cli contract resize --profile`, `mscalec --profile`) needs.
   std::string profileOverride;
+  std::string profileOverrideContract; // only this contract (empty: every contract of the file)
 };
 
 // Everything the frontend read: the files (main file first) and their ASTs.
@@ -40,7 +41,7 @@ std::unique_ptr<SourceSet> loadSources(llvm::StringRef path, const FrontendOptio
 // Type-checks the ASTs and resolves profiles into an IR module. Contracts come from the main
 // file only; profiles from every file. Returns nullopt if any error was reported.
 std::optional<ir::Module> buildModule(const SourceSet &sources, DiagnosticEngine &diags,
-                                      llvm::StringRef profileOverride = {});
+                                      llvm::StringRef profileOverride = {}, llvm::StringRef onlyContract = {});
 
 // loadSources + buildModule + ir::verify.
 std::optional<ir::Module> compileContractFile(llvm::StringRef path, const FrontendOptions &options,

@@ -611,8 +611,9 @@ const llvm::StringRef kSections[] = {"io_topology", "fault_tolerance", "scaling"
 
 class IRGen {
 public:
-  IRGen(const SourceSet &sources, DiagnosticEngine &diags, std::string profileOverride)
-      : sources_(sources), diags_(diags), conv_(diags), profileOverride_(std::move(profileOverride)) {}
+  IRGen(const SourceSet &sources, DiagnosticEngine &diags, std::string profileOverride, std::string onlyContract)
+      : sources_(sources), diags_(diags), conv_(diags), profileOverride_(std::move(profileOverride)),
+        overrideContract_(std::move(onlyContract)) {}
 
   std::optional<ir::Module> run();
 
@@ -637,6 +638,7 @@ private:
   DiagnosticEngine &diags_;
   ValueConverter conv_;
   std::string profileOverride_; // FrontendOptions::profileOverride
+  std::string overrideContract_; // FrontendOptions::profileOverrideContract
   std::vector<Decl> profiles_, contracts_;
   llvm::StringMap<size_t> profileIndex_;
   std::map<std::string, ir::Body> resolved_;
@@ -856,7 +858,8 @@ std::optional<ir::Module> IRGen::run() {
     ir::Contract contract;
     contract.name = c.ast->name;
     // A resize on another profile compiles the same contract on top of it.
-    const std::string &baseName = profileOverride_.empty() ? c.ast->base : profileOverride_;
+    bool overridden = !profileOverride_.empty() && (overrideContract_.empty() || overrideContract_ == c.ast->name);
+    const std::string &baseName = overridden ? profileOverride_ : c.ast->base;
     contract.profile = baseName;
     contract.nameRange = c.ast->nameRange;
     contract.sourceFile = mainFile;
@@ -900,8 +903,8 @@ std::optional<ir::Module> IRGen::run() {
 } // namespace
 
 std::optional<ir::Module> buildModule(const SourceSet &sources, DiagnosticEngine &diags,
-                                      llvm::StringRef profileOverride) {
-  return IRGen(sources, diags, profileOverride.str()).run();
+                                      llvm::StringRef profileOverride, llvm::StringRef onlyContract) {
+  return IRGen(sources, diags, profileOverride.str(), onlyContract.str()).run();
 }
 
 } // namespace msc

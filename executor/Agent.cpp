@@ -61,8 +61,11 @@ Agent::Agent(AgentOptions options, Logger &log) : options_(std::move(options)), 
 Agent::~Agent() {
   CollectingConsumer sink;
   DiagnosticEngine diags(nullptr, sink);
-  for (auto &[name, c] : contracts_)
+  for (auto &[name, c] : contracts_) {
+    if (c->supervisor)
+      c->supervisor->shutdown();
     c->session->release(diags);
+  }
   for (auto &[fd, c] : connections_)
     ::close(fd);
   for (int fd : {listenFd_, metricsFd_, wakeRead_, wakeWrite_})
@@ -428,7 +431,11 @@ agent::ContractStatus Agent::statusOf(const Contract &c) const {
     }
   s.set_io_wait_ratio(session.ioWaitRatio());
   s.set_cgroup(session.cgroupV2());
-  for (const Session::GpuSample &g : session.gpuSamples()) {
+  // The monitor's samples: sampling here would move the backend's windows under the monitor.
+  std::vector<Session::GpuSample> samples = c.supervisor ? c.supervisor->lastSamples() : std::vector<Session::GpuSample>{};
+  if (samples.empty() && session.workerPid() <= 0)
+    samples = session.gpuSamples();
+  for (const Session::GpuSample &g : samples) {
     agent::GpuUtilisation *u = s.add_gpus();
     u->set_role(g.role);
     u->set_backend(g.backend);
@@ -508,6 +515,15 @@ std::unique_ptr<Supervisor> Agent::makeSupervisor(Session &session, std::vector<
       if (n != self)
         others.holdings.push_back(passes::holdingFromPlan(c->session->plan()));
     return others;
+  };
+  o.planChanged = [this, self](const plan::Plan &) {
+    auto it = contracts_.find(self);
+    if (it == contracts_.end())
+      return; // not admitted yet (cannot happen before submit ends) or released
+    LogDiagnosticPrinter printer(log_);
+    printer.setContract(self);
+    DiagnosticEngine diags(nullptr, printer);
+    persist(*it->second, diags); // a restarted agent re-applies the plan as it is now
   };
   return std::make_unique<Supervisor>(session, log_, std::move(o));
 }
@@ -595,6 +611,7 @@ agent::Response Agent::handle(const agent::Request &request, const PeerCredentia
     if (Contract *c = find(request.release().contract())) {
       std::string name = request.release().contract();
       log_.info(name, "release requested by " + who);
+      c->supervisor->shutdown();
       c->session->release(diags);
       if (!options_.config.stateDir.empty())
         ::unlink((options_.config.stateDir + "/" + name + ".msp").c_str());

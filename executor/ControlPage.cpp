@@ -35,9 +35,13 @@ ControlPageHost::~ControlPageHost() {
 }
 
 uint64_t ControlPageHost::publishSlices(const std::string &slices) {
-  size_t n = std::min(slices.size(), sizeof page_->slices - 1);
-  std::memcpy(page_->slices, slices.data(), n);
-  page_->slices[n] = 0;
+  if (slices.size() >= sizeof page_->slices)
+    return 0;
+  page_->slicesSeq.fetch_add(1, std::memory_order_acq_rel); // odd: readers retry
+  std::atomic_thread_fence(std::memory_order_release);
+  std::memcpy(page_->slices, slices.data(), slices.size());
+  page_->slices[slices.size()] = 0;
+  page_->slicesSeq.fetch_add(1, std::memory_order_release); // even again
   return page_->sliceGeneration.fetch_add(1, std::memory_order_acq_rel) + 1;
 }
 

@@ -22,7 +22,7 @@ public:
   int fd() const { return fd_; }
   uint64_t beats() const { return page_->beats.load(std::memory_order_acquire); }
   uint64_t step() const { return page_->step.load(std::memory_order_relaxed); }
-  // Publishes a slice hand-over; returns its generation.
+  // Publishes a slice hand-over; returns its generation, 0 when the text does not fit the page.
   uint64_t publishSlices(const std::string &slices);
   bool acknowledged(uint64_t generation) const {
     return page_->ackGeneration.load(std::memory_order_acquire) >= generation;

@@ -328,6 +328,7 @@ pid_t spawnGated(const std::vector<std::string> &argv, const WorkerEnvironment &
     error = "pipe: " + errnoText(errno);
     return -1;
   }
+  pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     error = "fork: " + errnoText(errno);
@@ -349,6 +350,9 @@ pid_t spawnGated(const std::vector<std::string> &argv, const WorkerEnvironment &
         ::signal(sig, SIG_DFL);
     // A worker must not outlive its executor: its resources are released when the executor ends.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent)
+      ::_exit(127); // the executor died before the line above
+
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);

@@ -54,11 +54,16 @@ uint64_t Supervisor::monotonicNs() {
 
 namespace {
 
+constexpr uint64_t kRecoveryTimingLimitNs = 60'000'000'000;
+
 std::string ms(uint64_t ns) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f ms", double(ns) / 1e6);
   return buf;
 }
+
+// Plan durations have no upper bound: a wrapped sum would put the next wake-up in the past.
+uint64_t after(uint64_t now, uint64_t delta) { return delta > UINT64_MAX - now ? UINT64_MAX : now + delta; }
 
 int exitCodeOf(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
 
@@ -94,6 +99,13 @@ Supervisor::Supervisor(Session &session, Logger &log, SupervisorOptions options)
   resetControllers();
 }
 
+std::vector<Session::GpuSample> Supervisor::lastSamples() const {
+  std::vector<Session::GpuSample> out;
+  for (auto &[entry, sample] : lastSamples_)
+    out.push_back(sample);
+  return out;
+}
+
 void Supervisor::resetControllers() {
   const plan::Plan &p = session_.plan();
   windowNs_ = p.scaling().window_ns() ? p.scaling().window_ns() : 10'000'000'000;
@@ -104,8 +116,16 @@ void Supervisor::resetControllers() {
 }
 
 Supervisor::~Supervisor() {
+  shutdown();
   if (memoryTierFd_ >= 0)
     ::close(memoryTierFd_);
+}
+
+void Supervisor::shutdown() {
+  if (!handOver_.active)
+    return;
+  session_.retireGpuSlices(handOver_.retiring);
+  handOver_ = {};
 }
 
 void Supervisor::record(const std::string &kind, const std::string &text) {
@@ -143,6 +163,10 @@ bool Supervisor::startWorker(DiagnosticEngine &diags, const std::string &restart
   lastBeats_ = 0;
   lastBeatNs_ = monotonicNs();
   return true;
+}
+
+uint64_t Supervisor::hangAfterNs() const {
+  return heartbeatNs_ > UINT64_MAX / misses_ ? UINT64_MAX : uint64_t(misses_) * heartbeatNs_;
 }
 
 std::string Supervisor::stepText() const {
@@ -208,13 +232,20 @@ void Supervisor::heartbeatTick(uint64_t now) {
     if (beats != lastBeats_) {
       lastBeats_ = beats;
       lastBeatNs_ = now;
-    } else if (beats > 0 && now - lastBeatNs_ >= uint64_t(misses_) * heartbeatNs_) {
+      everBeat_ = true;
+    } else if (beats > 0 && now - lastBeatNs_ >= hangAfterNs()) {
       raise({FaultClass::WorkerHung, "no worker heartbeat for " + ms(now - lastBeatNs_) + ", " + period}, now);
     }
   }
 }
 
 void Supervisor::noteProgress(uint64_t now) {
+  if (recovery_.active && now - recovery_.startedNs > kRecoveryTimingLimitNs) {
+    log_.warn(session_.contract(), std::string("recovery from ") + faultClassName(recovery_.fault.kind) +
+                                       ": the worker reported no completed step within " +
+                                       ms(kRecoveryTimingLimitNs) + "; not timing it further");
+    recovery_.active = false;
+  }
   if (!recovery_.active || !control_ || control_->beats() == 0)
     return;
   uint64_t step = control_->step();
@@ -254,6 +285,7 @@ void Supervisor::monitorTick(uint64_t now) {
       continue;
     const plan::GpuSlice &entry = session_.plan().gpu_slices(int(w.entry));
     WindowSample ws{now, s->tflops, s->memoryBytes, s->utilisation, s->temperatureMilliC, std::max(1u, entry.slices())};
+    lastSamples_[w.entry] = {entry.role(), gpu->name().str(), *s};
     ResizeDecision d = w.controller.observe(ws);
     char line[256];
     std::snprintf(line, sizeof line,
@@ -319,6 +351,8 @@ bool Supervisor::resizeTo(const plan::Plan &next, const std::string &why, std::s
   resetControllers(); // the new profile's policy, starting with its cool-down
   for (SliceWatch &w : slices_)
     w.controller.manual(now);
+  if (nextWindow_ != UINT64_MAX)
+    nextWindow_ = after(now, windowNs_);
   return true;
 }
 
@@ -362,14 +396,18 @@ bool Supervisor::handOverTo(const plan::Plan &next, const std::string &head, con
   for (const std::string &c : changes)
     log_.info(session_.contract(), "hand-over: " + c);
   record("resize", head + " (" + why + ")" + (summary.empty() ? "" : " [" + summary + "]"));
+  if (options_.planChanged)
+    options_.planChanged(session_.plan());
   handOver_ = {};
   handOver_.active = true;
   handOver_.retiring = std::move(retiring);
-  handOver_.deadlineNs = now + std::max<uint64_t>(2 * windowNs_, 2'000'000'000);
+  handOver_.deadlineNs = after(now, std::max<uint64_t>(after(windowNs_, windowNs_), 2'000'000'000));
   if (control_) {
     auto it = session_.environment().variables.find("MSCALE_GPU_SLICES");
     handOver_.generation =
         control_->publishSlices(it == session_.environment().variables.end() ? std::string() : it->second);
+    if (!handOver_.generation)
+      log_.warn(session_.contract(), "the new MSCALE_GPU_SLICES does not fit the control page; the worker is not told");
   }
   return true;
 }
@@ -377,8 +415,9 @@ bool Supervisor::handOverTo(const plan::Plan &next, const std::string &head, con
 void Supervisor::handOverTick(uint64_t now) {
   if (!handOver_.active)
     return;
-  bool acked = control_ && control_->acknowledged(handOver_.generation);
-  bool silent = !control_ || lastBeats_ == 0; // a worker that never beats never acknowledges either
+  bool acked = control_ && handOver_.generation && control_->acknowledged(handOver_.generation);
+  // Workers that never beat never acknowledge either; a restarted one that has not beaten yet will.
+  bool silent = !control_ || !everBeat_;
   bool workerGone = session_.workerPid() <= 0;
   if (!acked && !silent && !workerGone && now < handOver_.deadlineNs)
     return;
@@ -455,6 +494,8 @@ bool Supervisor::moveOffLostGpu(unsigned lost, DiagnosticEngine &diags) {
     session_.retireGpuSlices(retiring); // the worker is stopped: nothing runs on them
     for (const std::string &line : changes)
       log_.info(session_.contract(), "moved off lost gpu " + std::to_string(lost) + ": " + line);
+    if (options_.planChanged)
+      options_.planChanged(session_.plan());
     return true;
   }
   diags.report(DiagCode::ERR_EXEC_024) << role << lost
@@ -529,15 +570,17 @@ bool Supervisor::start(DiagnosticEngine &diags) {
   if (!startWorker(diags, options_.resumeAfterNodeLoss ? "node-lost" : ""))
     return false;
   uint64_t now = monotonicNs();
-  nextHeartbeat_ = now + heartbeatNs_;
-  nextWindow_ = session_.gpuBackend() && !slices_.empty() ? now + windowNs_ : UINT64_MAX;
+  nextHeartbeat_ = after(now, heartbeatNs_);
+  nextWindow_ = session_.gpuBackend() && !slices_.empty() ? after(now, windowNs_) : UINT64_MAX;
   return true;
 }
 
 uint64_t Supervisor::nextWakeNs(uint64_t now) const {
   uint64_t wake = std::min(nextHeartbeat_, nextWindow_);
-  if (handOver_.active || recovery_.active)
-    wake = std::min(wake, now + 1'000'000); // hand-over and resume are timed to the millisecond
+  // Hand-over and resume are timed to the millisecond, while a worker runs to report them.
+  bool timing = recovery_.active && session_.workerPid() > 0 && control_ && control_->beats() > 0;
+  if ((handOver_.active && session_.workerPid() > 0) || timing)
+    wake = std::min(wake, after(now, 1'000'000));
   return wake;
 }
 
@@ -553,17 +596,18 @@ void Supervisor::forwardSignal(int sig) {
 void Supervisor::tick(uint64_t now) {
   if (now >= nextHeartbeat_) {
     heartbeatTick(now);
-    nextHeartbeat_ = now + heartbeatNs_;
+    nextHeartbeat_ = after(now, heartbeatNs_);
   }
   if (control_ && control_->beats() != lastBeats_ && !pendingFault_) {
     lastBeats_ = control_->beats();
     lastBeatNs_ = now;
+    everBeat_ = true;
   }
   noteProgress(now);
   handOverTick(now);
   if (now >= nextWindow_) {
     monitorTick(now);
-    nextWindow_ = now + windowNs_;
+    nextWindow_ = after(now, windowNs_);
   }
 }
 
@@ -577,10 +621,12 @@ std::optional<int> Supervisor::onWorkerExit(int status, DiagnosticEngine &diags)
                                              : std::string(" killed by ") + strsignal(WTERMSIG(status))));
   if (handOver_.active)
     handOverTick(now);
-  std::optional<Fault> fault = pendingFault_ ? pendingFault_ : classifyWorkerExit(status);
-  bool ours = pendingFault_.has_value();
+  bool completed = WIFEXITED(status) && WEXITSTATUS(status) == 0; // even if a fault was raised meanwhile
+  std::optional<Fault> fault = completed ? std::nullopt : pendingFault_ ? pendingFault_ : classifyWorkerExit(status);
+  bool ours = pendingFault_.has_value() && !completed;
   pendingFault_.reset();
   if (stopping_ || !fault) {
+    recovery_.active = false;
     if (!fault)
       log_.info(contract, "worker completed" +
                               (restarts_ ? " after " + std::to_string(restarts_) + " restart(s)" : std::string()));
@@ -591,6 +637,7 @@ std::optional<int> Supervisor::onWorkerExit(int status, DiagnosticEngine &diags)
     diags.report(DiagCode::ERR_EXEC_022)
         << contract << "it exited with status 3: no valid snapshot in any tier (see the worker's message)";
     record("gave-up", "no valid snapshot");
+    recovery_.active = false;
     return 1;
   }
   if (!ours) {
@@ -602,8 +649,10 @@ std::optional<int> Supervisor::onWorkerExit(int status, DiagnosticEngine &diags)
   }
   recovery_.stoppedNs = now;
   int code = exitCodeOf(status);
-  if (!recover(*fault, diags, code))
+  if (!recover(*fault, diags, code)) {
+    recovery_.active = false;
     return code;
+  }
   return std::nullopt;
 }
 

@@ -53,6 +53,8 @@ struct SupervisorOptions {
   passes::RecheckOptions recheck;
   // The other contracts admitted on the node (the agent's); re-checks admit against them.
   std::function<passes::AdmittedSet()> admitted;
+  // Called after a resize or a move changed the contract's plan (the agent persists it).
+  std::function<void(const plan::Plan &)> planChanged;
 };
 
 struct HistoryEntry {
@@ -83,7 +85,12 @@ public:
   // Only GPU slices and the scaling policy may differ. False with `error` (nothing changed).
   bool resizeTo(const plan::Plan &next, const std::string &why, std::string &error);
 
+  // Releases what a hand-over in progress still holds (before the session is released).
+  void shutdown();
+
   const std::vector<HistoryEntry> &history() const { return history_; }
+  // The monitor's latest sample of each GPU slice (status reads these: sampling advances a window).
+  std::vector<Session::GpuSample> lastSamples() const;
   static uint64_t monotonicNs();
 
 private:
@@ -103,6 +110,7 @@ private:
   void resetControllers();
   void record(const std::string &kind, const std::string &text);
   std::string stepText() const; // "step 64", or "restore" while the worker restores
+  uint64_t hangAfterNs() const;
   void noteProgress(uint64_t now);
 
   Session &session_;
@@ -121,6 +129,8 @@ private:
   std::map<uint64_t, uint32_t> qpMisses_;      // missed heartbeats by QP group id (GPU slices: id | 1<<63)
   std::map<uint64_t, uint64_t> lastGood_;      // the same keys: when they last answered
   uint64_t lastBeats_ = 0, lastBeatNs_ = 0;
+  bool everBeat_ = false; // some worker of this contract used the control page
+  std::map<size_t, Session::GpuSample> lastSamples_;
   // Recovery timing: fault raised -> worker stopped -> moved -> started -> restored -> first step.
   struct Recovery {
     Fault fault;

@@ -117,7 +117,8 @@ struct ControlPage {
   std::atomic<uint64_t> step;
   std::atomic<uint64_t> sliceGeneration;
   std::atomic<uint64_t> ackGeneration;
-  char slices[2048]; // MSCALE_GPU_SLICES syntax, NUL-terminated; stable while sliceGeneration is
+  std::atomic<uint64_t> slicesSeq; // odd while the executor rewrites `slices` (a seqlock)
+  char slices[2048]; // MSCALE_GPU_SLICES syntax, NUL-terminated
 };
 static_assert(sizeof(ControlPage) <= 4096 && std::atomic<uint64_t>::is_always_lock_free);
 
@@ -157,9 +158,15 @@ inline bool pendingSliceUpdate(uint64_t &generation, std::string &slices) {
   uint64_t g = c->sliceGeneration.load(std::memory_order_acquire);
   if (g == c->ackGeneration.load(std::memory_order_relaxed))
     return false;
-  slices.assign(c->slices, strnlen(c->slices, sizeof c->slices));
-  if (c->sliceGeneration.load(std::memory_order_acquire) != g)
-    return false; // rewritten meanwhile: take it next time
+  uint64_t seq = c->slicesSeq.load(std::memory_order_acquire);
+  if (seq & 1)
+    return false; // being rewritten: take it next time
+  char copy[sizeof c->slices];
+  std::memcpy(copy, c->slices, sizeof copy);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (c->slicesSeq.load(std::memory_order_relaxed) != seq || c->sliceGeneration.load(std::memory_order_acquire) != g)
+    return false;
+  slices.assign(copy, strnlen(copy, sizeof copy));
   generation = g;
   return true;
 }

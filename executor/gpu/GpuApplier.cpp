@@ -90,7 +90,7 @@ public:
       // SMs (the cuda backend builds the new green context from them before the old one goes).
       std::string inPlace;
       bool sameGpu = was.gpu_index() == now.gpu_index() && was.pci_address() == now.pci_address();
-      unsigned before = backend_.sample(applied_[i].id) ? backend_.sample(applied_[i].id)->sms : was.sm_count();
+      unsigned before = was.sm_count();
       if (sameGpu && now.sm_count() && backend_.resizeSlice(applied_[i].id, now.sm_count(), inPlace)) {
         resizedInPlace.push_back({i, before});
         continue;

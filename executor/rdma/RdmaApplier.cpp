@@ -62,7 +62,10 @@ public:
 
   // Moves every group whose port went down to its failover port (a group already there stays).
   bool failOverDownPorts(ApplyContext &ctx, std::vector<std::string> &moved, std::string &error) {
-    for (AppliedQpGroup &a : applied_) {
+    // Every group that must move needs somewhere to go before any of them moves.
+    std::vector<size_t> down;
+    for (size_t i = 0; i < applied_.size(); ++i) {
+      AppliedQpGroup &a = applied_[i];
       if (backend_.portActive(a.id))
         continue;
       const plan::RdmaSetting &s = ctx.plan.rdma(a.planIndex);
@@ -78,18 +81,27 @@ public:
                 " is down too";
         return false;
       }
+      down.push_back(i);
+    }
+    bool ok = true;
+    for (size_t i : down) {
+      AppliedQpGroup &a = applied_[i];
+      const plan::RdmaSetting &s = ctx.plan.rdma(a.planIndex);
       std::string why;
-      if (!backend_.failover(a.id, why)) {
+      if (!backend_.failover(a.id, why)) { // e.g. the failover port is down as well
         error = "role '" + a.role + "': " + why;
-        return false;
+        ok = false;
+        break;
       }
+      std::string device = s.failover_device().empty() ? s.device() : s.failover_device();
+      unsigned fport = s.failover_port() ? s.failover_port() : 1;
       moved.push_back("role '" + a.role + "': '" + a.device + "' port " + std::to_string(a.port) + " -> '" + device +
                       "' port " + std::to_string(fport));
       a.device = device;
       a.port = fport;
     }
-    fillEnvironment(ctx);
-    return true;
+    fillEnvironment(ctx); // what moved is where the worker must look, also when a later group failed
+    return ok;
   }
 
   void rollback(ApplyContext &ctx) override { undo(ctx); }

@@ -128,8 +128,10 @@ public:
   explicit BeatWhileBusy(uint64_t step) : step_(step) {
     if (mscale::worker::controlPage())
       thread_ = std::thread([this] {
+        // Bounded: an operation stuck for longer (a hung file system) must read as a hang.
+        auto until = std::chrono::steady_clock::now() + std::chrono::minutes(10);
         std::unique_lock lock(mu_);
-        while (!done_) {
+        while (!done_ && std::chrono::steady_clock::now() < until) {
           mscale::worker::heartbeat(step_);
           cv_.wait_for(lock, std::chrono::milliseconds(50));
         }

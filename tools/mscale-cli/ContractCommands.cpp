@@ -75,6 +75,7 @@ std::optional<std::string> compileOnProfile(const agent::ContractStatus &status,
   fo.includeDirs = IncludeDirs;
   fo.stdlibDir = StdlibDir.empty() ? defaultStdlib() : std::string(StdlibDir);
   fo.profileOverride = Profile;
+  fo.profileOverrideContract = status.contract();
   std::optional<ir::Module> module = compileContractFile(source, fo, diagnostics.sourceMgr(), diags);
   if (!module)
     return std::nullopt;
