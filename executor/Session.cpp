@@ -192,6 +192,21 @@ std::vector<Session::GpuSample> Session::gpuSamples() const {
   return out;
 }
 
+void Session::killWorkerTree() {
+  if (worker_ <= 0)
+    return;
+  ::kill(worker_, SIGKILL);
+  std::string dir = cgroupV2();
+  if (dir.empty())
+    return;
+  int fd = ::open((dir + "/cgroup.kill").c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return; // kernels before 5.14: the worker alone
+  ssize_t n = ::write(fd, "1", 1);
+  (void)n;
+  ::close(fd);
+}
+
 std::vector<HeldSlice> Session::heldSlices() const {
   std::vector<HeldSlice> out;
 #if MSC_EXEC_HAVE_GPU

@@ -60,6 +60,9 @@ public:
   bool applied() const { return applied_; }
   pid_t workerPid() const { return worker_; }
   void workerExited() { worker_ = -1; }
+  // SIGKILL to the worker and, through cgroup.kill where the kernel has it, to every process it
+  // started (data-loader children must not outlive it and keep its files and control page).
+  void killWorkerTree();
   const std::string &contract() const { return contract_; }
   const std::string &planName() const { return planName_; }
   const plan::Plan &plan() const { return plan_; }

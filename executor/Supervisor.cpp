@@ -184,7 +184,7 @@ void Supervisor::raise(Fault fault, uint64_t now) {
   recovery_.detectedNs = now;
   recovery_.lastGoodNs = lastBeatNs_;
   pendingFault_ = std::move(fault);
-  ::kill(session_.workerPid(), SIGKILL);
+  session_.killWorkerTree();
 }
 
 void Supervisor::heartbeatTick(uint64_t now) {
