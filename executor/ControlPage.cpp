@@ -47,6 +47,7 @@ uint64_t ControlPageHost::publishSlices(const std::string &slices) {
 
 void ControlPageHost::resetForNewWorker() {
   page_->beats.store(0, std::memory_order_relaxed);
+  page_->milliTflops.store(0, std::memory_order_relaxed);
   page_->ackGeneration.store(page_->sliceGeneration.load(std::memory_order_relaxed), std::memory_order_release);
 }
 

@@ -22,13 +22,14 @@ public:
   int fd() const { return fd_; }
   uint64_t beats() const { return page_->beats.load(std::memory_order_acquire); }
   uint64_t step() const { return page_->step.load(std::memory_order_relaxed); }
+  double reportedTflops() const { return double(page_->milliTflops.load(std::memory_order_relaxed)) / 1000.0; }
   // Publishes a slice hand-over; returns its generation, 0 when the text does not fit the page.
   uint64_t publishSlices(const std::string &slices);
   bool acknowledged(uint64_t generation) const {
     return page_->ackGeneration.load(std::memory_order_acquire) >= generation;
   }
   // A new worker starts with the slices it is given in its environment.
-  void resetForNewWorker();
+  void resetForNewWorker(); // also forgets the previous worker's throughput
 
 private:
   ControlPageHost() = default;

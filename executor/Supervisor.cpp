@@ -283,6 +283,8 @@ void Supervisor::monitorTick(uint64_t now) {
     std::optional<SliceSample> s = gpu->sample(h->id);
     if (!s)
       continue;
+    if (s->tflops <= 0 && control_) // the cuda driver has no per-slice counter: the worker's own figure
+      s->tflops = control_->reportedTflops();
     const plan::GpuSlice &entry = session_.plan().gpu_slices(int(w.entry));
     WindowSample ws{now, s->tflops, s->memoryBytes, s->utilisation, s->temperatureMilliC, std::max(1u, entry.slices())};
     lastSamples_[w.entry] = {entry.role(), gpu->name().str(), *s};

@@ -118,6 +118,7 @@ struct ControlPage {
   std::atomic<uint64_t> sliceGeneration;
   std::atomic<uint64_t> ackGeneration;
   std::atomic<uint64_t> slicesSeq; // odd while the executor rewrites `slices` (a seqlock)
+  std::atomic<uint64_t> milliTflops; // the worker's own achieved TFLOP/s x 1000, 0 = not reported
   char slices[2048]; // MSCALE_GPU_SLICES syntax, NUL-terminated
 };
 static_assert(sizeof(ControlPage) <= 4096 && std::atomic<uint64_t>::is_always_lock_free);
@@ -147,6 +148,13 @@ inline void heartbeat(uint64_t step) {
     c->step.store(step, std::memory_order_relaxed);
     c->beats.fetch_add(1, std::memory_order_release);
   }
+}
+
+// The worker's achieved TFLOP/s (model FLOPs per step / step time). The monitor uses it where the
+// backend has no per-slice counter (the cuda driver has none per green context).
+inline void reportThroughput(double tflops) {
+  if (ControlPage *c = controlPage())
+    c->milliTflops.store(tflops > 0 ? static_cast<uint64_t>(tflops * 1000.0) : 0, std::memory_order_relaxed);
 }
 
 // A GPU slice hand-over the worker has not taken yet: true with the generation and the new

@@ -61,10 +61,14 @@ TEST(Supervisor, ControlPageCarriesHeartbeatsStepsAndHandOvers) {
   EXPECT_TRUE(host->acknowledged(g));
   EXPECT_FALSE(mscale::worker::pendingSliceUpdate(generation, slices));
 
-  // A new worker starts from its environment: no stale notice, no stale beats.
+  mscale::worker::reportThroughput(123.456);
+  EXPECT_DOUBLE_EQ(host->reportedTflops(), 123.456);
+
+  // A new worker starts from its environment: no stale notice, no stale beats or throughput.
   host->publishSlices("trainer@0:32:0:0");
   host->resetForNewWorker();
   EXPECT_EQ(host->beats(), 0u);
+  EXPECT_EQ(host->reportedTflops(), 0.0);
   EXPECT_FALSE(mscale::worker::pendingSliceUpdate(generation, slices));
   ::unsetenv("MSCALE_CONTROL_FD");
 }
