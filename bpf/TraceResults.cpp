@@ -87,11 +87,13 @@ void detectImplicitSyncs(TraceResults &results, const ImplicitSyncOptions &optio
   results.implicitSyncs.clear();
   using Key = std::tuple<int, uint32_t, uint32_t, std::vector<std::string>>;
   std::map<Key, ImplicitSync> found;
+  std::map<Key, uint64_t> copiesAtSite; // every async copy of a call site, blocking or not
   for (const TraceEvent &e : results.events) {
     const CudaFunction &fn = cudaFunction(e.fn);
     ImplicitSync candidate;
     uint64_t wait = 0, own = 0;
     if (fn.kind == CallKind::AsyncCopy) {
+      ++copiesAtSite[Key{static_cast<int>(ImplicitSync::Kind::BlockingAsyncCopy), e.fn, e.pid, e.frames}];
       own = options.ownBaseNs + static_cast<uint64_t>(static_cast<double>(e.bytes) / options.copyBytesPerNs);
       wait = e.latencyNs > own ? e.latencyNs - own : 0;
       if (wait < options.minWaitNs || static_cast<double>(wait) < options.minWaitFraction * static_cast<double>(e.latencyNs))
@@ -121,6 +123,10 @@ void detectImplicitSyncs(TraceResults &results, const ImplicitSyncOptions &optio
     s.waitNs += wait;
   }
   for (auto &[key, s] : found) {
+    // A copy that blocked once among many was preempted, not synchronised: a call site is reported
+    // when at least half of its copies waited.
+    if (s.kind == ImplicitSync::Kind::BlockingAsyncCopy && s.count * 2 < copiesAtSite[key])
+      continue;
     if (s.kind == ImplicitSync::Kind::BlockingAsyncCopy)
       s.reason = "'" + s.function + "' is asynchronous but waited " + formatNs(s.waitNs / s.count) +
                  " per call on average for earlier work (own time about " + formatNs(s.ownNs) +

@@ -66,6 +66,7 @@ llvm::StringRef implicitSyncKindName(ImplicitSync::Kind kind);
 struct ImplicitSyncOptions {
   uint64_t minWaitNs = 200'000;       // a blocking async call must wait at least this long
   double minWaitFraction = 0.5;       // and wait for at least this share of its time
+                                      // (and at least half the copies of a call site must wait)
   // An async copy's own time: the driver's per-call overhead plus its bytes at the staging bandwidth.
   // Everything above that is time spent waiting for earlier work.
   uint64_t ownBaseNs = 50'000;

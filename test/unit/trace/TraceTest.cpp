@@ -140,6 +140,32 @@ TEST(TraceHistogram, QuantilesAreBucketUpperBounds) {
   EXPECT_EQ(f.quantileUpperNs(0.95), (1u << 21) - 1);
 }
 
+// A copy that waited once among several at its call site was preempted (a busy machine), not made
+// synchronous: the site is reported only when at least half of its copies waited.
+TEST(TraceImplicitSync, OneSlowCopyAmongManyIsNoise) {
+  uint32_t copy = 0;
+  for (uint32_t i = 0; i < cudaFunctions().size(); ++i)
+    if (cudaFunctions()[i].name == "cuMemcpyDtoHAsync_v2")
+      copy = i;
+  auto run = [&](int slow, int fast) {
+    TraceResults r;
+    for (int i = 0; i < slow + fast; ++i) {
+      TraceEvent e;
+      e.fn = copy;
+      e.pid = 7;
+      e.bytes = 4096;
+      e.latencyNs = i < slow ? 4'000'000 : 60'000;
+      e.frames = {"fetch_results", "train_step"};
+      r.events.push_back(e);
+    }
+    detectImplicitSyncs(r, ImplicitSyncOptions{});
+    return r.implicitSyncs.size();
+  };
+  EXPECT_EQ(run(1, 4), 0u);
+  EXPECT_EQ(run(3, 2), 1u);
+  EXPECT_EQ(run(1, 0), 1u); // a single copy that waited is all its site did
+}
+
 // ---- uprobes: exact counts ---------------------------------------------------------------------
 
 void expectExactCounts(const std::string &variant) {
