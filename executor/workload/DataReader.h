@@ -20,13 +20,25 @@ public:
   virtual int64_t read(const std::string &path, uint64_t offset, void *buf, size_t size) = 0;
 };
 
-class PreadReader : public DataReader {
+// The files a reader keeps open for its life, by path.
+class OpenFiles {
 public:
-  ~PreadReader() override;
-  int64_t read(const std::string &path, uint64_t offset, void *buf, size_t size) override;
+  OpenFiles() = default;
+  OpenFiles(const OpenFiles &) = delete;
+  OpenFiles &operator=(const OpenFiles &) = delete;
+  ~OpenFiles();
+  int fd(const std::string &path); // the open fd, or -errno
 
 private:
   std::map<std::string, int> fds_;
+};
+
+class PreadReader : public DataReader {
+public:
+  int64_t read(const std::string &path, uint64_t offset, void *buf, size_t size) override;
+
+private:
+  OpenFiles files_;
 };
 
 // Reads through io_uring: each request is one read submission and its completion (the loader asks
@@ -42,7 +54,7 @@ public:
 private:
   UringReader() = default;
   std::unique_ptr<io_uring> ring_;
-  std::map<std::string, int> fds_;
+  OpenFiles files_;
 };
 
 // Fails every read with -EIO once armed (what a failing NVMe namespace looks like to the worker).
