@@ -174,7 +174,7 @@ std::string Supervisor::stepText() const {
   return step == mscale::worker::kStepRestoring ? std::string("restore") : "step " + std::to_string(step);
 }
 
-void Supervisor::raise(Fault fault, uint64_t now) {
+void Supervisor::raise(Fault fault, uint64_t now, uint64_t lastGoodNs) {
   if (pendingFault_ || session_.workerPid() <= 0)
     return;
   log_.error(session_.contract(), std::string("fault ") + faultClassName(fault.kind) + " at " + stepText() + " (" +
@@ -182,7 +182,7 @@ void Supervisor::raise(Fault fault, uint64_t now) {
   recovery_ = Recovery{};
   recovery_.fault = fault;
   recovery_.detectedNs = now;
-  recovery_.lastGoodNs = lastBeatNs_;
+  recovery_.lastGoodNs = lastGoodNs;
   pendingFault_ = std::move(fault);
   session_.killWorkerTree();
 }
@@ -200,12 +200,11 @@ void Supervisor::heartbeatTick(uint64_t now) {
         lastGood_[key] = now;
       if (missed >= misses_) {
         missed = 0;
-        lastBeatNs_ = lastGood_[key];
         raise({FaultClass::GpuLost,
                gpu->name().str() + " slice " + std::to_string(h.id) + " on gpu " + std::to_string(h.gpu) +
                    " of role '" + h.role + "' missed " + period,
                h.gpu},
-              now);
+              now, lastGood_[key]);
         return;
       }
     }
@@ -218,11 +217,10 @@ void Supervisor::heartbeatTick(uint64_t now) {
         lastGood_[g.id] = now;
       if (missed >= misses_) {
         missed = 0;
-        lastBeatNs_ = lastGood_[g.id];
         raise({FaultClass::RdmaPortDown,
                rdma->name().str() + " port '" + g.device + "' port " + std::to_string(g.port) + " of role '" +
                    g.role + "' down for " + period},
-              now);
+              now, lastGood_[g.id]);
         return;
       }
     }
@@ -234,7 +232,8 @@ void Supervisor::heartbeatTick(uint64_t now) {
       lastBeatNs_ = now;
       everBeat_ = true;
     } else if (beats > 0 && now - lastBeatNs_ >= hangAfterNs()) {
-      raise({FaultClass::WorkerHung, "no worker heartbeat for " + ms(now - lastBeatNs_) + ", " + period}, now);
+      raise({FaultClass::WorkerHung, "no worker heartbeat for " + ms(now - lastBeatNs_) + ", " + period}, now,
+            lastBeatNs_);
     }
   }
 }

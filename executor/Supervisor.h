@@ -99,7 +99,8 @@ private:
   void heartbeatTick(uint64_t now);
   void monitorTick(uint64_t now);
   void handOverTick(uint64_t now);
-  void raise(Fault fault, uint64_t now);
+  // A fault found while the worker runs; `lastGoodNs`: when what failed last answered (0 unknown).
+  void raise(Fault fault, uint64_t now, uint64_t lastGoodNs);
   // After the worker of a fault has ended: move what must move, restart. False: stop with `status`.
   bool recover(const Fault &fault, DiagnosticEngine &diags, int &status);
   bool moveOffLostGpu(unsigned gpu, DiagnosticEngine &diags);

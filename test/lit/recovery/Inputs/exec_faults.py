@@ -21,16 +21,10 @@ import subprocess
 import sys
 import time
 
+from trainlog import corrupt_first_blob, newest_disk_snapshot, steps_logged
+
 FAULTS = ["kill9", "gpu", "eio", "rdma", "hang", "node-loss"]
 
-
-def steps_logged(path, start):
-    try:
-        with open(path) as f:
-            f.seek(start)
-            return [int(l.split()[1]) for l in f if l.startswith("step ")]
-    except FileNotFoundError:
-        return []
 
 
 def log_size(path):
@@ -139,13 +133,8 @@ def main():
             proc.kill()
             proc.wait()
             time.sleep(0.05)  # PR_SET_PDEATHSIG takes the worker down with its executor
-            names = sorted(n for n in os.listdir(snap_dir) if n.startswith("snap-") and n.endswith(".msnap"))
-            victim = os.path.join(snap_dir, names[-1])
-            with open(victim, "r+b") as v:
-                v.seek(4096 + 10)  # inside the first blob (model.params)
-                b = v.read(1)
-                v.seek(4096 + 10)
-                v.write(bytes([b[0] ^ 0xFF]))
+            victim = newest_disk_snapshot(snap_dir)
+            corrupt_first_blob(victim)
             with open(control, "w") as c:
                 c.write("# a new node: every GPU and port healthy\n")
             print("fault node-lost at step %d: killed mscale-exec, corrupted %s" % (max(steps_logged(train_log, offset)), os.path.basename(victim)))

@@ -19,6 +19,8 @@ import subprocess
 import sys
 import time
 
+from trainlog import corrupt_first_blob, newest_disk_snapshot, steps_logged
+
 KILL_STYLE = {"kill9", "node-loss", "corrupt"}
 
 
@@ -27,19 +29,6 @@ def log_line(path, text):
         f.write(text + "\n")
 
 
-def steps_logged(path, start):
-    """Step numbers logged after byte `start` of the log."""
-    try:
-        with open(path) as f:
-            f.seek(start)
-            return [int(l.split()[1]) for l in f if l.startswith("step ")]
-    except FileNotFoundError:
-        return []
-
-
-def newest_disk_snapshot(snap_dir):
-    names = sorted(n for n in os.listdir(snap_dir) if n.startswith("snap-") and n.endswith(".msnap"))
-    return os.path.join(snap_dir, names[-1]) if names else None
 
 
 def main():
@@ -140,11 +129,7 @@ def main():
                         pass
                 if fault == "corrupt":
                     victim = newest_disk_snapshot(snap_dir)
-                    with open(victim, "r+b") as f:
-                        f.seek(4096 + 10)  # inside the first blob (model.params)
-                        b = f.read(1)
-                        f.seek(4096 + 10)
-                        f.write(bytes([b[0] ^ 0xFF]))
+                    corrupt_first_blob(victim)
                     how += ", corrupted " + os.path.basename(victim)
             done = steps_logged(train_log, start)
             last = done[-1] if done else 0
