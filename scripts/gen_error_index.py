@@ -3,6 +3,9 @@
 
 A code cannot exist without its documentation: any code in the .def files without a
 '## CODE' section in the docs (or a documented code that is not in the table) fails the build.
+So does a code with two sections (which one --explain prints would be an accident) and a section
+whose whole text is a placeholder ("stub", "TODO", "TBD", "private build only", ...) or empty:
+those are codes without documentation that only look documented. Nothing is written then.
 Usage: gen_error_index.py DEF_DIR DOCS_MD OUTPUT_INC
 """
 import pathlib
@@ -18,30 +21,54 @@ def table_codes(def_dir: pathlib.Path):
     return codes
 
 
+# A body made only of these words (any case, any punctuation) says the documentation is missing.
+PLACEHOLDER_WORDS = {"stub", "placeholder", "todo", "tbd", "tba", "fixme", "xxx", "wip", "private",
+                     "build", "only", "to", "be", "written", "documented", "later", "coming", "soon"}
+
+
+def is_placeholder(body: str) -> bool:
+    words = re.findall(r"[a-z0-9]+", body.lower())
+    return all(w in PLACEHOLDER_WORDS for w in words)  # True for an empty body too
+
+
 def doc_sections(md: pathlib.Path):
-    sections, current, lines = {}, None, []
-    for line in md.read_text().splitlines():
+    """Returns ({code: text}, problems). Each section is a '## CODE' heading and the lines up to
+    the next heading; its text (for --explain) starts with the heading without the '## '."""
+    found = []  # (code, heading line number, body lines)
+    current = None
+    for number, line in enumerate(md.read_text().splitlines(), 1):
         m = re.match(r"^## ((?:ERR|WRN)_[A-Z0-9_]+)\b", line)
-        if m or line.startswith("# ") or (line.startswith("## ") and current):
+        if m or line.startswith("# ") or line.startswith("## "):
+            current = (m.group(1), number, [line[3:]], []) if m else None
             if current:
-                sections[current] = "\n".join(lines).strip() + "\n"
-            current, lines = (m.group(1), [line[3:]]) if m else (None, [])
+                found.append(current)
             continue
         if current:
-            lines.append(line)
-    if current:
-        sections[current] = "\n".join(lines).strip() + "\n"
-    return sections
+            current[3].append(line)
+    sections, first_line, problems = {}, {}, []
+    for code, number, heading, body in found:
+        where = "%s:%d" % (md, number)
+        body_text = "\n".join(body).strip()
+        if code in first_line:
+            problems.append("%s: section '## %s' is a second copy (the first is at line %d); keep one"
+                            % (where, code, first_line[code]))
+            continue
+        first_line[code] = number
+        if is_placeholder(body_text):
+            what = "a placeholder ('%s')" % body_text.splitlines()[0] if body_text else "empty"
+            problems.append("%s: section '## %s' is %s; write the explanation (what, an example, the fix)"
+                            % (where, code, what))
+        sections[code] = "\n".join(heading + body).strip() + "\n"
+    return sections, problems
 
 
 def main():
     def_dir, md, out = map(pathlib.Path, sys.argv[1:4])
     codes = table_codes(def_dir)
-    docs = doc_sections(md)
+    docs, problems = doc_sections(md)
     dupes = sorted({c for c in codes if codes.count(c) > 1})
     missing = [c for c in codes if c not in docs]
     extra = [c for c in docs if c not in codes]
-    problems = []
     if dupes:
         problems.append("codes defined twice: " + ", ".join(dupes))
     if missing:
