@@ -2,8 +2,12 @@
 
 #include "support/ErrorIndex.h"
 
+#include <llvm/ADT/SmallString.h>
+#include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/FileSystem.h>
 #include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/JSON.h>
+#include <llvm/Support/Path.h>
 #include <llvm/Support/SourceMgr.h>
 
 #include <algorithm>
@@ -182,13 +186,28 @@ llvm::json::Object sarifRegion(const ResolvedLoc &r) {
   return region;
 }
 
-llvm::json::Object sarifLocation(const Location &loc, const llvm::SourceMgr *sm) {
-  ResolvedLoc r = resolve(loc, sm);
-  llvm::json::Object physical;
-  physical["artifactLocation"] = llvm::json::Object{{"uri", r.file}};
-  if (r.line)
-    physical["region"] = sarifRegion(r);
-  return llvm::json::Object{{"physicalLocation", std::move(physical)}};
+constexpr const char *kSrcRoot = "%SRCROOT%";
+
+// RFC 3986 path characters stay; everything else (space, '%', '#', '?', bytes >= 0x80) is %XX.
+std::string percentEncodePath(llvm::StringRef path) {
+  std::string out;
+  for (char c : path) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if (llvm::isAlnum(c) || llvm::StringRef("-._~/!$&'()*+,;=:@").contains(c))
+      out += c;
+    else
+      out += {'%', llvm::hexdigit(u >> 4), llvm::hexdigit(u & 15)};
+  }
+  return out;
+}
+
+// Absolute (against the working directory) with "." and ".." removed; empty if that fails.
+std::string absoluteNormalised(llvm::StringRef path) {
+  llvm::SmallString<256> p(path);
+  if (llvm::sys::fs::make_absolute(p))
+    return {};
+  llvm::sys::path::remove_dots(p, /*remove_dot_dot=*/true);
+  return std::string(p.str());
 }
 
 llvm::StringRef sarifLevel(Severity s) {
@@ -202,6 +221,58 @@ llvm::StringRef sarifLevel(Severity s) {
 
 } // namespace
 
+SarifDiagnosticPrinter::SarifDiagnosticPrinter(llvm::raw_ostream &os, std::string toolName,
+                                               std::string toolVersion, llvm::StringRef sourceRoot)
+    : os_(os), toolName_(std::move(toolName)), toolVersion_(std::move(toolVersion)) {
+  llvm::SmallString<256> cwd;
+  if (sourceRoot.empty() && !llvm::sys::fs::current_path(cwd))
+    sourceRoot = cwd;
+  if (!sourceRoot.empty())
+    root_ = absoluteNormalised(sourceRoot);
+  while (root_.size() > 1 && root_.back() == '/')
+    root_.pop_back();
+}
+
+SarifDiagnosticPrinter::Artifact SarifDiagnosticPrinter::artifact(llvm::StringRef file) const {
+  if (file.starts_with("<") && file.ends_with(">")) // "<stdin>" and the like: no file to point at
+    return {"", "", file.str()};
+  std::string abs = absoluteNormalised(file);
+  if (abs.empty()) // no working directory to resolve a relative name against: keep it relative
+    return {percentEncodePath(file), "", ""};
+  llvm::StringRef rel(abs);
+  if (!root_.empty() && rel.consume_front(root_) && (root_ == "/" || rel.consume_front("/")) && !rel.empty())
+    return {percentEncodePath(rel), kSrcRoot, ""};
+  return {"file://" + percentEncodePath(abs), "", ""};
+}
+
+namespace {
+
+llvm::json::Object artifactJson(const SarifDiagnosticPrinter::Artifact &a) {
+  llvm::json::Object o;
+  if (!a.uri.empty())
+    o["uri"] = a.uri;
+  if (!a.uriBaseId.empty())
+    o["uriBaseId"] = a.uriBaseId;
+  if (!a.description.empty())
+    o["description"] = llvm::json::Object{{"text", a.description}};
+  return o;
+}
+
+// A SARIF location; without a file (a note about no place in particular) it is empty.
+llvm::json::Object sarifLocation(const SarifDiagnosticPrinter &printer, const Location &loc,
+                                 const llvm::SourceMgr *sm) {
+  ResolvedLoc r = resolve(loc, sm);
+  if (r.file.empty())
+    return {};
+  llvm::json::Object physical;
+  physical["artifactLocation"] = artifactJson(printer.artifact(r.file));
+  if (r.line)
+    physical["region"] = sarifRegion(r);
+  return llvm::json::Object{{"physicalLocation", std::move(physical)}};
+}
+
+} // namespace
+
 void SarifDiagnosticPrinter::handle(const Diagnostic &diag, const llvm::SourceMgr *sm) {
   if (std::find(rules_.begin(), rules_.end(), diag.code) == rules_.end())
     rules_.push_back(diag.code);
@@ -210,11 +281,11 @@ void SarifDiagnosticPrinter::handle(const Diagnostic &diag, const llvm::SourceMg
   result["level"] = sarifLevel(diag.severity);
   result["message"] = llvm::json::Object{{"text", diag.message}};
   if (!resolve(diag.loc, sm).file.empty())
-    result["locations"] = llvm::json::Array{sarifLocation(diag.loc, sm)};
+    result["locations"] = llvm::json::Array{sarifLocation(*this, diag.loc, sm)};
   llvm::json::Array related;
   int64_t id = 0;
   for (const DiagNote &note : diag.notes) {
-    llvm::json::Object rel = sarifLocation(note.loc, sm);
+    llvm::json::Object rel = sarifLocation(*this, note.loc, sm);
     rel["id"] = id++;
     rel["message"] = llvm::json::Object{{"text", note.message}};
     related.push_back(std::move(rel));
@@ -235,7 +306,7 @@ void SarifDiagnosticPrinter::handle(const Diagnostic &diag, const llvm::SourceMg
                                {"endColumn", static_cast<int64_t>(r.endColumn)}};
     llvm::json::Object replacement{{"deletedRegion", std::move(deleted)},
                                    {"insertedContent", llvm::json::Object{{"text", fix.replacement}}}};
-    llvm::json::Object change{{"artifactLocation", llvm::json::Object{{"uri", r.file}}},
+    llvm::json::Object change{{"artifactLocation", artifactJson(artifact(r.file))},
                               {"replacements", llvm::json::Array{std::move(replacement)}}};
     fixes.push_back(llvm::json::Object{
         {"description", llvm::json::Object{{"text", "replace with '" + fix.replacement + "'"}}},
@@ -275,6 +346,12 @@ void SarifDiagnosticPrinter::finish(const llvm::SourceMgr *) {
                             {"rules", std::move(rules)}};
   llvm::json::Object run{{"tool", llvm::json::Object{{"driver", std::move(driver)}}},
                          {"results", std::move(results)}};
+  if (!root_.empty()) {
+    std::string rootUri = "file://" + percentEncodePath(root_);
+    if (rootUri.back() != '/')
+      rootUri += '/';
+    run["originalUriBaseIds"] = llvm::json::Object{{kSrcRoot, llvm::json::Object{{"uri", rootUri}}}};
+  }
   llvm::json::Object log{{"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
                          {"version", "2.1.0"},
                          {"runs", llvm::json::Array{std::move(run)}}};
@@ -283,11 +360,12 @@ void SarifDiagnosticPrinter::finish(const llvm::SourceMgr *) {
 }
 
 std::unique_ptr<DiagnosticConsumer> makeDiagnosticPrinter(DiagnosticsFormat format, llvm::raw_ostream &os,
-                                                          llvm::StringRef toolName, llvm::StringRef version) {
+                                                          llvm::StringRef toolName, llvm::StringRef version,
+                                                          llvm::StringRef sourceRoot) {
   switch (format) {
   case DiagnosticsFormat::Json: return std::make_unique<JsonDiagnosticPrinter>(os);
   case DiagnosticsFormat::Sarif:
-    return std::make_unique<SarifDiagnosticPrinter>(os, toolName.str(), version.str());
+    return std::make_unique<SarifDiagnosticPrinter>(os, toolName.str(), version.str(), sourceRoot);
   case DiagnosticsFormat::Text: break;
   }
   return std::make_unique<TextDiagnosticPrinter>(os);

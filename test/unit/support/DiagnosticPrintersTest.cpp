@@ -2,6 +2,8 @@
 // llvm::json, so that what CI tools read is checked as data, not as text).
 #include "support/DiagnosticPrinters.h"
 
+#include <llvm/ADT/SmallString.h>
+#include <llvm/Support/FileSystem.h>
 #include <llvm/Support/JSON.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/SourceMgr.h>
@@ -185,7 +187,13 @@ TEST_F(Printers, SarifIsVersion210WithRulesResultsAndFixes) {
   EXPECT_EQ(r->getObject("message")->getString("text"), "unknown field 'numa_nod' in role 'data'");
   const llvm::json::Object *physical =
       (*r->getArray("locations"))[0].getAsObject()->getObject("physicalLocation");
+  // Relative to %SRCROOT%, which is the working directory when no root is given.
   EXPECT_EQ(physical->getObject("artifactLocation")->getString("uri"), "t.msc");
+  EXPECT_EQ(physical->getObject("artifactLocation")->getString("uriBaseId"), "%SRCROOT%");
+  llvm::SmallString<256> cwd;
+  ASSERT_FALSE(llvm::sys::fs::current_path(cwd));
+  EXPECT_EQ(run->getObject("originalUriBaseIds")->getObject("%SRCROOT%")->getString("uri"),
+            "file://" + std::string(cwd.str()) + (cwd.str() == "/" ? "" : "/"));
   const llvm::json::Object *region = physical->getObject("region");
   EXPECT_EQ(region->getInteger("startLine"), 2);
   EXPECT_EQ(region->getInteger("startColumn"), 24);
@@ -200,6 +208,7 @@ TEST_F(Printers, SarifIsVersion210WithRulesResultsAndFixes) {
   ASSERT_TRUE(fixes && fixes->size() == 1);
   const llvm::json::Object *change = (*(*fixes)[0].getAsObject()->getArray("artifactChanges"))[0].getAsObject();
   EXPECT_EQ(change->getObject("artifactLocation")->getString("uri"), "t.msc");
+  EXPECT_EQ(change->getObject("artifactLocation")->getString("uriBaseId"), "%SRCROOT%");
   const llvm::json::Object *replacement = (*change->getArray("replacements"))[0].getAsObject();
   EXPECT_EQ(replacement->getObject("deletedRegion")->getInteger("startColumn"), 24);
   EXPECT_EQ(replacement->getObject("deletedRegion")->getInteger("endColumn"), 32);
@@ -234,6 +243,50 @@ TEST_F(Printers, SarifWithoutLocationOrResults) {
   auto log = llvm::json::parse(empty);
   ASSERT_TRUE(bool(log)) << llvm::toString(log.takeError());
   EXPECT_TRUE((*log->getAsObject()->getArray("runs"))[0].getAsObject()->getArray("results")->empty());
+}
+
+// Where each file goes: under the root it is relative (normalised, percent-encoded); outside it, or
+// merely sharing the root's prefix, it is an absolute file:// URI; "<stdin>" is only described.
+TEST_F(Printers, SarifUrisAreRelativeToTheSourceRoot) {
+  SarifDiagnosticPrinter printer(os, "mscalec", "1", "/src/proj/");
+  EXPECT_EQ(printer.sourceRoot(), "/src/proj");
+  auto uriOf = [&](llvm::StringRef file) {
+    SarifDiagnosticPrinter::Artifact a = printer.artifact(file);
+    return (a.uri.empty() ? "(none)" : a.uri) + " " + (a.uriBaseId.empty() ? "-" : a.uriBaseId);
+  };
+  EXPECT_EQ(uriOf("/src/proj/contracts/a.msc"), "contracts/a.msc %SRCROOT%");
+  EXPECT_EQ(uriOf("/src/proj/x/../my train#1.msc"), "my%20train%231.msc %SRCROOT%");
+  EXPECT_EQ(uriOf("/src/other/b.msc"), "file:///src/other/b.msc -");
+  EXPECT_EQ(uriOf("/src/projector/c.msc"), "file:///src/projector/c.msc -");
+  EXPECT_EQ(uriOf("/src/proj/../shared/d.msc"), "file:///src/shared/d.msc -");
+  EXPECT_EQ(uriOf("<stdin>"), "(none) -");
+  EXPECT_EQ(printer.artifact("<stdin>").description, "<stdin>");
+
+  // Through a whole log: the result's file is outside the root, the note's inside.
+  unsigned inside = sm.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy("profile p {}\n", "/src/proj/p.msc"),
+                                          llvm::SMLoc());
+  unsigned outside = sm.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy("profile q {}\n", "/opt/q.msc"),
+                                           llvm::SMLoc());
+  auto at = [&](unsigned buffer) {
+    const char *p = sm.getMemoryBuffer(buffer)->getBufferStart() + 8;
+    return llvm::SMRange(llvm::SMLoc::getFromPointer(p), llvm::SMLoc::getFromPointer(p + 1));
+  };
+  DiagnosticEngine diags(&sm, printer);
+  diags.report(DiagCode::ERR_SEM_010, at(outside)).note(Location{at(inside), {}, 0}, "here") << "x";
+  diags.finish();
+  auto parsed = llvm::json::parse(out);
+  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+  const llvm::json::Object *run = (*parsed->getAsObject()->getArray("runs"))[0].getAsObject();
+  EXPECT_EQ(run->getObject("originalUriBaseIds")->getObject("%SRCROOT%")->getString("uri"), "file:///src/proj/");
+  const llvm::json::Object *r = (*run->getArray("results"))[0].getAsObject();
+  const llvm::json::Object *where =
+      (*r->getArray("locations"))[0].getAsObject()->getObject("physicalLocation")->getObject("artifactLocation");
+  EXPECT_EQ(where->getString("uri"), "file:///opt/q.msc");
+  EXPECT_FALSE(where->get("uriBaseId"));
+  const llvm::json::Object *note = (*r->getArray("relatedLocations"))[0].getAsObject()->getObject(
+      "physicalLocation")->getObject("artifactLocation");
+  EXPECT_EQ(note->getString("uri"), "p.msc");
+  EXPECT_EQ(note->getString("uriBaseId"), "%SRCROOT%");
 }
 
 TEST(PrinterFactory, MakesEachFormat) {

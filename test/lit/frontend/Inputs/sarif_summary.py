@@ -2,17 +2,28 @@
 import json
 import sys
 
+
+
+def uri(artifact):
+    """'%BASE%/relative' for a URI relative to a base id, else the URI itself."""
+    if "uriBaseId" in artifact:
+        return "%s/%s" % (artifact["uriBaseId"], artifact["uri"])
+    return artifact["uri"]
+
+
 log = json.load(sys.stdin)
 print("version", log["version"])
 run = log["runs"][0]
 print("tool", run["tool"]["driver"]["name"])
+for name, base in sorted(run.get("originalUriBaseIds", {}).items()):
+    print("base", name, base["uri"])
 print("rules", " ".join(r["id"] for r in run["tool"]["driver"]["rules"]))
 for r in run["results"]:
     print("result", r["ruleId"], r["level"], r["message"]["text"])
     for loc in r.get("locations", []):
         p = loc["physicalLocation"]
         g = p.get("region", {})
-        print("  at %s %s:%s-%s:%s" % (p["artifactLocation"]["uri"], g.get("startLine"), g.get("startColumn"),
+        print("  at %s %s:%s-%s:%s" % (uri(p["artifactLocation"]), g.get("startLine"), g.get("startColumn"),
                                       g.get("endLine"), g.get("endColumn")))
     for rel in r.get("relatedLocations", []):
         g = rel["physicalLocation"].get("region", {})
