@@ -2,15 +2,18 @@
 # Runs every test and ends with one line "N passed, N failed" (exit 1 on any failure):
 #   - unit tests (GoogleTest, through ctest) and the lit suite, in the release build and in the
 #     ASan+UBSan build;
-#   - every libFuzzer target for MSC_FUZZ_SECONDS (default 60) from its seed corpus.
-# MSC_TEST_FLAVOURS="release asan fuzz" chooses what runs.
+#   - every libFuzzer target for MSC_FUZZ_SECONDS (default 60) from its seed corpus;
+#   - scripts/quickstart.sh in a fresh clone (one test).
+# MSC_TEST_FLAVOURS="release quickstart asan fuzz" chooses what runs. The quickstart comes right
+# after release: its clone builds the same release objects, which ccache (scripts/build.sh) then
+# has from the release build (minutes become about one), and a broken first run shows early.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 scripts/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
 
 lit_py=/usr/lib/llvm-16/build/utils/lit/lit.py
-flavours=${MSC_TEST_FLAVOURS:-release asan fuzz}
+flavours=${MSC_TEST_FLAVOURS:-release quickstart asan fuzz}
 fuzz_seconds=${MSC_FUZZ_SECONDS:-60}
 passed=0
 failed=0
@@ -51,8 +54,39 @@ run_suites() { # run_suites FLAVOUR DIR
   return 0
 }
 
+# The quickstart as a new user meets it: `git clone`, then scripts/quickstart.sh, with no build/
+# and nothing else of this checkout. The clone is of HEAD, so uncommitted changes are not in it:
+# CI tests a clean checkout of a commit, where HEAD is the working tree. It sits at $tmp/main
+# beside $tmp/shared -> ../shared, since the quickstart finds recorded topologies at ../shared.
+# $tmp is mode 0700 (mktemp -d): the quickstart must not need anyone else to read its tree.
+quickstart_tmp=
+trap '[[ -n $quickstart_tmp ]] && rm -rf "$quickstart_tmp"' EXIT
+trap 'exit 130' INT TERM
+run_quickstart() {
+  local log=$logdir/quickstart.log start rc=0
+  quickstart_tmp=$(mktemp -d) || { count 0 1 "quickstart (fresh clone)"; return 0; }
+  if [[ -n $(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null) ]]; then
+    echo "  (quickstart: uncommitted changes are not in the clone; it tests HEAD)"
+  fi
+  start=$SECONDS
+  {
+    git clone -q "$root" "$quickstart_tmp/main" &&
+      { [[ ! -d $root/../shared ]] || ln -s "$(realpath "$root/../shared")" "$quickstart_tmp/shared"; } &&
+      "$quickstart_tmp/main/scripts/quickstart.sh"
+  } >"$log" 2>&1 || rc=$?
+  echo "quickstart (fresh clone): exit $rc after $((SECONDS - start))s" >>"$log"
+  if ((rc == 0)); then
+    count 1 0 "quickstart (fresh clone)"
+  else
+    count 0 1 "quickstart (fresh clone)"; tail -30 "$log"
+  fi
+  rm -rf "$quickstart_tmp"
+  quickstart_tmp=
+}
+
 for flavour in $flavours; do
   case $flavour in
+    quickstart) run_quickstart; continue ;;
     release) dir=build ;;
     asan) dir=build-asan ;;
     fuzz) dir=build-fuzz ;;
