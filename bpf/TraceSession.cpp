@@ -1,9 +1,11 @@
+// The BPF side of a trace: libbpf's messages, the skeleton (opened, configured, loaded), the command
+// held until the probes are in, the filters, probes and ring buffer, and the results read back.
 #include "bpf/TraceSession.h"
 
 #include "bpf/CudaFunctions.h"
-#include "bpf/ElfFile.h"
 #include "bpf/Process.h"
 #include "bpf/Symbolizer.h"
+#include "bpf/TraceTargets.h"
 
 #include <linux/types.h>
 
@@ -75,6 +77,13 @@ std::vector<std::string> takeRecentWarnings() {
   return out;
 }
 
+// From here on libbpf's messages go to the log sink; warnings left from an earlier session are dropped.
+void routeLibbpfMessages(bool verbose) {
+  gLogVerbose = verbose;
+  libbpf_set_print(libbpfPrint);
+  takeRecentWarnings();
+}
+
 std::string readSmallFile(const std::string &path) {
   std::ifstream in(path);
   std::stringstream ss;
@@ -91,43 +100,10 @@ std::string lockdownMode(const std::string &path) {
   return text.substr(open + 1, close - open - 1);
 }
 
-std::optional<std::string> findInPath(const std::string &cmd) {
-  if (cmd.find('/') != std::string::npos)
-    return ::access(cmd.c_str(), X_OK) == 0 ? std::optional<std::string>(cmd) : std::nullopt;
-  const char *path = getenv("PATH");
-  llvm::SmallVector<llvm::StringRef, 16> dirs;
-  llvm::StringRef(path ? path : "/usr/bin:/bin").split(dirs, ':');
-  for (llvm::StringRef d : dirs) {
-    std::string full = (d.empty() ? std::string(".") : d.str()) + "/" + cmd;
-    if (::access(full.c_str(), X_OK) == 0)
-      return full;
-  }
-  return std::nullopt;
+// The command is traced by pid unless pids or a cgroup say whom to trace.
+bool filtersByPid(const TraceOptions &options) {
+  return !options.pids.empty() || (options.cgroupPath.empty() && !options.command.empty());
 }
-
-std::optional<std::string> findDriverLibraryOnDisk() {
-  std::vector<std::string> dirs;
-  if (const char *ld = getenv("LD_LIBRARY_PATH")) {
-    llvm::SmallVector<llvm::StringRef, 8> parts;
-    llvm::StringRef(ld).split(parts, ':', -1, false);
-    for (llvm::StringRef p : parts)
-      dirs.push_back(p.str());
-  }
-  for (const char *d : {"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"})
-    dirs.push_back(d);
-  for (const std::string &d : dirs) {
-    std::string p = d + "/libcuda.so.1";
-    if (::access(p.c_str(), R_OK) == 0)
-      return p;
-  }
-  return std::nullopt;
-}
-
-struct ResolvedFunction {
-  const CudaFunction *fn;
-  std::string library;
-  AttachPoint point;
-};
 
 using FoldKey = std::tuple<uint32_t, std::string, uint32_t, std::vector<uint64_t>>; // pid, comm, fn, stack
 
@@ -156,6 +132,15 @@ struct TraceSession::Impl {
   size_t keptOrdinary = 0;
 
   ~Impl() { cleanup(); }
+
+  // The phases of TraceSession::start after the targets are known, in their order. Each reports
+  // why it fails and returns false; the destructor then undoes what the earlier ones did.
+  bool loadProgram(DiagnosticEngine &diags);
+  bool forkHeldCommand(const std::optional<std::string> &commandPath, DiagnosticEngine &diags);
+  bool setFilters(DiagnosticEngine &diags);
+  bool attachProbes(const std::vector<ResolvedFunction> &functions, DiagnosticEngine &diags);
+  bool openRingBuffer(DiagnosticEngine &diags);
+  bool releaseCommand(DiagnosticEngine &diags);
 
   // Each uprobe removal waits for an RCU grace period (~100 ms here); removing them one after the
   // other took 3 s for 32 probes, so they are removed in parallel.
@@ -256,161 +241,47 @@ TraceSession::~TraceSession() = default;
 
 int TraceSession::commandPid() const { return impl_->child; }
 
-std::unique_ptr<TraceSession> TraceSession::start(const TraceOptions &options, DiagnosticEngine &diags) {
-  auto impl = std::make_unique<Impl>();
-  Impl &s = *impl;
-  s.opts = options;
-  gLogVerbose = options.verbose;
-  libbpf_set_print(libbpfPrint);
-  takeRecentWarnings();
-
-  // 1. What the machine allows.
-  std::string btfPath = options.btfPath.empty() ? "/sys/kernel/btf/vmlinux" : options.btfPath;
-  if (options.preflight) {
-    Privileges priv = currentPrivileges();
-    if (!priv.canTrace()) {
-      diags.report(DiagCode::ERR_TRACE_001) << priv.uid;
-      return nullptr;
-    }
-    if (::access(btfPath.c_str(), R_OK) != 0) {
-      diags.report(DiagCode::ERR_TRACE_002) << btfPath;
-      return nullptr;
-    }
-  }
-
-  // 2. Whom to trace.
-  for (int pid : options.pids)
-    if (!processExists(pid)) {
-      diags.report(DiagCode::ERR_TRACE_004) << pid;
-      return nullptr;
-    }
-  if (!options.cgroupPath.empty() && !isCgroup2Dir(options.cgroupPath)) {
-    std::string mount = cgroup2Mount();
-    diags.report(DiagCode::ERR_TRACE_005)
-            .note(Location::none(), mount.empty() ? "no cgroup2 file system is mounted"
-                                                  : "cgroup v2 is mounted at '" + mount + "'")
-        << options.cgroupPath;
-    return nullptr;
-  }
-  std::optional<std::string> commandPath;
-  if (!options.command.empty()) {
-    commandPath = findInPath(options.command[0]);
-    if (!commandPath) {
-      diags.report(DiagCode::ERR_TRACE_012) << options.command[0] << std::strerror(ENOENT);
-      return nullptr;
-    }
-  }
-
-  // 3. Which libraries.
-  std::vector<int> candidates = options.pids;
-  if (!options.cgroupPath.empty()) {
-    std::vector<int> inGroup = cgroupProcesses(options.cgroupPath);
-    candidates.insert(candidates.end(), inGroup.begin(), inGroup.end());
-  }
-  std::string lib = options.libPath, rtlib = options.runtimeLibPath;
-  for (int pid : candidates) {
-    if (lib.empty())
-      if (auto found = findMappedLibrary(pid, "libcuda.so"))
-        lib = *found;
-    if (rtlib.empty())
-      if (auto found = findMappedLibrary(pid, "libcudart.so"))
-        rtlib = *found;
-  }
-  if (lib.empty() && candidates.empty())
-    if (auto found = findDriverLibraryOnDisk())
-      lib = *found;
-  if (lib.empty()) {
-    std::string who;
-    if (!options.pids.empty()) {
-      who = "pid";
-      for (int p : options.pids)
-        who += " " + std::to_string(p);
-    } else if (!options.cgroupPath.empty()) {
-      who = "any process of cgroup '" + options.cgroupPath + "'";
-    } else {
-      who = "any process, and none is in the library path";
-    }
-    diags.report(DiagCode::ERR_TRACE_007).note(Location::none(), "pass the library with --lib PATH") << who;
-    return nullptr;
-  }
-
-  // 4. Where to attach.
-  std::vector<ResolvedFunction> resolved;
-  auto resolveIn = [&](const std::string &path, CudaLibrary which, bool required) -> bool {
-    std::string error;
-    std::unique_ptr<ElfFile> elf = ElfFile::open(path, error);
-    if (!elf) {
-      diags.report(DiagCode::ERR_TRACE_008) << path << error;
-      return false;
-    }
-    std::vector<std::string> missing;
-    size_t found = 0;
-    for (const CudaFunction &fn : cudaFunctions()) {
-      if (fn.library != which)
-        continue;
-      std::optional<ElfSymbol> sym = elf->findFunction(fn.name);
-      if (!sym) {
-        missing.push_back("'" + fn.name.str() + "'");
-        continue;
-      }
-      ++found;
-      resolved.push_back({&fn, path, chooseAttachPoint(*elf, *sym, options.skipEndbr64)});
-    }
-    if (!found) {
-      if (required)
-        diags.report(DiagCode::ERR_TRACE_009) << path;
-      return !required;
-    }
-    if (!missing.empty())
-      diags.report(DiagCode::WRN_TRACE_002) << path << llvm::join(missing, ", ");
-    return true;
-  };
-  if (!resolveIn(lib, CudaLibrary::Driver, true))
-    return nullptr;
-  if (!rtlib.empty() && !resolveIn(rtlib, CudaLibrary::Runtime, false))
-    return nullptr;
-
-  // 5. Open, configure, load.
+// Opens the BPF object, sets its read-only configuration, sizes the ring buffer and loads it.
+bool TraceSession::Impl::loadProgram(DiagnosticEngine &diags) {
   LIBBPF_OPTS(bpf_object_open_opts, openOpts);
-  if (!options.btfPath.empty())
-    openOpts.btf_custom_path = options.btfPath.c_str();
-  s.skel = cuda_trace__open_opts(&openOpts);
-  if (!s.skel) {
+  if (!opts.btfPath.empty())
+    openOpts.btf_custom_path = opts.btfPath.c_str();
+  skel = cuda_trace__open_opts(&openOpts);
+  if (!skel) {
     diags.report(DiagCode::ERR_TRACE_010) << std::string("cannot open the BPF object: ") + std::strerror(errno);
-    return nullptr;
+    return false;
   }
-  bool filterByPid = !options.pids.empty() || (options.cgroupPath.empty() && !options.command.empty());
-  auto *ro = s.skel->rodata;
-  ro->filter_pid = filterByPid;
-  ro->filter_cgroup = !options.cgroupPath.empty();
-  ro->do_histogram = options.histogram;
-  ro->emit_events = options.events;
-  ro->capture_stacks = options.stacks;
-  ro->min_latency_ns = options.minLatencyNs;
-  ro->sample_every = std::max<uint32_t>(1, options.sampleEvery);
+  auto *ro = skel->rodata;
+  ro->filter_pid = filtersByPid(opts);
+  ro->filter_cgroup = !opts.cgroupPath.empty();
+  ro->do_histogram = opts.histogram;
+  ro->emit_events = opts.events;
+  ro->capture_stacks = opts.stacks;
+  ro->min_latency_ns = opts.minLatencyNs;
+  ro->sample_every = std::max<uint32_t>(1, opts.sampleEvery);
   uint32_t always = 0;
-  if (!options.implicitSync.stepFunction.empty())
+  if (!opts.implicitSync.stepFunction.empty())
     for (const CudaFunction &fn : cudaFunctions())
       if (fn.kind == CallKind::Sync)
         always |= 1u << fn.id;
   ro->always_mask = always;
   ro->event_mask = 0xffffffffu;
-  ro->wakeup_bytes = std::max<size_t>(options.ringBufferBytes / 8, 4096);
+  ro->wakeup_bytes = std::max<size_t>(opts.ringBufferBytes / 8, 4096);
   for (const CudaFunction &fn : cudaFunctions()) {
     ro->arg_spec[fn.id].stream_slot = fn.args.stream_slot;
     ro->arg_spec[fn.id].bytes_slot = fn.args.bytes_slot;
     ro->arg_spec[fn.id].stream_deref = fn.args.stream_deref;
   }
   size_t rbBytes = 4096;
-  while (rbBytes < options.ringBufferBytes)
+  while (rbBytes < opts.ringBufferBytes)
     rbBytes <<= 1;
-  bpf_map__set_max_entries(s.skel->maps.events, static_cast<uint32_t>(rbBytes));
-  if (int err = cuda_trace__load(s.skel)) {
+  bpf_map__set_max_entries(skel->maps.events, static_cast<uint32_t>(rbBytes));
+  if (int err = cuda_trace__load(skel)) {
     std::vector<std::string> log = takeRecentWarnings();
-    std::string mode = lockdownMode(options.lockdownPath);
+    std::string mode = lockdownMode(opts.lockdownPath);
     if (!mode.empty() && mode != "none") {
       diags.report(DiagCode::ERR_TRACE_003) << mode;
-      return nullptr;
+      return false;
     }
     DiagBuilder d = diags.report(DiagCode::ERR_TRACE_010);
     d << std::strerror(-err);
@@ -418,72 +289,82 @@ std::unique_ptr<TraceSession> TraceSession::start(const TraceOptions &options, D
       d.note(Location::none(), "libbpf: " + line);
     if (err == -EPERM && !currentPrivileges().canTrace())
       d.note(Location::none(), "this process has neither CAP_SYS_ADMIN nor CAP_BPF with CAP_PERFMON");
-    return nullptr;
+    return false;
   }
+  return true;
+}
 
-  // 6. The command, stopped before exec until the probes are in.
-  if (commandPath) {
-    int gate[2], execErr[2];
-    if (::pipe2(gate, O_CLOEXEC) != 0 || ::pipe2(execErr, O_CLOEXEC) != 0) {
-      diags.report(DiagCode::ERR_TRACE_012) << options.command[0] << std::strerror(errno);
-      return nullptr;
-    }
-    std::vector<char *> argv;
-    for (const std::string &a : options.command)
-      argv.push_back(const_cast<char *>(a.c_str()));
-    argv.push_back(nullptr);
-    pid_t pid = ::fork();
-    if (pid < 0) {
-      diags.report(DiagCode::ERR_TRACE_012) << options.command[0] << std::strerror(errno);
-      return nullptr;
-    }
-    if (pid == 0) {
-      ::close(gate[1]);
-      ::close(execErr[0]);
-      char go = 0;
-      if (::read(gate[0], &go, 1) != 1)
-        ::_exit(127); // the tracer gave up: do not run untraced
-      ::execv(commandPath->c_str(), argv.data());
-      int e = errno;
-      ssize_t ignored = ::write(execErr[1], &e, sizeof(e));
-      (void)ignored;
-      ::_exit(127);
-    }
-    ::close(gate[0]);
-    ::close(execErr[1]);
-    s.child = pid;
-    s.gateFd = gate[1];
-    s.execErrFd = execErr[0];
+// Forks the command, held before exec until releaseCommand: it must not run before the probes are in.
+bool TraceSession::Impl::forkHeldCommand(const std::optional<std::string> &commandPath, DiagnosticEngine &diags) {
+  if (!commandPath)
+    return true;
+  int gate[2], execErr[2];
+  if (::pipe2(gate, O_CLOEXEC) != 0 || ::pipe2(execErr, O_CLOEXEC) != 0) {
+    diags.report(DiagCode::ERR_TRACE_012) << opts.command[0] << std::strerror(errno);
+    return false;
   }
+  std::vector<char *> argv;
+  for (const std::string &a : opts.command)
+    argv.push_back(const_cast<char *>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    diags.report(DiagCode::ERR_TRACE_012) << opts.command[0] << std::strerror(errno);
+    return false;
+  }
+  if (pid == 0) {
+    ::close(gate[1]);
+    ::close(execErr[0]);
+    char go = 0;
+    if (::read(gate[0], &go, 1) != 1)
+      ::_exit(127); // the tracer gave up: do not run untraced
+    ::execv(commandPath->c_str(), argv.data());
+    int e = errno;
+    ssize_t ignored = ::write(execErr[1], &e, sizeof(e));
+    (void)ignored;
+    ::_exit(127);
+  }
+  ::close(gate[0]);
+  ::close(execErr[1]);
+  child = pid;
+  gateFd = gate[1];
+  execErrFd = execErr[0];
+  return true;
+}
 
-  // 7. Filters.
-  std::vector<int> filterPids = options.pids;
-  if (filterByPid && s.child > 0)
-    filterPids.push_back(s.child);
+// Which pids (results.pids) and which cgroup the BPF side keeps.
+bool TraceSession::Impl::setFilters(DiagnosticEngine &diags) {
+  results.pids = opts.pids;
+  if (filtersByPid(opts) && child > 0)
+    results.pids.push_back(child);
   uint8_t one = 1;
-  for (int pid : filterPids) {
+  for (int pid : results.pids) {
     uint32_t key = static_cast<uint32_t>(pid);
-    bpf_map_update_elem(bpf_map__fd(s.skel->maps.pid_filter), &key, &one, BPF_ANY);
+    bpf_map_update_elem(bpf_map__fd(skel->maps.pid_filter), &key, &one, BPF_ANY);
   }
-  if (!options.cgroupPath.empty()) {
-    s.cgroupFd = ::open(options.cgroupPath.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (!opts.cgroupPath.empty()) {
+    cgroupFd = ::open(opts.cgroupPath.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     uint32_t zero = 0;
-    if (s.cgroupFd < 0 ||
-        bpf_map_update_elem(bpf_map__fd(s.skel->maps.cgroup_filter), &zero, &s.cgroupFd, BPF_ANY) != 0) {
-      diags.report(DiagCode::ERR_TRACE_010) << "cannot set the cgroup filter to '" + options.cgroupPath +
+    if (cgroupFd < 0 ||
+        bpf_map_update_elem(bpf_map__fd(skel->maps.cgroup_filter), &zero, &cgroupFd, BPF_ANY) != 0) {
+      diags.report(DiagCode::ERR_TRACE_010) << "cannot set the cgroup filter to '" + opts.cgroupPath +
                                                    "': " + std::strerror(errno);
-      return nullptr;
+      return false;
     }
   }
+  return true;
+}
 
-  // 8. Probes. One target pid: let the kernel filter too, so other processes never trap.
-  pid_t attachPid = filterPids.size() == 1 && options.cgroupPath.empty() ? filterPids[0] : -1;
-  for (const ResolvedFunction &r : resolved) {
+// An entry and a return probe per function. One target pid: let the kernel filter too, so other
+// processes never trap.
+bool TraceSession::Impl::attachProbes(const std::vector<ResolvedFunction> &functions, DiagnosticEngine &diags) {
+  pid_t attachPid = results.pids.size() == 1 && opts.cgroupPath.empty() ? results.pids[0] : -1;
+  for (const ResolvedFunction &r : functions) {
     for (bool ret : {false, true}) {
       LIBBPF_OPTS(bpf_uprobe_opts, uopts);
       uopts.retprobe = ret;
       uopts.bpf_cookie = r.fn->id;
-      bpf_program *prog = ret ? s.skel->progs.cuda_exit : s.skel->progs.cuda_enter;
+      bpf_program *prog = ret ? skel->progs.cuda_exit : skel->progs.cuda_enter;
       bpf_link *link =
           bpf_program__attach_uprobe_opts(prog, attachPid, r.library.c_str(), r.point.offset, &uopts);
       if (!link) {
@@ -491,37 +372,64 @@ std::unique_ptr<TraceSession> TraceSession::start(const TraceOptions &options, D
         // 524 is the kernel-internal ENOTSUPP: the instruction at the offset cannot be probed.
         std::string why = err == 524 ? "the instruction there cannot be probed (ENOTSUPP)" : std::strerror(err);
         diags.report(DiagCode::ERR_TRACE_011) << r.fn->name << r.library << why;
-        return nullptr;
+        return false;
       }
-      s.links.push_back(link);
+      links.push_back(link);
     }
-    s.results.attached.push_back({r.fn->id, r.fn->name.str(), r.library, r.point.symbolOffset, r.point.offset,
-                                  r.point.skippedEndbr64});
+    results.attached.push_back({r.fn->id, r.fn->name.str(), r.library, r.point.symbolOffset, r.point.offset,
+                                r.point.skippedEndbr64});
   }
-  s.rb = ring_buffer__new(bpf_map__fd(s.skel->maps.events), &Impl::onEvent, &s, nullptr);
-  if (!s.rb) {
+  return true;
+}
+
+bool TraceSession::Impl::openRingBuffer(DiagnosticEngine &diags) {
+  rb = ring_buffer__new(bpf_map__fd(skel->maps.events), &Impl::onEvent, this, nullptr);
+  if (!rb) {
     diags.report(DiagCode::ERR_TRACE_010) << std::string("cannot open the ring buffer: ") + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+// Lets the held command exec; its exec error, if any, comes back through execErrFd.
+bool TraceSession::Impl::releaseCommand(DiagnosticEngine &diags) {
+  if (child <= 0)
+    return true;
+  char go = 1;
+  ssize_t n = ::write(gateFd, &go, 1);
+  ::close(gateFd);
+  gateFd = -1;
+  int execErrno = 0;
+  if (n != 1 || ::read(execErrFd, &execErrno, sizeof(execErrno)) == sizeof(execErrno)) {
+    diags.report(DiagCode::ERR_TRACE_012) << opts.command[0] << std::strerror(n != 1 ? EPIPE : execErrno);
+    return false;
+  }
+  return true;
+}
+
+std::unique_ptr<TraceSession> TraceSession::start(const TraceOptions &options, DiagnosticEngine &diags) {
+  routeLibbpfMessages(options.verbose);
+  auto impl = std::make_unique<Impl>();
+  Impl &s = *impl;
+  s.opts = options;
+  TraceTargets targets;
+  bool ready = checkMachineAllowsTracing(options, diags) &&
+               checkWhomToTrace(options, targets, diags) &&
+               findCudaLibraries(options, targets, diags) &&
+               resolveAttachPoints(options, targets, diags) &&
+               s.loadProgram(diags) &&
+               s.forkHeldCommand(targets.commandPath, diags) &&
+               s.setFilters(diags) &&
+               s.attachProbes(targets.functions, diags) &&
+               s.openRingBuffer(diags);
+  if (!ready)
     return nullptr;
-  }
-
-  s.results.pids = filterPids;
   s.results.cgroup = options.cgroupPath;
-  s.results.library = lib;
-  s.results.runtimeLibrary = rtlib;
+  s.results.library = targets.library;
+  s.results.runtimeLibrary = targets.runtimeLibrary;
   s.started = std::chrono::steady_clock::now();
-
-  // 9. Go.
-  if (s.child > 0) {
-    char go = 1;
-    ssize_t n = ::write(s.gateFd, &go, 1);
-    ::close(s.gateFd);
-    s.gateFd = -1;
-    int execErrno = 0;
-    if (n != 1 || ::read(s.execErrFd, &execErrno, sizeof(execErrno)) == sizeof(execErrno)) {
-      diags.report(DiagCode::ERR_TRACE_012) << options.command[0] << std::strerror(n != 1 ? EPIPE : execErrno);
-      return nullptr;
-    }
-  }
+  if (!s.releaseCommand(diags))
+    return nullptr;
   return std::unique_ptr<TraceSession>(new TraceSession(std::move(impl)));
 }
 
