@@ -6,7 +6,8 @@
 #   - scripts/quickstart.sh in a fresh clone (one test).
 # MSC_TEST_FLAVOURS="release quickstart asan fuzz" chooses what runs. The quickstart comes right
 # after release: its clone builds the same release objects, which ccache (scripts/build.sh) then
-# has from the release build (minutes become about one), and a broken first run shows early.
+# has from the release build (a cold build of the tools took 5 min here, a warm one 23 s), and a
+# broken quickstart shows early.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
