@@ -3,7 +3,7 @@
 // diagnostics can point at the line that asked for it.
 #pragma once
 
-#include "ir/Units.h"
+#include "support/Units.h"
 #include "support/PciAddress.h"
 
 #include <llvm/ADT/StringRef.h>
@@ -16,6 +16,18 @@
 #include <vector>
 
 namespace msc::ir {
+
+// The IR's quantities are the shared unit types (support/Units.h).
+using msc::BitsPerSecond;
+using msc::Bytes;
+using msc::MilliCelsius;
+using msc::Nanoseconds;
+using msc::PartsPerMillion;
+using msc::formatBandwidth;
+using msc::formatBytes;
+using msc::formatDuration;
+using msc::formatPercent;
+using msc::formatTemperature;
 
 enum class FieldKind {
   Int, Bool, String, Size, Duration, Temperature, Percent, Bandwidth, Real,

@@ -1,7 +1,7 @@
 #include "passes/Lowering.h"
 
-#include "passes/GpuArch.h"
 #include "passes/Resolve.h"
+#include "plan/PlanFile.h"
 
 namespace msc::passes {
 
@@ -31,11 +31,11 @@ uint32_t queuePairsOf(const ir::Contract &contract, const ir::Role &role) {
   return static_cast<uint32_t>(std::max<int64_t>(1, qps));
 }
 
-plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement, const hal::Topology &topo,
-                       llvm::StringRef compilerVersion) {
+plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement, const PlanDecisions &decisions,
+                       const hal::Topology &topo, llvm::StringRef compilerVersion) {
   plan::Plan out;
-  out.set_format_major(1);
-  out.set_format_minor(0);
+  out.set_format_major(plan::kFormatMajor);
+  out.set_format_minor(plan::kFormatMinor);
   plan::Provenance *prov = out.mutable_provenance();
   prov->set_contract(contract.name);
   prov->set_source_file(contract.sourceFile);
@@ -88,6 +88,7 @@ plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement,
       for (unsigned core : r->physicalCores)
         b->add_physical_cores(core);
       b->set_numa_node(numaOr(r->numaNode));
+      b->set_numa_node_declared(f.numa_node.has_value());
       b->set_block_device(r->blockDevice);
       if (r->blockPci)
         b->set_block_pci(r->blockPci->str());
@@ -103,7 +104,9 @@ plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement,
       m->set_page_size(f.memory_pool->value.pageSize.value);
       m->set_pages(f.memory_pool->value.count);
       m->set_numa_node(numaOr(r->poolNumaNode ? r->poolNumaNode : r->numaNode));
-      m->set_reserve_pages(r->hugepagesToReserve);
+      for (const admission::HugepageReservation &reserve : decisions.hugepageReservations)
+        if (reserve.role == role.name)
+          m->set_reserve_pages(reserve.pages);
     }
     if (f.rdma_port) {
       plan::RdmaSetting *rd = out.add_rdma();
@@ -154,27 +157,6 @@ plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement,
   ps->set_min_sm_slices(static_cast<uint32_t>(valueOr(sc.min_sm_slices, int64_t(0))));
   ps->set_max_sm_slices(static_cast<uint32_t>(valueOr(sc.max_sm_slices, int64_t(0))));
   return out;
-}
-
-Holding holdingFromPlan(const plan::Plan &p) {
-  Holding h;
-  h.contract = p.provenance().contract();
-  for (const plan::IoBinding &b : p.io_bindings())
-    h.physicalCores.insert(h.physicalCores.end(), b.physical_cores().begin(), b.physical_cores().end());
-  for (const plan::GpuSlice &s : p.gpu_slices()) {
-    Holding::Gpu g;
-    if (auto pci = parsePciAddress(s.pci_address()))
-      g.pci = *pci;
-    g.sms = s.sm_count();
-    g.memoryBytes = s.memory_limit_bytes();
-    h.gpus.push_back(g);
-  }
-  for (const plan::MemoryPool &m : p.memory_pools())
-    if (m.numa_node() >= 0)
-      h.hugepages.push_back({static_cast<unsigned>(m.numa_node()), m.page_size(), m.pages()});
-  for (const plan::RdmaSetting &r : p.rdma())
-    h.queuePairs.push_back({r.device(), r.queue_pairs()});
-  return h;
 }
 
 } // namespace msc::passes

@@ -1,11 +1,11 @@
-// Lowering: a checked contract and its placement on a node become an execution plan. Also the
-// way back from a plan to what it holds, for admission of the next contract.
+// Lowering: a checked contract, its placement on a node and the passes' decisions become an
+// execution plan. (The way back, from a plan to its claims, is admission/Claims.h.)
 #pragma once
 
 #include "hal/Topology.h"
 #include "ir/IR.h"
-#include "ir/plan.pb.h"
-#include "passes/Admission.h"
+#include "plan/plan.pb.h"
+#include "passes/Pass.h"
 #include "passes/Placement.h"
 
 #include <llvm/ADT/StringRef.h>
@@ -31,10 +31,7 @@ struct PlanDefaults {
 uint32_t queuePairsOf(const ir::Contract &contract, const ir::Role &role);
 
 // Deterministic: the same contract, placement and topology give the same plan.
-plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement, const hal::Topology &topology,
-                       llvm::StringRef compilerVersion);
-
-// What an admitted plan holds on its node.
-Holding holdingFromPlan(const plan::Plan &plan);
+plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement, const PlanDecisions &decisions,
+                       const hal::Topology &topology, llvm::StringRef compilerVersion);
 
 } // namespace msc::passes

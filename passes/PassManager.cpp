@@ -1,6 +1,8 @@
 #include "passes/PassManager.h"
 
+#include "passes/ContractClaims.h"
 #include "passes/Passes.h"
+#include "passes/Resolve.h"
 
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/Support/Format.h>
@@ -43,6 +45,17 @@ std::optional<PassManager> PassManager::fromNames(llvm::StringRef csv, Diagnosti
   return pm;
 }
 
+CheckedContract PassManager::check(const ir::Contract &contract, const hal::Topology *topology,
+                                   const admission::Held &held, DiagnosticEngine &diags,
+                                   const Instrumentation &instrumentation) {
+  CheckedContract out;
+  out.placement = place(contract, topology);
+  out.claims = claimsOf(contract, out.placement, topology);
+  PassContext ctx{contract, topology, held, diags, out.placement, out.claims, out.decisions};
+  out.accepted = run(ctx, instrumentation);
+  return out;
+}
+
 bool PassManager::run(PassContext &ctx, const Instrumentation &inst) {
   unsigned errorsBefore = ctx.diags.errorCount();
   std::vector<std::pair<llvm::StringRef, double>> timings;
@@ -57,7 +70,7 @@ bool PassManager::run(PassContext &ctx, const Instrumentation &inst) {
     if (print && inst.out) {
       *inst.out << "// -----// placement after '" << pass->name() << "' for contract '" << ctx.contract.name
                 << "' //----- //\n";
-      ctx.placement.print(*inst.out);
+      ctx.placement.print(*inst.out, ctx.decisions.hugepageReservations);
     }
   }
   if (inst.timePasses && inst.out) {

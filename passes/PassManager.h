@@ -14,6 +14,15 @@
 
 namespace msc::passes {
 
+// A contract after the middle of the pipeline: placed on the node, its claims built, the passes
+// run. What lowering takes.
+struct CheckedContract {
+  Placement placement;
+  admission::Claims claims;
+  PlanDecisions decisions;
+  bool accepted = false; // no pass reported an error
+};
+
 struct Instrumentation {
   std::vector<std::string> printAfter; // pass names, or "all"
   bool timePasses = false;
@@ -33,6 +42,10 @@ public:
   // Runs each pass in order; topology passes are skipped when ctx.topology is null.
   // Returns false if any pass reported an error.
   bool run(PassContext &ctx, const Instrumentation &instrumentation = {});
+
+  // place -> claims -> run: the stages in their one order.
+  CheckedContract check(const ir::Contract &contract, const hal::Topology *topology, const admission::Held &held,
+                        DiagnosticEngine &diags, const Instrumentation &instrumentation = {});
 
 private:
   std::vector<std::unique_ptr<Pass>> passes_;

@@ -12,7 +12,4 @@ namespace msc::passes {
 inline Location at(const ir::Origin &origin) { return Location{origin.range, {}, 0}; }
 inline Location atField(const ir::Origin &origin) { return Location{origin.fieldRange, {}, 0}; }
 
-// "2, 3 and 5" style lists for messages.
-std::string joinNumbers(const std::vector<unsigned> &values);
-
 } // namespace msc::passes

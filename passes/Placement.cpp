@@ -3,7 +3,7 @@
 #include "hal/Topology.h"
 #include "ir/IR.h"
 #include "ir/ValueFormat.h"
-#include "passes/GpuArch.h"
+#include "admission/GpuArch.h"
 #include "passes/Resolve.h"
 
 #include <llvm/ADT/STLExtras.h>
@@ -29,7 +29,7 @@ const RolePlacement *Placement::findRole(llvm::StringRef name) const {
   return nullptr;
 }
 
-void Placement::print(llvm::raw_ostream &os) const {
+void Placement::print(llvm::raw_ostream &os, llvm::ArrayRef<admission::HugepageReservation> reservations) const {
   auto list = [](const std::vector<unsigned> &v) {
     std::vector<uint32_t> copy(v.begin(), v.end());
     return ir::formatValue(copy);
@@ -65,8 +65,9 @@ void Placement::print(llvm::raw_ostream &os) const {
     }
     if (r.poolNumaNode)
       os << "    pool_numa_node = " << *r.poolNumaNode << "\n";
-    if (r.hugepagesToReserve)
-      os << "    reserve_hugepages = " << r.hugepagesToReserve << "\n";
+    for (const admission::HugepageReservation &reserve : reservations)
+      if (reserve.role == r.role)
+        os << "    reserve_hugepages = " << reserve.pages << "\n";
     os << "  }\n";
   }
   os << "}\n";
@@ -104,15 +105,16 @@ GpuPlacement gpuPlacement(const hal::Topology &topo, const hal::GpuRef &gpu) {
   g.model = gpu.info->model;
   g.smCount = gpu.info->smCount;
   g.memoryBytes = gpu.info->memoryBytes;
-  g.smGranularity = smPartitioning(gpu.info->ccMajor, gpu.info->ccMinor).minSms;
+  g.smGranularity = admission::smPartitioning(gpu.info->ccMajor, gpu.info->ccMinor).minSms;
   g.numaNode = topo.numaNodeOfDevice(gpu.vertex);
   return g;
 }
 
 unsigned smsForSlices(const hal::Topology &topo, const GpuPlacement &gpu, unsigned division, unsigned slices) {
   std::optional<hal::GpuRef> ref = topo.gpuByPci(gpu.pci);
-  SmPartitioning part = ref ? smPartitioning(ref->info->ccMajor, ref->info->ccMinor) : SmPartitioning{};
-  return smsForSlices(gpu.smCount, division, slices, part);
+  admission::SmPartitioning part =
+      ref ? admission::smPartitioning(ref->info->ccMajor, ref->info->ccMinor) : admission::SmPartitioning{};
+  return admission::smsForSlices(gpu.smCount, division, slices, part);
 }
 
 unsigned firstPuOfCore(const hal::Topology &topo, unsigned pu) {

@@ -1,8 +1,12 @@
-// What the checks resolved about a contract on one node: the concrete CPUs, NUMA nodes, GPUs,
-// block devices and RDMA ports behind each role. Passes fill it; lowering turns it into a plan.
+// What placement resolved about a contract on one node: the concrete CPUs, NUMA nodes, GPUs,
+// block devices and RDMA ports behind each role. Built once by place() (passes/Resolve.h); passes
+// read it, lowering turns it into a plan.
 #pragma once
 
+#include "admission/Rules.h"
 #include "support/PciAddress.h"
+
+#include <llvm/ADT/ArrayRef.h>
 
 #include <llvm/Support/raw_ostream.h>
 
@@ -36,7 +40,6 @@ struct RolePlacement {
   unsigned rdmaPort = 0;
   std::optional<unsigned> rdmaNumaNode;
   std::optional<unsigned> poolNumaNode; // hugepage pool's node
-  uint64_t hugepagesToReserve = 0;      // planned reservation (auto_allocate_hugepages)
 };
 
 struct Placement {
@@ -44,8 +47,8 @@ struct Placement {
 
   RolePlacement &role(llvm::StringRef name);
   const RolePlacement *findRole(llvm::StringRef name) const;
-  // `--print-after`: a stable text form.
-  void print(llvm::raw_ostream &os) const;
+  // `--print-after`: a stable text form, with the passes' decisions so far.
+  void print(llvm::raw_ostream &os, llvm::ArrayRef<admission::HugepageReservation> reservations = {}) const;
 };
 
 } // namespace msc::passes

@@ -6,16 +6,6 @@
 
 namespace msc::passes {
 
-std::string joinNumbers(const std::vector<unsigned> &values) {
-  std::string out;
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i)
-      out += i + 1 == values.size() ? " and " : ", ";
-    out += std::to_string(values[i]);
-  }
-  return out;
-}
-
 namespace {
 
 class ProfilePass : public Pass {

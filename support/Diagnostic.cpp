@@ -172,6 +172,16 @@ std::vector<std::string> closestMatches(llvm::StringRef word, llvm::ArrayRef<llv
   return out;
 }
 
+std::string joinNumbers(const std::vector<unsigned> &values) {
+  std::string out;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i)
+      out += i + 1 == values.size() ? " and " : ", ";
+    out += std::to_string(values[i]);
+  }
+  return out;
+}
+
 std::optional<std::string> closestMatch(llvm::StringRef word, llvm::ArrayRef<llvm::StringRef> candidates) {
   auto matches = closestMatches(word, candidates, 1);
   if (matches.empty())

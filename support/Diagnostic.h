@@ -152,6 +152,9 @@ struct ResolvedLoc {
 ResolvedLoc resolve(const Location &loc, const llvm::SourceMgr *sm);
 ResolvedLoc resolve(llvm::SMRange range, const llvm::SourceMgr *sm);
 
+// "2, 3 and 5": numbers in a message.
+std::string joinNumbers(const std::vector<unsigned> &values);
+
 // "did you mean": the candidate closest to `word` by edit distance, if close enough.
 std::optional<std::string> closestMatch(llvm::StringRef word, llvm::ArrayRef<llvm::StringRef> candidates);
 // The up-to-`n` closest candidates, best first, within a sensible distance.

@@ -4,7 +4,8 @@
 #include "compiler/Frontend.h"
 #include "hal/Loader.h"
 #include "hal/TopologyYaml.h"
-#include "ir/PlanFile.h"
+#include "plan/PlanFile.h"
+#include "passes/ContractClaims.h"
 #include "passes/Lowering.h"
 #include "passes/PassManager.h"
 #include "passes/Passes.h"
@@ -85,7 +86,7 @@ BENCHMARK(BM_Baseline_ParseAndIr)->Unit(benchmark::kMicrosecond);
 void BM_FullPipeline_8GpuNode(benchmark::State &state) {
   std::string text = contractText(0);
   const msc::hal::Topology &topo = node();
-  msc::passes::AdmittedSet none;
+  msc::admission::Held none;
   msc::passes::PassManager pm = msc::passes::PassManager::defaultPipeline();
   for (auto _ : state) {
     llvm::SourceMgr sm;
@@ -97,9 +98,7 @@ void BM_FullPipeline_8GpuNode(benchmark::State &state) {
       return;
     }
     const msc::ir::Contract &contract = module->contracts.front();
-    msc::passes::Placement placement = msc::passes::place(contract, &topo);
-    msc::passes::PassContext ctx{contract, &topo, none, d, placement};
-    benchmark::DoNotOptimize(pm.run(ctx));
+    benchmark::DoNotOptimize(pm.check(contract, &topo, none, d).accepted);
   }
 }
 BENCHMARK(BM_FullPipeline_8GpuNode)->Unit(benchmark::kMicrosecond);
@@ -115,21 +114,25 @@ void BM_Admission(benchmark::State &state) {
   auto module = frontend(text, sm, d);
   const msc::ir::Contract &contract = module->contracts.front();
   msc::passes::Placement placement = msc::passes::place(contract, &topo);
-  msc::passes::AdmittedSet admitted;
+  msc::admission::Claims claims = msc::passes::claimsOf(contract, placement, &topo);
+  msc::admission::Held admitted;
   for (int64_t i = 0; i < state.range(0); ++i) {
-    msc::passes::Holding h;
+    msc::admission::Claims h;
     h.contract = "admitted_" + std::to_string(i);
-    h.physicalCores.push_back(static_cast<unsigned>(8 + i % 40));
-    h.gpus.push_back({topo.gpus()[static_cast<size_t>(i) % topo.gpus().size()].info->pci, 0, 0});
-    h.hugepages.push_back({0, 2u << 20, 1});
-    admitted.holdings.push_back(std::move(h));
+    msc::admission::RoleClaims &role = h.roles.emplace_back();
+    role.physicalCores.push_back(static_cast<unsigned>(8 + i % 40));
+    role.gpu = msc::admission::GpuClaim{};
+    role.gpu->pci = topo.gpus()[static_cast<size_t>(i) % topo.gpus().size()].info->pci;
+    role.hugepages = msc::admission::HugepageClaim{};
+    role.hugepages->numaNode = 0;
+    role.hugepages->pageSize = 2u << 20;
+    role.hugepages->pages = 1;
+    admitted.contracts.push_back(std::move(h));
   }
-  auto admission = msc::passes::createAdmissionPass();
   for (auto _ : state) {
     msc::CollectingConsumer sink;
     msc::DiagnosticEngine quiet(&sm, sink);
-    msc::passes::PassContext ctx{contract, &topo, admitted, quiet, placement};
-    admission->run(ctx);
+    msc::admission::checkAgainstHeld(claims, admitted, {topo, quiet, msc::Location::none()});
     benchmark::DoNotOptimize(sink.diags.size());
   }
 }
@@ -143,7 +146,7 @@ void BM_Baseline_EncodePlan(benchmark::State &state) {
   auto module = frontend(text, sm, d);
   const msc::ir::Contract &contract = module->contracts.front();
   msc::passes::Placement placement = msc::passes::place(contract, &node());
-  msc::plan::Plan plan = msc::passes::lowerToPlan(contract, placement, node(), "bench");
+  msc::plan::Plan plan = msc::passes::lowerToPlan(contract, placement, {}, node(), "bench");
   for (auto _ : state)
     benchmark::DoNotOptimize(msc::plan::encodePlan(plan));
 }
@@ -158,7 +161,7 @@ void BM_LowerAndEncode(benchmark::State &state) {
   const msc::ir::Contract &contract = module->contracts.front();
   msc::passes::Placement placement = msc::passes::place(contract, &node());
   for (auto _ : state) {
-    msc::plan::Plan plan = msc::passes::lowerToPlan(contract, placement, node(), "bench");
+    msc::plan::Plan plan = msc::passes::lowerToPlan(contract, placement, {}, node(), "bench");
     benchmark::DoNotOptimize(msc::plan::encodePlan(plan));
   }
 }
@@ -185,7 +188,7 @@ void BM_Batch1000ContractsOn1000Nodes(benchmark::State &state) {
   std::vector<std::string> texts;
   for (unsigned i = 0; i < 1000; ++i)
     texts.push_back(contractText(i));
-  msc::passes::AdmittedSet none;
+  msc::admission::Held none;
   msc::passes::PassManager pm = msc::passes::PassManager::defaultPipeline();
   for (auto _ : state) {
     size_t bytes = 0;
@@ -196,10 +199,10 @@ void BM_Batch1000ContractsOn1000Nodes(benchmark::State &state) {
       auto module = frontend(texts[i], sm, quiet);
       const msc::ir::Contract &contract = module->contracts.front();
       const msc::hal::Topology &topo = loaded->nodes[i];
-      msc::passes::Placement placement = msc::passes::place(contract, &topo);
-      msc::passes::PassContext ctx{contract, &topo, none, quiet, placement};
-      pm.run(ctx);
-      bytes += msc::plan::encodePlan(msc::passes::lowerToPlan(contract, placement, topo, "bench")).size();
+      msc::passes::CheckedContract checked = pm.check(contract, &topo, none, quiet);
+      bytes += msc::plan::encodePlan(
+                   msc::passes::lowerToPlan(contract, checked.placement, checked.decisions, topo, "bench"))
+                   .size();
     }
     benchmark::DoNotOptimize(bytes);
   }

@@ -1,5 +1,5 @@
 // libFuzzer target: arbitrary bytes through the plan decoder, then the dump and JSON views.
-#include "ir/PlanFile.h"
+#include "plan/PlanFile.h"
 
 #include <cstdint>
 #include <cstdlib>

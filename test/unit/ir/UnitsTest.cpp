@@ -1,5 +1,5 @@
 // Unit formatting: exact, in the largest unit that divides the value; and the value printers.
-#include "ir/Units.h"
+#include "support/Units.h"
 #include "ir/ValueFormat.h"
 
 #include <gtest/gtest.h>

@@ -1,9 +1,11 @@
-// Lowering: the same contract and topology give byte-identical plans; a plan's holding is what the
-// admission pass needs.
+// Lowering: the same contract and topology give byte-identical plans; a plan's claims are the
+// claims the compiler judged, so the node's re-check and the compiler see the same thing.
 #include "PassesTestUtil.h"
 
-#include "ir/PlanFile.h"
+#include "admission/Claims.h"
+#include "passes/ContractClaims.h"
 #include "passes/Lowering.h"
+#include "plan/PlanFile.h"
 
 namespace msc::passes::test {
 namespace {
@@ -21,12 +23,10 @@ contract tenant uses profile mlvm_heavy {
 std::string yamlFixture() { return std::string(MSC_SOURCE_DIR) + "/test/lit/passes/Inputs/jrc0323-a100.yaml"; }
 
 plan::Plan lower(Compiled &c) {
-  Placement placement = place(c.contract(), &*c.topology);
-  AdmittedSet admitted;
-  PassContext ctx{c.contract(), &*c.topology, admitted, c.diags, placement};
   PassManager pm = PassManager::defaultPipeline();
-  EXPECT_TRUE(pm.run(ctx));
-  return lowerToPlan(c.contract(), placement, *c.topology, "test");
+  CheckedContract checked = pm.check(c.contract(), &*c.topology, admission::Held{}, c.diags);
+  EXPECT_TRUE(checked.accepted);
+  return lowerToPlan(c.contract(), checked.placement, checked.decisions, *c.topology, "test");
 }
 
 TEST(Lowering, SameInputsGiveByteIdenticalPlans) {
@@ -54,35 +54,82 @@ TEST(Lowering, PlanRoundTripsThroughTheFileFormat) {
   EXPECT_EQ(plan::encodePlan(*back), bytes);
 }
 
-TEST(Lowering, HoldingFromPlanIsWhatThePlanHolds) {
+TEST(Lowering, ClaimsFromPlanAreWhatThePlanHolds) {
   auto c = compile(kTenant, yamlFixture());
   ASSERT_TRUE(c->module && c->topology);
-  plan::Plan p = lower(*c);
-  Holding h = holdingFromPlan(p);
-  EXPECT_EQ(h.contract, "tenant");
+  admission::Claims claims = admission::claimsFromPlan(lower(*c));
+  EXPECT_EQ(claims.contract, "tenant");
+  ASSERT_EQ(claims.roles.size(), 3u);
+  const admission::RoleClaims &loader = claims.roles[0], &embed = claims.roles[1], &cache = claims.roles[2];
   // CPUs 48 and 176 are one core (SMT2): two physical cores, named by their first PU.
-  EXPECT_EQ(h.physicalCores, (std::vector<unsigned>{48, 49}));
-  ASSERT_EQ(h.gpus.size(), 1u);
-  EXPECT_EQ(h.gpus[0].pci.str(), "0000:03:00.0");
-  EXPECT_EQ(h.gpus[0].sms, 72u); // 2 of 3 slices of 108 SMs, 36 each (Ampere: even counts)
-  EXPECT_EQ(h.gpus[0].memoryBytes, 10ull << 30);
-  ASSERT_EQ(h.hugepages.size(), 1u);
-  EXPECT_EQ(h.hugepages[0].numaNode, 3u); // the HCA's node
-  EXPECT_EQ(h.hugepages[0].pageSize, 2ull << 20);
-  EXPECT_EQ(h.hugepages[0].pages, 64u);
-  ASSERT_EQ(h.queuePairs.size(), 1u);
-  EXPECT_EQ(h.queuePairs[0].device, "mlx5_0");
-  EXPECT_EQ(h.queuePairs[0].count, 4u);
+  EXPECT_EQ(loader.physicalCores, (std::vector<unsigned>{48, 49}));
+  EXPECT_EQ(loader.numaNode, 3u); // declared: the CPUs must be on it
+  ASSERT_TRUE(embed.gpu);
+  EXPECT_EQ(embed.gpu->pci.str(), "0000:03:00.0");
+  EXPECT_EQ(embed.gpu->sms, 72u); // 2 of 3 slices of 108 SMs, 36 each (Ampere: even counts)
+  EXPECT_EQ(embed.gpu->memoryBytes, 10ull << 30);
+  EXPECT_FALSE(embed.numaNode); // not declared: nothing binds its CPUs
+  ASSERT_TRUE(cache.hugepages);
+  EXPECT_EQ(cache.hugepages->numaNode, 3u); // the HCA's node
+  EXPECT_EQ(cache.hugepages->pageSize, 2ull << 20);
+  EXPECT_EQ(cache.hugepages->pages, 64u);
+  ASSERT_TRUE(cache.rdma);
+  EXPECT_EQ(cache.rdma->primary.device, "mlx5_0");
+  EXPECT_EQ(cache.rdma->queuePairs, 4u);
 }
 
-TEST(Lowering, HoldingSkipsPoolsWithoutANumaNode) {
+// The compiler's claims and the plan's claims of one contract agree on everything the rules read;
+// only the source locations differ.
+TEST(Lowering, BothSidesBuildTheSameClaims) {
+  auto c = compile(kTenant, yamlFixture());
+  ASSERT_TRUE(c->module && c->topology);
+  PassManager pm = PassManager::defaultPipeline();
+  CheckedContract checked = pm.check(c->contract(), &*c->topology, admission::Held{}, c->diags);
+  admission::Claims fromPlan = admission::claimsFromPlan(
+      lowerToPlan(c->contract(), checked.placement, checked.decisions, *c->topology, "test"));
+  const admission::Claims &fromIr = checked.claims;
+  ASSERT_EQ(fromIr.roles.size(), fromPlan.roles.size());
+  for (size_t i = 0; i < fromIr.roles.size(); ++i) {
+    const admission::RoleClaims &a = fromIr.roles[i], &b = fromPlan.roles[i];
+    SCOPED_TRACE(a.role);
+    EXPECT_EQ(a.role, b.role);
+    EXPECT_EQ(a.cpus, b.cpus);
+    EXPECT_EQ(a.physicalCores, b.physicalCores);
+    EXPECT_EQ(a.numaNode, b.numaNode);
+    ASSERT_EQ(a.gpu.has_value(), b.gpu.has_value());
+    if (a.gpu) {
+      EXPECT_EQ(a.gpu->pci, b.gpu->pci);
+      EXPECT_EQ(a.gpu->sms, b.gpu->sms);
+      EXPECT_EQ(a.gpu->slices, b.gpu->slices);
+      EXPECT_EQ(a.gpu->division, b.gpu->division);
+      EXPECT_EQ(a.gpu->memoryBytes, b.gpu->memoryBytes);
+    }
+    ASSERT_EQ(a.hugepages.has_value(), b.hugepages.has_value());
+    if (a.hugepages) {
+      EXPECT_EQ(a.hugepages->numaNode, b.hugepages->numaNode);
+      EXPECT_EQ(a.hugepages->pageSize, b.hugepages->pageSize);
+      EXPECT_EQ(a.hugepages->pages, b.hugepages->pages);
+    }
+    ASSERT_EQ(a.rdma.has_value(), b.rdma.has_value());
+    if (a.rdma) {
+      EXPECT_EQ(a.rdma->primary.device, b.rdma->primary.device);
+      EXPECT_EQ(a.rdma->primary.port, b.rdma->primary.port);
+      EXPECT_EQ(a.rdma->queuePairs, b.rdma->queuePairs);
+    }
+  }
+}
+
+TEST(Lowering, PoolWithoutANumaNodeClaimsNoNode) {
   plan::Plan p;
   p.mutable_provenance()->set_contract("x");
   plan::MemoryPool *m = p.add_memory_pools();
   m->set_page_size(2 << 20);
   m->set_pages(4);
   m->set_numa_node(-1);
-  EXPECT_TRUE(holdingFromPlan(p).hugepages.empty());
+  admission::Claims claims = admission::claimsFromPlan(p);
+  ASSERT_EQ(claims.roles.size(), 1u);
+  ASSERT_TRUE(claims.roles[0].hugepages);
+  EXPECT_FALSE(claims.roles[0].hugepages->numaNode);
 }
 
 } // namespace

@@ -28,12 +28,9 @@ std::vector<std::string> names(const PassManager &pm) {
 }
 
 std::vector<std::string> run(Compiled &c, PassManager &pm, bool withTopology) {
-  AdmittedSet admitted;
   const hal::Topology *topo = withTopology && c.topology ? &*c.topology : nullptr;
-  Placement placement = place(c.contract(), topo);
   size_t before = c.consumer.diags.size();
-  PassContext ctx{c.contract(), topo, admitted, c.diags, placement};
-  pm.run(ctx);
+  pm.check(c.contract(), topo, admission::Held{}, c.diags);
   std::vector<std::string> out;
   for (size_t i = before; i < c.consumer.diags.size(); ++i)
     out.push_back(diagInfo(c.consumer.diags[i].code).name.str());
@@ -121,25 +118,19 @@ contract warned uses profile mlvm_light {
 )",
                    fixture(kJureca));
   ASSERT_TRUE(c->module && c->topology);
-  AdmittedSet admitted;
-  Placement placement = place(c->contract(), &*c->topology);
-  PassContext ctx{c->contract(), &*c->topology, admitted, c->diags, placement};
   PassManager pm = PassManager::defaultPipeline();
-  EXPECT_TRUE(pm.run(ctx));
+  EXPECT_TRUE(pm.check(c->contract(), &*c->topology, admission::Held{}, c->diags).accepted);
   EXPECT_NE(std::find(c->codes().begin(), c->codes().end(), "WRN_HAL_CPU_007"), c->codes().end());
 }
 
 TEST(PassManager, PrintAfterAndTimePassesWriteToTheGivenStream) {
   auto c = compile(kThreeProblems, fixture(kJureca));
   ASSERT_TRUE(c->module && c->topology);
-  AdmittedSet admitted;
-  Placement placement = place(c->contract(), &*c->topology);
-  PassContext ctx{c->contract(), &*c->topology, admitted, c->diags, placement};
   std::string out;
   llvm::raw_string_ostream os(out);
   Instrumentation inst{{"gpu"}, true, &os};
   PassManager pm = PassManager::defaultPipeline();
-  pm.run(ctx, inst);
+  pm.check(c->contract(), &*c->topology, admission::Held{}, c->diags, inst);
   EXPECT_NE(out.find("placement after 'gpu' for contract 'three'"), std::string::npos) << out;
   EXPECT_EQ(out.find("placement after 'pcie'"), std::string::npos) << out;
   EXPECT_NE(out.find("pass timing report for contract 'three'"), std::string::npos) << out;

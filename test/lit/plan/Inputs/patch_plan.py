@@ -1,4 +1,4 @@
-"""Edits plan files for the ERR_PLAN_* tests, byte by byte (the header layout of ir/PlanFile.h:
+"""Edits plan files for the ERR_PLAN_* tests, byte by byte (the header layout of plan/PlanFile.h:
 "MSCPLAN\\0" | major u16 | minor u16 | reserved u32 | payload size u64 | FNV-1a 64 of the payload u64).
 
   patch_plan.py IN OUT flip OFFSET        xor one byte with 0xff (OFFSET counts from the payload start)

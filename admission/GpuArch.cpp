@@ -1,6 +1,6 @@
-#include "passes/GpuArch.h"
+#include "admission/GpuArch.h"
 
-namespace msc::passes {
+namespace msc::admission {
 
 SmPartitioning smPartitioning(int ccMajor, int ccMinor) {
   (void)ccMinor;
@@ -38,4 +38,4 @@ unsigned smsForSlices(unsigned smCount, unsigned division, unsigned slices, SmPa
   return perSlice * slices;
 }
 
-} // namespace msc::passes
+} // namespace msc::admission

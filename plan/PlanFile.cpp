@@ -1,4 +1,4 @@
-#include "ir/PlanFile.h"
+#include "plan/PlanFile.h"
 
 #include "support/PciAddress.h"
 

@@ -1,6 +1,6 @@
 // Human views of a plan: a readable dump, the JSON mapping, and a settings-level diff.
-#include "ir/PlanFile.h"
-#include "ir/Units.h"
+#include "plan/PlanFile.h"
+#include "support/Units.h"
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/reflection.h>
@@ -69,7 +69,7 @@ void dumpPlan(const Plan &plan, llvm::raw_ostream &os) {
       if (s.sm_count())
         os << " = " << s.sm_count() << " of " << s.gpu_sm_count() << " SMs";
       if (s.memory_limit_bytes())
-        os << ", memory limit " << ir::formatBytes({s.memory_limit_bytes()});
+        os << ", memory limit " << formatBytes({s.memory_limit_bytes()});
       os << ", priority " << s.stream_priority() << ", " << mechanismName(s.mechanism()) << ", numa "
          << numa(s.numa_node()) << "\n";
     }
@@ -88,7 +88,7 @@ void dumpPlan(const Plan &plan, llvm::raw_ostream &os) {
       if (b.io_weight())
         os << ", io weight " << b.io_weight();
       if (b.io_limit_bps())
-        os << ", io limit " << ir::formatBandwidth({b.io_limit_bps()});
+        os << ", io limit " << formatBandwidth({b.io_limit_bps()});
       if (!b.decoder().empty())
         os << ", decoder " << b.decoder();
       if (b.gpu_direct_storage())
@@ -99,7 +99,7 @@ void dumpPlan(const Plan &plan, llvm::raw_ostream &os) {
   if (plan.memory_pools_size()) {
     os << "memory pools\n";
     for (const MemoryPool &m : plan.memory_pools()) {
-      os << "  " << m.role() << ": " << m.pages() << " x " << ir::formatBytes({m.page_size()}) << " hugepages on numa "
+      os << "  " << m.role() << ": " << m.pages() << " x " << formatBytes({m.page_size()}) << " hugepages on numa "
          << numa(m.numa_node());
       if (m.reserve_pages())
         os << ", reserve " << m.reserve_pages() << " first";
@@ -111,7 +111,7 @@ void dumpPlan(const Plan &plan, llvm::raw_ostream &os) {
     for (const RdmaSetting &r : plan.rdma()) {
       os << "  " << r.role() << ": " << r.device() << ":" << r.port() << " " << r.link_layer() << ", "
          << r.queue_pairs() << " QPs, " << r.max_outstanding() << " outstanding WRs, retry " << r.retry_count()
-         << ", timeout " << ir::formatDuration({r.timeout_ns()}) << ", numa " << numa(r.numa_node());
+         << ", timeout " << formatDuration({r.timeout_ns()}) << ", numa " << numa(r.numa_node());
       if (!r.failover_device().empty())
         os << ", failover " << r.failover_device() << ":" << r.failover_port();
       os << "\n";
@@ -122,7 +122,7 @@ void dumpPlan(const Plan &plan, llvm::raw_ostream &os) {
   if (ft.snapshot_every_steps())
     os << "every " << ft.snapshot_every_steps() << " steps";
   else if (ft.snapshot_interval_ns())
-    os << "every " << ir::formatDuration({ft.snapshot_interval_ns()});
+    os << "every " << formatDuration({ft.snapshot_interval_ns()});
   else
     os << "never";
   os << ", keep " << ft.keep_snapshots() << ", capture:";
@@ -134,14 +134,14 @@ void dumpPlan(const Plan &plan, llvm::raw_ostream &os) {
     os << " loss-scale";
   if (ft.lr_scheduler())
     os << " lr-scheduler";
-  os << "\n  heartbeat " << ir::formatDuration({ft.heartbeat_ns()}) << " x " << ft.heartbeat_misses() << " misses"
+  os << "\n  heartbeat " << formatDuration({ft.heartbeat_ns()}) << " x " << ft.heartbeat_misses() << " misses"
      << (ft.in_memory_tier() ? ", in-memory tier" : "") << "\n";
   const ScalingPolicy &s = plan.scaling();
   os << "scaling\n  target density " << llvm::format("%.3g", s.target_density()) << " TFLOP/s/GB, deviation "
-     << ir::formatPercent({s.deviation_ppm()}) << " over " << s.windows() << " x " << ir::formatDuration({s.window_ns()})
-     << ", cooldown " << ir::formatDuration({s.cooldown_ns()}) << "\n  scale up below "
-     << ir::formatTemperature({s.scale_up_below_mc()}) << ", throttle at " << ir::formatTemperature({s.throttle_at_mc()})
-     << ", hysteresis " << ir::formatTemperature({s.hysteresis_mc()});
+     << formatPercent({s.deviation_ppm()}) << " over " << s.windows() << " x " << formatDuration({s.window_ns()})
+     << ", cooldown " << formatDuration({s.cooldown_ns()}) << "\n  scale up below "
+     << formatTemperature({s.scale_up_below_mc()}) << ", throttle at " << formatTemperature({s.throttle_at_mc()})
+     << ", hysteresis " << formatTemperature({s.hysteresis_mc()});
   if (s.max_sm_slices())
     os << ", slices " << s.min_sm_slices() << ".." << s.max_sm_slices();
   os << "\n";

@@ -2,7 +2,7 @@
 // by the protobuf Plan. Encoding is deterministic: the same plan gives the same bytes.
 #pragma once
 
-#include "ir/plan.pb.h"
+#include "plan/plan.pb.h"
 #include "support/Diagnostic.h"
 
 #include <llvm/ADT/StringRef.h>
@@ -15,7 +15,7 @@
 namespace msc::plan {
 
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor = 0;
+inline constexpr uint16_t kFormatMinor = 1; // 1.1: IoBinding.numa_node_declared
 inline constexpr size_t kHeaderSize = 32;
 inline constexpr uint64_t kMaxPayload = 64ull << 20;
 

@@ -1,8 +1,8 @@
-#include "ir/Units.h"
+#include "support/Units.h"
 
 #include <iterator>
 
-namespace msc::ir {
+namespace msc {
 
 namespace {
 struct Unit {
@@ -65,4 +65,4 @@ std::string decimal(int64_t value, int64_t scale) {
 std::string formatTemperature(MilliCelsius t) { return decimal(t.value, 1000) + "C"; }
 std::string formatPercent(PartsPerMillion p) { return decimal(static_cast<int64_t>(p.value), 10000) + "%"; }
 
-} // namespace msc::ir
+} // namespace msc

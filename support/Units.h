@@ -1,13 +1,13 @@
-// Typed quantities of the IR. Units are normalised once, in the frontend: sizes in bytes,
-// durations in nanoseconds, temperatures in millidegrees Celsius, shares in parts per million,
-// bandwidth in bits per second.
+// Typed quantities shared by the IR, the plan and the node side. Units are normalised once, in the
+// frontend: sizes in bytes, durations in nanoseconds, temperatures in millidegrees Celsius, shares
+// in parts per million, bandwidth in bits per second.
 #pragma once
 
 #include <compare>
 #include <cstdint>
 #include <string>
 
-namespace msc::ir {
+namespace msc {
 
 struct Bytes {
   uint64_t value = 0;
@@ -37,4 +37,4 @@ std::string formatTemperature(MilliCelsius t);
 std::string formatPercent(PartsPerMillion p);
 std::string formatBandwidth(BitsPerSecond b);
 
-} // namespace msc::ir
+} // namespace msc

@@ -3,7 +3,7 @@
 
 #include <string>
 
-namespace msc::passes {
+namespace msc::admission {
 
 struct SmPartitioning {
   unsigned minSms = 0;   // smallest green-context partition
@@ -23,4 +23,4 @@ unsigned minCapabilityFor(const std::string &precision);
 // GPU's share rounded down to the partition alignment. Lowering and admission both use this.
 unsigned smsForSlices(unsigned smCount, unsigned division, unsigned slices, SmPartitioning part);
 
-} // namespace msc::passes
+} // namespace msc::admission

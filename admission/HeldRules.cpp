@@ -1,0 +1,157 @@
+// Admission: the claims double-book nothing that contracts already admitted on the node hold.
+// Every refusal names the holder.
+#include "admission/Rules.h"
+#include "support/Units.h"
+
+#include <map>
+
+namespace msc::admission {
+
+namespace {
+
+void checkCores(const Claims &claims, const Held &held, const RuleContext &ctx) {
+  std::map<unsigned, const Claims *> holder;
+  for (const Claims &other : held.contracts)
+    for (const RoleClaims &role : other.roles)
+      for (unsigned core : role.physicalCores)
+        holder.emplace(core, &other);
+  for (const RoleClaims &role : claims.roles)
+    for (unsigned core : role.physicalCores)
+      if (auto it = holder.find(core); it != holder.end())
+        ctx.diags.report(DiagCode::ERR_HAL_ADMIT_001, ctx.at(role.cpusAt))
+                .note(Location::none(), "core " + std::to_string(core) + " runs CPUs " +
+                                            joinNumbers(ctx.topology.smtSiblings(core)))
+            << core << role.role << it->second->contract;
+}
+
+// What admitted contracts hold of one GPU, and the biggest holder of each kind.
+struct GpuHeld {
+  unsigned sms = 0, biggestSms = 0;
+  uint64_t memory = 0, biggestMemory = 0;
+  const Claims *bySms = nullptr, *byMemory = nullptr;
+};
+
+GpuHeld heldOf(const PciAddress &pci, const Held &held) {
+  GpuHeld out;
+  for (const Claims &other : held.contracts)
+    for (const RoleClaims &role : other.roles) {
+      if (!role.gpu || role.gpu->pci != pci)
+        continue;
+      out.sms += role.gpu->sms;
+      out.memory += role.gpu->memoryBytes;
+      if (role.gpu->sms > out.biggestSms)
+        out.bySms = &other, out.biggestSms = role.gpu->sms;
+      if (role.gpu->memoryBytes > out.biggestMemory)
+        out.byMemory = &other, out.biggestMemory = role.gpu->memoryBytes;
+    }
+  return out;
+}
+
+void checkGpus(const Claims &claims, const Held &held, const RuleContext &ctx) {
+  struct Need {
+    const RoleClaims *role = nullptr; // the first role on the GPU: where the error points
+    unsigned sms = 0;
+    uint64_t memory = 0;
+  };
+  std::map<PciAddress, Need> needs;
+  for (const RoleClaims &role : claims.roles) {
+    if (!role.gpu || !role.gpu->found)
+      continue;
+    Need &need = needs[role.gpu->pci];
+    need.role = need.role ? need.role : &role;
+    need.sms += role.gpu->sms;
+    need.memory += role.gpu->memoryBytes;
+  }
+  for (const auto &[pci, need] : needs) {
+    std::optional<hal::GpuRef> gpu = ctx.topology.gpuByPci(pci);
+    if (!gpu)
+      continue;
+    GpuHeld h = heldOf(pci, held);
+    Location where = ctx.at(need.role->gpu->at);
+    unsigned total = gpu->info->smCount;
+    if (total && h.bySms && h.sms + need.sms > total)
+      ctx.diags.report(DiagCode::ERR_HAL_ADMIT_002, where)
+          << pci.str() << (total > h.sms ? total - h.sms : 0u) << need.role->role << need.sms << h.bySms->contract
+          << h.biggestSms;
+    uint64_t memory = gpu->info->memoryBytes;
+    if (memory && h.byMemory && h.memory + need.memory > memory)
+      ctx.diags.report(DiagCode::ERR_HAL_ADMIT_003, where)
+          << pci.str() << formatBytes({memory > h.memory ? memory - h.memory : 0}) << formatBytes({need.memory})
+          << h.byMemory->contract << formatBytes({h.biggestMemory});
+  }
+}
+
+void checkHugepages(const Claims &claims, const Held &held, const RuleContext &ctx,
+                    const std::vector<HugepageReservation> &reservations) {
+  if (held.hugepagesTakenFromFree)
+    return;
+  for (const RoleClaims &role : claims.roles) {
+    if (!role.hugepages)
+      continue;
+    const HugepageClaim &pool = *role.hugepages;
+    std::optional<unsigned> node = pool.numaNode;
+    if (!node)
+      continue;
+    std::optional<uint64_t> free = ctx.topology.freeHugepages(*node, pool.pageSize);
+    if (!free)
+      continue;
+    uint64_t available = *free;
+    for (const HugepageReservation &r : reservations)
+      if (r.role == role.role)
+        available += r.pages;
+    for (const Claims &other : held.contracts)
+      for (const RoleClaims &otherRole : other.roles) {
+        if (!otherRole.hugepages)
+          continue;
+        const HugepageClaim &taken = *otherRole.hugepages;
+        if (taken.numaNode != node || taken.pageSize != pool.pageSize)
+          continue;
+        uint64_t remaining = available > taken.pages ? available - taken.pages : 0;
+        if (remaining < pool.pages)
+          ctx.diags.report(DiagCode::ERR_HAL_ADMIT_004, ctx.at(pool.at))
+              << taken.pages << formatBytes({pool.pageSize}) << *node << other.contract << remaining << role.role
+              << pool.pages;
+        available = remaining;
+      }
+  }
+}
+
+void checkQueuePairs(const Claims &claims, const Held &held, const RuleContext &ctx) {
+  for (const RoleClaims &role : claims.roles) {
+    if (!role.rdma)
+      continue;
+    const std::string &device = role.rdma->primary.device;
+    const hal::RdmaInfo *info = ctx.topology.rdmaDevice(device);
+    if (!info || !info->maxQueuePairs)
+      continue;
+    uint64_t taken = 0;
+    for (const Claims &other : held.contracts)
+      for (const RoleClaims &otherRole : other.roles)
+        if (otherRole.rdma && otherRole.rdma->primary.device == device)
+          taken += otherRole.rdma->queuePairs;
+    uint64_t needed = role.rdma->queuePairs;
+    if (taken && taken + needed > *info->maxQueuePairs)
+      ctx.diags.report(DiagCode::ERR_HAL_ADMIT_006, ctx.at(role.rdma->primary.at))
+          << device << *info->maxQueuePairs << taken << role.role << needed;
+  }
+}
+
+} // namespace
+
+void checkAgainstHeld(const Claims &claims, const Held &held, const RuleContext &ctx,
+                      const std::vector<HugepageReservation> &reservations) {
+  for (const Claims &other : held.contracts)
+    if (other.contract == claims.contract) {
+      ctx.diags.report(DiagCode::ERR_HAL_ADMIT_005, ctx.at(claims.contractAt))
+              .note(Location::none(), "release it first (mscale-cli contract release " + claims.contract +
+                                          ") or give the new contract another name")
+          << claims.contract;
+      return;
+    }
+  checkCores(claims, held, ctx);
+  checkGpus(claims, held, ctx);
+  checkHugepages(claims, held, ctx, reservations);
+  checkQueuePairs(claims, held, ctx);
+}
+
+} // namespace msc::admission
