@@ -138,4 +138,16 @@ std::optional<uint64_t> toBaseUnits(llvm::StringRef number, llvm::StringRef unit
   return static_cast<uint64_t>(scaled);
 }
 
+std::optional<uint64_t> parseDurationNs(llvm::StringRef text, llvm::StringRef bareUnit) {
+  text = text.trim();
+  llvm::StringRef number = text.take_while([](char c) { return llvm::isDigit(c) || c == '.'; });
+  llvm::StringRef unit = text.drop_front(number.size());
+  if (unit.empty())
+    unit = bareUnit;
+  if (number.empty() || dimensionOfUnit(unit) != Dimension::Duration)
+    return std::nullopt;
+  QuantityError error = QuantityError::None;
+  return toBaseUnits(number, unit, error);
+}
+
 } // namespace msc

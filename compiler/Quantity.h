@@ -24,4 +24,8 @@ enum class QuantityError { None, Malformed, Overflow, Inexact };
 // A number without unit is converted with factor 1.
 std::optional<uint64_t> toBaseUnits(llvm::StringRef number, llvm::StringRef unit, QuantityError &error);
 
+// A duration as tools take it on the command line ("500ms", "1.5s", "2min"), in nanoseconds, with
+// the contract language's units; a bare number is in `bareUnit`. Nullopt for anything else.
+std::optional<uint64_t> parseDurationNs(llvm::StringRef text, llvm::StringRef bareUnit = "s");
+
 } // namespace msc

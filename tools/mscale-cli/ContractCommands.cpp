@@ -7,13 +7,10 @@
 #include "bpf/Process.h"
 #include "bpf/TraceResults.h"
 #include "bpf/TraceSession.h"
-#include "compiler/Frontend.h"
-#include "executor/AgentClient.h"
-#include "hal/Loader.h"
-#include "ir/PlanFile.h"
-#include "passes/Lowering.h"
-#include "passes/PassManager.h"
-#include "passes/Resolve.h"
+#include "compiler/Quantity.h"
+#include "driver/Compile.h"
+#include "executor/client/AgentClient.h"
+#include "plan/PlanFile.h"
 
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/Path.h>
@@ -45,63 +42,33 @@ cl::opt<std::string> Duration("duration", cl::desc("trace: how long to trace (e.
                               cl::init("60s"), cl::sub(ContractCmd));
 cl::opt<bool> Json("json", cl::desc("trace: print the results as JSON"), cl::sub(ContractCmd));
 
-std::optional<std::chrono::nanoseconds> parseDuration(llvm::StringRef text) {
-  uint64_t value = 0;
-  llvm::StringRef digits = text.take_while([](char c) { return c >= '0' && c <= '9'; });
-  llvm::StringRef unit = text.drop_front(digits.size());
-  if (digits.empty() || digits.getAsInteger(10, value))
-    return std::nullopt;
-  if (unit == "ms")
-    return std::chrono::milliseconds(value);
-  if (unit == "s" || unit.empty())
-    return std::chrono::seconds(value);
-  if (unit == "min")
-    return std::chrono::minutes(value);
-  return std::nullopt;
-}
-
-std::string defaultStdlib() {
-  if (const char *env = std::getenv("MSCALE_STDLIB"))
-    return env;
-  return MSC_STDLIB_DIR;
-}
-
 // A resize to another profile: the contract compiled anew on it, against this node, as mscalec
 // would. The agent re-checks it against the other contracts it admitted and hands the slices over.
 std::optional<std::string> compileOnProfile(const agent::ContractStatus &status, cli::Diagnostics &diagnostics) {
   DiagnosticEngine &diags = diagnostics.engine();
-  std::string source = ContractFile.empty() ? status.source_file() : std::string(ContractFile);
-  FrontendOptions fo;
-  fo.includeDirs = IncludeDirs;
-  fo.stdlibDir = StdlibDir.empty() ? defaultStdlib() : std::string(StdlibDir);
-  fo.profileOverride = Profile;
-  fo.profileOverrideContract = status.contract();
-  std::optional<ir::Module> module = compileContractFile(source, fo, diagnostics.sourceMgr(), diags);
-  if (!module)
+  driver::CompileOptions options;
+  options.inputs = {ContractFile.empty() ? status.source_file() : std::string(ContractFile)};
+  options.includeDirs = IncludeDirs;
+  options.stdlibDir = StdlibDir;
+  options.profileOverride = Profile;
+  options.onlyContract = status.contract();
+  options.stage = driver::EmitStage::Plan;
+  options.topology = TopologyArg;
+  driver::CompileResult result = driver::compile(options, diagnostics.sourceMgr(), diags);
+  if (diags.hasErrors())
     return std::nullopt;
-  const ir::Contract *contract = nullptr;
-  for (const ir::Contract &c : module->contracts)
-    if (c.name == status.contract())
-      contract = &c;
-  if (!contract) {
+  if (result.plans.empty()) {
     diags.report(DiagCode::ERR_EXEC_019) << status.contract() << std::string(Profile)
-                                         << "'" + source + "' has no contract of that name (use --contract FILE)";
+                                         << "'" + options.inputs.front() +
+                                                "' has no contract of that name (use --contract FILE)";
     return std::nullopt;
   }
-  std::optional<hal::Topology> node = hal::loadTopology(hal::TopologySource::fromArgument(TopologyArg), diags);
-  if (!node)
-    return std::nullopt;
-  passes::Placement placement = passes::place(*contract, &*node);
-  passes::AdmittedSet none; // the agent admits against the others
-  passes::PassContext ctx{*contract, &*node, none, diags, placement};
-  if (!passes::PassManager::defaultPipeline().run(ctx, {}))
-    return std::nullopt;
-  return plan::encodePlan(passes::lowerToPlan(*contract, placement, *node, MSC_VERSION));
+  return plan::encodePlan(result.plans.front());
 }
 
 // Traces the contract's processes through the cgroup the executor made for them.
 int traceContract(const std::string &id, DiagnosticEngine &diags) {
-  std::optional<std::chrono::nanoseconds> duration = parseDuration(Duration);
+  std::optional<uint64_t> duration = parseDurationNs(Duration);
   if (!duration) {
     diags.report(DiagCode::ERR_DRV_005) << ("--duration=" + Duration + " (expected e.g. 500ms, 60s, 2min)");
     return 2;
@@ -115,7 +82,7 @@ int traceContract(const std::string &id, DiagnosticEngine &diags) {
   }
   trace::TraceOptions options;
   options.cgroupPath = path;
-  options.duration = *duration;
+  options.duration = std::chrono::nanoseconds(*duration);
   std::optional<trace::TraceResults> results = trace::runTrace(options, diags);
   if (!results)
     return 1;

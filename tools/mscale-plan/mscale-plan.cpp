@@ -1,6 +1,7 @@
 // mscale-plan: read execution plans. dump (text or --json), diff (what would change), verify.
-#include "ir/PlanFile.h"
+#include "plan/PlanFile.h"
 #include "support/DiagnosticPrinters.h"
+#include "support/Version.h"
 
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/raw_ostream.h>
@@ -76,10 +77,10 @@ int run(msc::DiagnosticEngine &diags) {
 } // namespace
 
 int main(int argc, char **argv) {
-  cl::SetVersionPrinter([](raw_ostream &os) { os << "mscale-plan 0.1.0\n"; });
+  cl::SetVersionPrinter([](raw_ostream &os) { os << "mscale-plan " << msc::kVersion << "\n"; });
   cl::ParseCommandLineOptions(argc, argv, "MegaScale-Omni execution plans\n");
   std::unique_ptr<msc::DiagnosticConsumer> printer =
-      msc::makeDiagnosticPrinter(diagFormat, errs(), "mscale-plan", "0.1.0");
+      msc::makeDiagnosticPrinter(diagFormat, errs(), "mscale-plan", msc::kVersion);
   msc::DiagnosticEngine diags(nullptr, *printer);
   int status = run(diags);
   diags.finish();

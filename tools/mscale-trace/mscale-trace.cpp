@@ -2,8 +2,10 @@
 // contract, with eBPF uprobes. A thin main over msc_bpf (bpf/TraceSession.h).
 #include "bpf/Process.h"
 #include "bpf/TraceSession.h"
+#include "compiler/Quantity.h"
 #include "support/DiagnosticPrinters.h"
 #include "support/ErrorIndex.h"
+#include "support/Version.h"
 
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/CommandLine.h>
@@ -74,39 +76,10 @@ cl::opt<msc::DiagnosticsFormat> diagFormat(
                clEnumValN(msc::DiagnosticsFormat::Sarif, "sarif", "SARIF 2.1.0")),
     cl::cat(category));
 
-constexpr const char *kVersion = "0.1.0";
 enum ExitStatus { kOk = 0, kTraceFailed = 1, kUsageOrIo = 2 };
 
 std::atomic<bool> gStop{false};
 void onSignal(int) { gStop = true; }
-
-// "60s", "500ms", "250us", "100ns", "2m", "1h"; a bare number is seconds.
-std::optional<uint64_t> parseDurationNs(StringRef text) {
-  text = text.trim();
-  size_t digits = 0;
-  while (digits < text.size() && (isDigit(text[digits]) || text[digits] == '.'))
-    ++digits;
-  double value = 0;
-  if (!digits || text.take_front(digits).getAsDouble(value))
-    return std::nullopt;
-  StringRef unit = text.drop_front(digits);
-  double scale = 0;
-  if (unit.empty() || unit == "s")
-    scale = 1e9;
-  else if (unit == "ms")
-    scale = 1e6;
-  else if (unit == "us")
-    scale = 1e3;
-  else if (unit == "ns")
-    scale = 1;
-  else if (unit == "m" || unit == "min")
-    scale = 60e9;
-  else if (unit == "h")
-    scale = 3600e9;
-  else
-    return std::nullopt;
-  return static_cast<uint64_t>(value * scale);
-}
 
 } // namespace
 
@@ -122,14 +95,14 @@ int main(int argc, char **argv) {
       break;
     }
   cl::HideUnrelatedOptions(category);
-  cl::SetVersionPrinter([](raw_ostream &os) { os << "mscale-trace " << kVersion << "\n"; });
+  cl::SetVersionPrinter([](raw_ostream &os) { os << "mscale-trace " << msc::kVersion << "\n"; });
   cl::ParseCommandLineOptions(ownArgc, argv,
                               "MegaScale-Omni CUDA driver tracer (eBPF uprobes)\n\n"
                               "  mscale-trace --pid P | --cgroup PATH | --contract ID [options]\n"
                               "  mscale-trace --lib PATH [options] -- command args...\n");
 
   std::unique_ptr<msc::DiagnosticConsumer> printer =
-      msc::makeDiagnosticPrinter(diagFormat, errs(), "mscale-trace", kVersion);
+      msc::makeDiagnosticPrinter(diagFormat, errs(), "mscale-trace", msc::kVersion);
   msc::DiagnosticEngine diags(nullptr, *printer);
   auto usage = [&](const std::string &what) {
     diags.report(msc::DiagCode::ERR_DRV_005) << what;
@@ -167,18 +140,18 @@ int main(int argc, char **argv) {
   opts.libPath = lib;
   opts.runtimeLibPath = cudart;
   if (!duration.empty()) {
-    auto ns = parseDurationNs(duration);
+    auto ns = msc::parseDurationNs(duration);
     if (!ns || !*ns)
       return usage("--duration '" + duration + "' is not a duration like 60s, 500ms or 2m");
     opts.duration = std::chrono::nanoseconds(*ns);
   } else {
     opts.duration = command.empty() ? std::chrono::nanoseconds(std::chrono::seconds(10)) : std::chrono::nanoseconds(0);
   }
-  auto minLat = parseDurationNs(minLatency);
+  auto minLat = msc::parseDurationNs(minLatency);
   if (!minLat)
     return usage("--min-latency '" + minLatency + "' is not a duration like 100us");
   opts.minLatencyNs = *minLat;
-  auto minWait = parseDurationNs(implicitMinWait);
+  auto minWait = msc::parseDurationNs(implicitMinWait);
   if (!minWait)
     return usage("--implicit-sync-min-wait '" + implicitMinWait + "' is not a duration like 200us");
   opts.implicitSync.minWaitNs = *minWait;

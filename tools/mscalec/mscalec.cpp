@@ -1,15 +1,11 @@
 // mscalec: compiles MegaScale-Omni contracts. A thin main over the libraries.
-#include "compiler/Frontend.h"
-#include "hal/Loader.h"
-#include "ir/IR.h"
-#include "ir/PlanFile.h"
+#include "driver/Compile.h"
 #include "ir/Schema.h"
-#include "passes/Lowering.h"
-#include "passes/PassManager.h"
 #include "passes/Passes.h"
-#include "passes/Resolve.h"
+#include "plan/PlanFile.h"
 #include "support/DiagnosticPrinters.h"
 #include "support/ErrorIndex.h"
+#include "support/Version.h"
 
 #include <llvm/ADT/StringSwitch.h>
 #include <llvm/Support/CommandLine.h>
@@ -24,9 +20,6 @@
 using namespace llvm;
 
 namespace {
-
-// How far the pipeline runs is one ordered value, not a web of flags.
-enum class EmitStage { Ast, Ir, Plan };
 
 cl::OptionCategory category("mscalec options");
 cl::list<std::string> inputs(cl::Positional, cl::desc("<contract.msc>..."), cl::cat(category));
@@ -70,21 +63,6 @@ cl::opt<bool> listFields("list-fields", cl::desc("Print every field of the contr
                          cl::cat(category));
 cl::opt<bool> listPasses("list-passes", cl::desc("List the passes with their summaries and exit"), cl::cat(category));
 
-constexpr const char *kVersion = "0.1.0";
-
-// Installed layout: bin/mscalec and share/megascale/stdlib; in the build tree the stdlib is
-// found through the MSC_STDLIB_DIR the build wrote in.
-std::string defaultStdlib(const char *argv0) {
-  if (auto env = sys::Process::GetEnv("MSCALE_STDLIB"))
-    return *env;
-  std::string exe = sys::fs::getMainExecutable(argv0, reinterpret_cast<void *>(&defaultStdlib));
-  SmallString<256> installed(sys::path::parent_path(sys::path::parent_path(exe)));
-  sys::path::append(installed, "share", "megascale", "stdlib");
-  if (sys::fs::is_directory(installed))
-    return installed.str().str();
-  return MSC_STDLIB_DIR;
-}
-
 // One contract: -o FILE. Several: -o DIR gets DIR/<contract>.msp each.
 void writePlans(const std::vector<msc::plan::Plan> &plans, msc::DiagnosticEngine &diags) {
   if (plans.size() == 1 && !sys::fs::is_directory(outputFile.getValue())) {
@@ -104,19 +82,21 @@ void writePlans(const std::vector<msc::plan::Plan> &plans, msc::DiagnosticEngine
   }
 }
 
-enum ExitStatus { kAccepted = 0, kContractErrors = 1, kUsageOrIo = 2 };
-
 } // namespace
+
+using msc::driver::EmitStage;
+using msc::driver::kAccepted;
+using msc::driver::kUsageOrIo;
 
 int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
-  cl::SetVersionPrinter([](raw_ostream &os) { os << "mscalec " << kVersion << "\n"; });
+  cl::SetVersionPrinter([](raw_ostream &os) { os << "mscalec " << msc::kVersion << "\n"; });
   std::string usageErrors;
   raw_string_ostream usageStream(usageErrors);
   bool parsed = cl::ParseCommandLineOptions(argc, argv, "MegaScale-Omni contract compiler\n", &usageStream);
 
   std::unique_ptr<msc::DiagnosticConsumer> printer =
-      msc::makeDiagnosticPrinter(diagFormat, errs(), "mscalec", kVersion);
+      msc::makeDiagnosticPrinter(diagFormat, errs(), "mscalec", msc::kVersion);
   SourceMgr sm;
   msc::DiagnosticEngine diags(&sm, *printer);
   if (!parsed && usageErrors.empty())
@@ -150,12 +130,6 @@ int main(int argc, char **argv) {
     }
     return kAccepted;
   }
-  if (inputs.empty()) {
-    diags.report(msc::DiagCode::ERR_DRV_005) << "no input files (see --help)";
-    diags.finish();
-    return kUsageOrIo;
-  }
-
   std::optional<EmitStage> chosen = StringSwitch<std::optional<EmitStage>>(emit)
                                         .Case("ast", EmitStage::Ast)
                                         .Case("ir", EmitStage::Ir)
@@ -169,83 +143,33 @@ int main(int argc, char **argv) {
   }
   EmitStage stage = chosen ? *chosen : StringRef(outputFile).ends_with(".msp") ? EmitStage::Plan : EmitStage::Ir;
 
-  msc::FrontendOptions options;
+  msc::driver::CompileOptions options;
+  options.inputs = inputs;
   options.includeDirs = includeDirs;
-  options.stdlibDir = stdlibDir.empty() ? defaultStdlib(argv[0]) : stdlibDir;
+  options.stdlibDir = stdlibDir;
   options.profileOverride = profileOverride;
-
-  std::optional<msc::hal::Topology> topology;
-  if (!topologyArg.empty()) {
-    topology = msc::hal::loadTopology(msc::hal::TopologySource::fromArgument(topologyArg), diags);
-    if (!topology) {
-      diags.finish();
-      return kUsageOrIo;
-    }
-  }
-  std::optional<msc::passes::PassManager> pipeline =
-      passList.empty() ? msc::passes::PassManager::defaultPipeline() : msc::passes::PassManager::fromNames(passList, diags);
-  if (!pipeline) {
-    diags.finish();
-    return kUsageOrIo;
-  }
-  msc::passes::Instrumentation instrumentation{printAfter, timePasses, &errs()};
-  msc::passes::AdmittedSet admitted;
-  for (const std::string &path : admittedPlans) {
-    std::optional<msc::plan::Plan> plan = msc::plan::readPlanFile(path, diags);
-    if (!plan) {
-      diags.finish();
-      return kUsageOrIo;
-    }
-    admitted.holdings.push_back(msc::passes::holdingFromPlan(*plan));
-  }
-  std::vector<msc::plan::Plan> plans;
-
-  std::string output;
-  raw_string_ostream out(output);
-  for (const std::string &input : inputs) {
-    if (stage == EmitStage::Ast) {
-      auto sources = msc::loadSources(input, options, sm, diags);
-      if (sources && !sources->files.empty() && !diags.hasErrors())
-        msc::ast::dump(*sources->files.front(), sm, out);
-      continue;
-    }
-    std::optional<msc::ir::Module> module = msc::compileContractFile(input, options, sm, diags);
-    if (!module)
-      continue;
-    for (const std::string &problem : msc::ir::verify(*module))
-      errs() << "mscalec: internal error: IR verifier: " << problem << "\n";
-    for (const msc::ir::Contract &contract : module->contracts) {
-      msc::passes::Placement placement = msc::passes::place(contract, topology ? &*topology : nullptr);
-      msc::passes::PassContext ctx{contract, topology ? &*topology : nullptr, admitted, diags, placement};
-      if (!pipeline->run(ctx, instrumentation) || stage != EmitStage::Plan)
-        continue;
-      if (!topology) {
-        diags.report(msc::DiagCode::ERR_PLAN_007, contract.nameRange)
-            << contract.name << "a plan is resolved against a node; add --topology live|FILE|DIR";
-        continue;
-      }
-      plans.push_back(msc::passes::lowerToPlan(contract, placement, *topology, kVersion));
-    }
-    if (stage == EmitStage::Ir)
-      msc::ir::print(*module, out);
-  }
+  options.stage = stage;
+  options.topology = topologyArg;
+  options.passes = passList;
+  options.admittedPlanFiles = admittedPlans;
+  options.printAfter = printAfter;
+  options.timePasses = timePasses;
+  options.instrumentation = &errs();
+  msc::driver::CompileResult result = msc::driver::compile(options, sm, diags);
 
   if (stage == EmitStage::Plan) {
     if (!diags.hasErrors())
-      writePlans(plans, diags);
+      writePlans(result.plans, diags);
   } else if (!diags.hasErrors()) {
     std::error_code ec;
     ToolOutputFile file(outputFile, ec, sys::fs::OF_None);
     if (ec) {
       diags.report(msc::DiagCode::ERR_DRV_004) << outputFile << ec.message();
     } else {
-      file.os() << output;
+      file.os() << result.text;
       file.keep();
     }
   }
   diags.finish();
-  if (diags.emitted(msc::DiagCode::ERR_DRV_001) || diags.emitted(msc::DiagCode::ERR_DRV_004) ||
-      diags.emitted(msc::DiagCode::ERR_DRV_005))
-    return kUsageOrIo;
-  return diags.hasErrors() ? kContractErrors : kAccepted;
+  return msc::driver::exitStatusOf(result, diags);
 }

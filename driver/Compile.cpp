@@ -1,0 +1,138 @@
+#include "driver/Compile.h"
+
+#include "compiler/Frontend.h"
+#include "hal/Loader.h"
+#include "ir/IR.h"
+#include "passes/Lowering.h"
+#include "passes/PassManager.h"
+#include "plan/PlanFile.h"
+#include "support/Version.h"
+
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/Path.h>
+#include <llvm/Support/Process.h>
+#include <llvm/Support/SourceMgr.h>
+
+namespace msc::driver {
+
+namespace {
+
+// What every contract of a compile is checked against: the node, its admitted plans, the passes.
+struct Node {
+  std::optional<hal::Topology> topology;
+  admission::Held held;
+  passes::PassManager pipeline;
+};
+
+std::optional<Node> prepareNode(const CompileOptions &options, DiagnosticEngine &diags) {
+  Node node;
+  if (!options.topology.empty()) {
+    node.topology = hal::loadTopology(hal::TopologySource::fromArgument(options.topology), diags);
+    if (!node.topology)
+      return std::nullopt;
+  }
+  std::optional<passes::PassManager> pipeline = options.passes.empty()
+                                                    ? passes::PassManager::defaultPipeline()
+                                                    : passes::PassManager::fromNames(options.passes, diags);
+  if (!pipeline)
+    return std::nullopt;
+  node.pipeline = std::move(*pipeline);
+  // The plans name a recorded or live node whose free hugepages still count the admitted pools
+  // only when the topology was recorded before they were applied; the compiler cannot know, so it
+  // subtracts them (the node's re-check, which sees the applied pools, does not).
+  node.held.hugepagesTakenFromFree = false;
+  for (const std::string &path : options.admittedPlanFiles) {
+    std::optional<plan::Plan> plan = plan::readPlanFile(path, diags);
+    if (!plan)
+      return std::nullopt;
+    node.held.contracts.push_back(admission::claimsFromPlan(*plan));
+  }
+  return node;
+}
+
+// place -> claims -> passes -> lower, for one contract. Returns the plan when the stage asks for
+// one and the contract is accepted.
+std::optional<plan::Plan> compileContract(const ir::Contract &contract, Node &node, const CompileOptions &options,
+                                          DiagnosticEngine &diags) {
+  const hal::Topology *topo = node.topology ? &*node.topology : nullptr;
+  passes::Instrumentation instrumentation{options.printAfter, options.timePasses, options.instrumentation};
+  passes::CheckedContract checked = node.pipeline.check(contract, topo, node.held, diags, instrumentation);
+  if (!checked.accepted || options.stage != EmitStage::Plan)
+    return std::nullopt;
+  if (!topo) {
+    diags.report(DiagCode::ERR_PLAN_007, contract.nameRange)
+        << contract.name << "a plan is resolved against a node; add --topology live|FILE|DIR";
+    return std::nullopt;
+  }
+  return passes::lowerToPlan(contract, checked.placement, checked.decisions, *topo, kVersion);
+}
+
+} // namespace
+
+std::string defaultStdlibDir() {
+  if (std::optional<std::string> env = llvm::sys::Process::GetEnv("MSCALE_STDLIB"))
+    return *env;
+  // Installed layout: bin/<tool> and share/megascale/stdlib.
+  static int anchor;
+  std::string exe = llvm::sys::fs::getMainExecutable(nullptr, &anchor);
+  llvm::SmallString<256> installed(llvm::sys::path::parent_path(llvm::sys::path::parent_path(exe)));
+  llvm::sys::path::append(installed, "share", "megascale", "stdlib");
+  if (llvm::sys::fs::is_directory(installed))
+    return installed.str().str();
+  return MSC_STDLIB_DIR;
+}
+
+CompileResult compile(const CompileOptions &options, llvm::SourceMgr &sm, DiagnosticEngine &diags) {
+  CompileResult result;
+  if (options.inputs.empty()) {
+    diags.report(DiagCode::ERR_DRV_005) << "no input files (see --help)";
+    return result;
+  }
+  FrontendOptions frontend;
+  frontend.includeDirs = options.includeDirs;
+  frontend.stdlibDir = options.stdlibDir.empty() ? defaultStdlibDir() : options.stdlibDir;
+  frontend.profileOverride = options.profileOverride;
+  frontend.profileOverrideContract = options.onlyContract;
+  std::optional<Node> node = prepareNode(options, diags);
+  if (!node) {
+    result.setupFailed = true;
+    return result;
+  }
+
+  llvm::raw_string_ostream text(result.text);
+  std::vector<plan::Plan> plans;
+  for (const std::string &input : options.inputs) {
+    if (options.stage == EmitStage::Ast) {
+      std::unique_ptr<SourceSet> sources = loadSources(input, frontend, sm, diags);
+      if (sources && !sources->files.empty() && !diags.hasErrors())
+        ast::dump(*sources->files.front(), sm, text);
+      continue;
+    }
+    std::optional<ir::Module> module = compileContractFile(input, frontend, sm, diags);
+    if (!module)
+      continue;
+    // The frontend's output is verified before anything else sees it; a failure is our bug.
+    for (const std::string &problem : ir::verify(*module))
+      llvm::errs() << "internal error: IR verifier: " << problem << "\n";
+    for (const ir::Contract &contract : module->contracts) {
+      if (!options.onlyContract.empty() && contract.name != options.onlyContract)
+        continue;
+      if (std::optional<plan::Plan> plan = compileContract(contract, *node, options, diags))
+        plans.push_back(std::move(*plan));
+    }
+    if (options.stage == EmitStage::Ir)
+      ir::print(*module, text);
+  }
+  if (!diags.hasErrors())
+    result.plans = std::move(plans);
+  return result;
+}
+
+ExitStatus exitStatusOf(const CompileResult &result, const DiagnosticEngine &diags) {
+  if (result.setupFailed || diags.emitted(DiagCode::ERR_DRV_001) || diags.emitted(DiagCode::ERR_DRV_004) ||
+      diags.emitted(DiagCode::ERR_DRV_005))
+    return kUsageOrIo;
+  return diags.hasErrors() ? kContractErrors : kAccepted;
+}
+
+} // namespace msc::driver
