@@ -4,7 +4,7 @@
 #pragma once
 
 #include "compiler/AST.h"
-#include "compiler/Quantity.h"
+#include "support/Quantity.h"
 #include "ir/IR.h"
 #include "support/Diagnostic.h"
 #include "support/PciAddress.h"

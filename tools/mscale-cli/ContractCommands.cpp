@@ -7,7 +7,7 @@
 #include "bpf/Process.h"
 #include "bpf/TraceResults.h"
 #include "bpf/TraceSession.h"
-#include "compiler/Quantity.h"
+#include "support/Quantity.h"
 #include "driver/Compile.h"
 #include "executor/client/AgentClient.h"
 #include "plan/PlanFile.h"

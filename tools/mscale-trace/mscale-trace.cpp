@@ -2,7 +2,7 @@
 // contract, with eBPF uprobes. A thin main over msc_bpf (bpf/TraceSession.h).
 #include "bpf/Process.h"
 #include "bpf/TraceSession.h"
-#include "compiler/Quantity.h"
+#include "support/Quantity.h"
 #include "support/DiagnosticPrinters.h"
 #include "support/ErrorIndex.h"
 #include "support/Version.h"

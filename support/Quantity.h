@@ -1,4 +1,5 @@
-// Numbers with units, as written ("1.5GiB", "70C", "15%"), turned into exact integers.
+// Numbers with units, as written ("1.5GiB", "70C", "15%"), turned into exact integers: the
+// contract language's units, and the tools' command-line durations, from one table.
 #pragma once
 
 #include <llvm/ADT/ArrayRef.h>

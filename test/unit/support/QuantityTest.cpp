@@ -1,5 +1,5 @@
 // Numbers with units to exact integers in base units: exactness, overflow, malformed input.
-#include "compiler/Quantity.h"
+#include "support/Quantity.h"
 
 #include <gtest/gtest.h>
 
@@ -125,6 +125,22 @@ TEST(Units, UnitsOfEachDimensionAreItsOwn) {
   EXPECT_EQ(unitsOf(Dimension::Size).size(), 9u);
   EXPECT_EQ(dimensionName(Dimension::Size), "a size");
   EXPECT_EQ(dimensionName(Dimension::Duration), "a duration");
+}
+
+// The tools' --duration and --min-latency take the contract language's duration units.
+TEST(Quantity, CommandLineDurations) {
+  EXPECT_EQ(parseDurationNs("500ms"), 500'000'000u);
+  EXPECT_EQ(parseDurationNs("1.5s"), 1'500'000'000u);
+  EXPECT_EQ(parseDurationNs("2min"), 120'000'000'000u);
+  EXPECT_EQ(parseDurationNs("100us"), 100'000u);
+  EXPECT_EQ(parseDurationNs(" 30 "), 30'000'000'000u); // a bare number: seconds
+  EXPECT_EQ(parseDurationNs("0"), 0u);
+  EXPECT_EQ(parseDurationNs("250", "ms"), 250'000'000u);
+  EXPECT_FALSE(parseDurationNs("5fortnights"));
+  EXPECT_FALSE(parseDurationNs("2GiB"));   // a size, not a duration
+  EXPECT_FALSE(parseDurationNs("a"));
+  EXPECT_FALSE(parseDurationNs(""));
+  EXPECT_FALSE(parseDurationNs("0.5ns")); // not a whole number of nanoseconds
 }
 
 } // namespace

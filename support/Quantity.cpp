@@ -1,4 +1,4 @@
-#include "compiler/Quantity.h"
+#include "support/Quantity.h"
 
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/STLExtras.h>
