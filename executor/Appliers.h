@@ -23,7 +23,7 @@ std::unique_ptr<Applier> createCpuApplier(const ApplierOptions &options);
 std::unique_ptr<Applier> createIoApplier(const ApplierOptions &options);
 std::unique_ptr<Applier> createMemoryApplier(const ApplierOptions &options);
 
-// Environment variables the appliers set for the worker (see executor/WorkerApi.h):
+// Environment variables the appliers set for the worker (see worker/WorkerApi.h):
 //   MSCALE_CONTRACT, MSCALE_CGROUP, MSCALE_CPUS, MSCALE_ROLES (comma list)
 //   MSCALE_ROLE_<ROLE>_CPUS, MSCALE_ROLE_<ROLE>_IO_DEPTH
 //   MSCALE_POOL_<ROLE>_FD, MSCALE_POOL_<ROLE>_BYTES, MSCALE_POOL_<ROLE>_PAGE_SIZE

@@ -1,7 +1,7 @@
 // CPU applier: the contract's cgroups (cgroup2 always, for tracing and PSI; cpuset on v2 where the
 // controller is there, else the v1 cpuset hierarchy) restricted to the plan's CPUs and NUMA nodes,
 // sched_setaffinity for the worker, and MSCALE_ROLE_<ROLE>_CPUS so the worker can pin each role's
-// threads (executor/WorkerApi.h).
+// threads (worker/WorkerApi.h).
 #include "executor/Appliers.h"
 #include "executor/Logger.h"
 #include "executor/Sys.h"

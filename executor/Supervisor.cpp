@@ -1,8 +1,8 @@
 #include "executor/Supervisor.h"
 
-#include "executor/GpuBackend.h"
-#include "executor/RdmaBackend.h"
-#include "ir/PlanFile.h"
+#include "executor/gpu/GpuBackend.h"
+#include "executor/rdma/RdmaBackend.h"
+#include "plan/PlanFile.h"
 #include "support/DiagnosticPrinters.h"
 
 #include <llvm/ADT/StringExtras.h>
@@ -375,8 +375,8 @@ bool Supervisor::handOverTo(const plan::Plan &next, const std::string &head, con
   std::optional<hal::Topology> node = options_.loadTopology ? options_.loadTopology(diags) : std::nullopt;
   if (!node)
     return refuse("the node's topology cannot be read");
-  passes::AdmittedSet others = options_.admitted ? options_.admitted() : passes::AdmittedSet{};
-  if (!passes::recheckPlan(next, *node, others, diags, options_.recheck))
+  admission::Held others = options_.admitted ? options_.admitted() : admission::Held{};
+  if (!admission::recheckPlan(next, *node, others, diags, options_.recheck))
     return refuse("the re-check failed: " + firstError(checks));
   std::string diff;
   llvm::raw_string_ostream os(diff);
@@ -480,7 +480,7 @@ bool Supervisor::moveOffLostGpu(unsigned lost, DiagnosticEngine &diags) {
       g.set_numa_node(numa ? int(*numa) : -1);
     }
     checks.diags.clear();
-    if (!passes::recheckPlan(next, *node, options_.admitted ? options_.admitted() : passes::AdmittedSet{}, quiet,
+    if (!admission::recheckPlan(next, *node, options_.admitted ? options_.admitted() : admission::Held{}, quiet,
                              options_.recheck)) {
       tried += (tried.empty() ? "" : "; ") + std::string("gpu ") + std::to_string(c.index) + ": " + firstError(checks);
       continue;
@@ -557,7 +557,7 @@ bool Supervisor::recover(const Fault &fault, DiagnosticEngine &diags, int &statu
 bool Supervisor::start(DiagnosticEngine &diags) {
   const std::string &contract = session_.contract();
   std::string error;
-  control_ = ControlPageHost::create(error);
+  control_ = worker::ControlPageHost::create(error);
   if (!control_)
     log_.warn(contract, "no worker control page (" + error + "): worker heartbeats and slice hand-over notices are off");
   if (recoverable_ && session_.plan().fault_tolerance().in_memory_tier()) {

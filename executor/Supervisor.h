@@ -9,12 +9,12 @@
 // Everything it decides goes to the log with its reason and numbers, and to history().
 #pragma once
 
-#include "executor/ControlPage.h"
+#include "admission/PlanRecheck.h"
 #include "executor/Logger.h"
 #include "executor/ResizePolicy.h"
 #include "executor/Session.h"
 #include "hal/Topology.h"
-#include "passes/PlanCheck.h"
+#include "worker/ControlPage.h"
 
 #include <csignal>
 #include <functional>
@@ -50,9 +50,9 @@ struct SupervisorOptions {
   bool resumeAfterNodeLoss = false; // the first worker resumes: an executor before this one was lost
   // The node the re-checks of resized or moved plans run against (the live node, reloaded).
   std::function<std::optional<hal::Topology>(DiagnosticEngine &)> loadTopology;
-  passes::RecheckOptions recheck;
+  admission::RecheckOptions recheck;
   // The other contracts admitted on the node (the agent's); re-checks admit against them.
-  std::function<passes::AdmittedSet()> admitted;
+  std::function<admission::Held()> admitted;
   // Called after a resize or a move changed the contract's plan (the agent persists it).
   std::function<void(const plan::Plan &)> planChanged;
 };
@@ -117,7 +117,7 @@ private:
   Session &session_;
   Logger &log_;
   SupervisorOptions options_;
-  std::unique_ptr<ControlPageHost> control_;
+  std::unique_ptr<worker::ControlPageHost> control_;
   int memoryTierFd_ = -1;
   bool recoverable_ = false;
   uint32_t restarts_ = 0;

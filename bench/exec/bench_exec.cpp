@@ -3,9 +3,11 @@
 //                            with a 4 x 2MiB pool whose pages are reserved each time (pool:1). Root.
 //   BM_Read/<reader>/<set>   io_uring reader (depth 64, 1 MiB blocks) vs open+read()+close, on
 //                            2000 x 64 KiB files and one 256 MiB file, from page cache (warmed first).
-#include "executor/IoUringReader.h"
+//   BM_ReadAt/<reader>       the reader's random-access mode vs pread: 4 KiB records at 16384
+//                            scattered offsets of the 256 MiB file, one at a time (a record loader).
 #include "executor/Session.h"
 #include "hal/Loader.h"
+#include "worker/IoUringReader.h"
 
 #include <benchmark/benchmark.h>
 
@@ -15,6 +17,7 @@
 
 using namespace msc;
 using namespace msc::exec;
+using namespace msc::worker;
 
 namespace {
 
@@ -107,7 +110,7 @@ void readSet(benchmark::State &state, bool uring, bool large) {
   uint64_t bytes = large ? f.largeBytes : f.smallBytes;
   std::string error;
   uint64_t sum = 0;
-  auto consume = [&](size_t, uint64_t, llvm::StringRef d) { sum += static_cast<unsigned char>(d.front()); };
+  auto consume = [&](size_t, uint64_t, std::string_view d) { sum += static_cast<unsigned char>(d.front()); };
   readFilesPlain(paths, 1 << 20, consume, error); // warm the page cache
   for (auto _ : state) {
     bool ok;
@@ -134,6 +137,38 @@ BENCHMARK(BM_Read_IoUring_Small)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_Read_Plain_Small)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_Read_IoUring_Large)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_Read_Plain_Large)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+void readAtSet(benchmark::State &state, bool uring) {
+  Files &f = files();
+  const std::string &path = f.large.front();
+  std::vector<uint64_t> offsets(16384);
+  uint64_t x = 42;
+  for (uint64_t &o : offsets) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    o = (x >> 11) % (f.largeBytes - 4096);
+  }
+  std::string error;
+  std::unique_ptr<IoUringReader> r = IoUringReader::create(8, 4096, error);
+  OpenFiles open;
+  int fd = open.fd(path);
+  if (!r || fd < 0) {
+    state.SkipWithError(r ? "cannot open the file" : error.c_str());
+    return;
+  }
+  std::vector<char> buf(4096);
+  for (auto _ : state)
+    for (uint64_t o : offsets)
+      if ((uring ? r->readAt(path, o, buf.data(), buf.size()) : preadFully(fd, o, buf.data(), buf.size())) != 4096) {
+        state.SkipWithError("short read");
+        return;
+      }
+  state.SetItemsProcessed(static_cast<int64_t>(offsets.size() * state.iterations()));
+}
+
+void BM_ReadAt_IoUring(benchmark::State &s) { readAtSet(s, true); }
+void BM_ReadAt_Pread(benchmark::State &s) { readAtSet(s, false); }
+BENCHMARK(BM_ReadAt_IoUring)->Unit(benchmark::kMillisecond)->MinTime(1.0);
+BENCHMARK(BM_ReadAt_Pread)->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
 } // namespace
 

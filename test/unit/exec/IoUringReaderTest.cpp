@@ -1,11 +1,12 @@
-#include "executor/IoUringReader.h"
+#include "worker/IoUringReader.h"
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <fstream>
 #include <unistd.h>
 
-using namespace msc::exec;
+using namespace msc::worker;
 
 namespace {
 
@@ -36,7 +37,7 @@ TEST(IoUringReader, ReadsFilesInOrderAtDepthAndReportsOffsets) {
   auto reader = IoUringReader::create(8, 4096, error);
   ASSERT_TRUE(reader) << error;
   std::vector<std::string> got(paths.size());
-  ASSERT_TRUE(reader->readFiles(paths, [&](size_t f, uint64_t off, llvm::StringRef data) {
+  ASSERT_TRUE(reader->readFiles(paths, [&](size_t f, uint64_t off, std::string_view data) {
     ASSERT_EQ(off, got[f].size()); // in order within each file
     got[f].append(data.data(), data.size());
   }, error)) << error;
@@ -65,7 +66,7 @@ TEST(IoUringReader, ResumesAtAStartOffset) {
   ASSERT_TRUE(reader);
   reader->setStartOffset(path, 12345);
   std::string got;
-  ASSERT_TRUE(reader->readFiles({path}, [&](size_t, uint64_t off, llvm::StringRef d) {
+  ASSERT_TRUE(reader->readFiles({path}, [&](size_t, uint64_t off, std::string_view d) {
     EXPECT_EQ(off, 12345 + got.size());
     got.append(d.data(), d.size());
   }, error));
@@ -78,7 +79,7 @@ TEST(IoUringReader, MissingFileNamesIt) {
   std::string error;
   auto reader = IoUringReader::create(2, 4096, error);
   ASSERT_TRUE(reader);
-  EXPECT_FALSE(reader->readFiles({"/nonexistent/x"}, [](size_t, uint64_t, llvm::StringRef) {}, error));
+  EXPECT_FALSE(reader->readFiles({"/nonexistent/x"}, [](size_t, uint64_t, std::string_view) {}, error));
   EXPECT_NE(error.find("/nonexistent/x"), std::string::npos);
 }
 
@@ -89,4 +90,26 @@ TEST(IoUringReader, DepthFromTheExecutorsEnvironment) {
   ASSERT_TRUE(reader);
   EXPECT_EQ(reader->depth(), 16u);
   unsetenv("MSCALE_ROLE_IMAGE_LOADER_IO_DEPTH");
+}
+
+TEST(IoUringReader, ReadsAtOffsetsLikePread) {
+  std::string dir = tempDir();
+  std::string path = dir + "/data", content = pattern(50000, 7);
+  std::ofstream(path, std::ios::binary) << content;
+  std::string error;
+  auto reader = IoUringReader::create(2, 4096, error);
+  ASSERT_TRUE(reader) << error;
+  char buf[1000];
+  ASSERT_EQ(reader->readAt(path, 12345, buf, sizeof buf), 1000);
+  EXPECT_EQ(std::string(buf, sizeof buf), content.substr(12345, 1000));
+  EXPECT_EQ(reader->readAt(path, 49500, buf, sizeof buf), 500); // short only at the end of the file
+  EXPECT_EQ(std::string(buf, 500), content.substr(49500));
+  EXPECT_EQ(reader->readAt(path, 60000, buf, sizeof buf), 0);
+  EXPECT_EQ(reader->readAt(dir + "/missing", 0, buf, sizeof buf), -ENOENT);
+  OpenFiles files;
+  char plain[1000];
+  ASSERT_EQ(preadFully(files.fd(path), 12345, plain, sizeof plain), 1000);
+  EXPECT_EQ(std::string(plain, sizeof plain), content.substr(12345, 1000));
+  EXPECT_EQ(reader->bytesRead(), 1500u);
+  std::system(("rm -rf " + dir).c_str());
 }

@@ -1,8 +1,8 @@
 // The supervisor's pieces that need no worker: how an exit is classified, and the control page the
 // executor and its worker share (heartbeats, steps, slice hand-over notices).
-#include "executor/ControlPage.h"
+#include "worker/ControlPage.h"
 #include "executor/Supervisor.h"
-#include "executor/WorkerApi.h"
+#include "worker/WorkerApi.h"
 
 #include <gtest/gtest.h>
 
@@ -10,6 +10,7 @@
 #include <string>
 
 using namespace msc::exec;
+using msc::worker::ControlPageHost;
 
 namespace {
 int exited(int code) { return (code & 0xff) << 8; }

@@ -5,7 +5,7 @@
 //   exec-test-worker cgroup            prints /proc/self/cgroup
 //   exec-test-worker env PREFIX        prints the environment variables starting with PREFIX
 //   exec-test-worker exit N | sleep S  exits with N | sleeps S seconds
-#include "executor/WorkerApi.h"
+#include "worker/WorkerApi.h"
 
 #include <cstdio>
 #include <cstring>

@@ -1,6 +1,6 @@
 // The C ABI, loaded the way Python's ctypes loads it: dlopen of libmscale_snapshot.so and dlsym of
 // each function. Also checks that only the C ABI is exported.
-#include "executor/snapshot/mscale_snapshot.h"
+#include "worker/snapshot/mscale_snapshot.h"
 
 #include <gtest/gtest.h>
 

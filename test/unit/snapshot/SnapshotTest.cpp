@@ -1,8 +1,8 @@
 // The snapshot library: round trips through both tiers, newest-valid selection, keep-K, torn and
 // corrupt snapshots skipped (never loaded), writers killed half-way, the memfd hand-over, and one test
 // per ERR_SNAP code the library emits.
-#include "executor/snapshot/Hash.h"
-#include "executor/snapshot/Snapshot.h"
+#include "worker/snapshot/Hash.h"
+#include "worker/snapshot/Snapshot.h"
 
 #include <gtest/gtest.h>
 

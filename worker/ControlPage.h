@@ -1,15 +1,15 @@
-// The executor's side of the worker control page (see WorkerApi.h: ControlPage): a sealed-size
-// memfd the worker inherits as MSCALE_CONTROL_FD. It lives as long as the executor, across worker
-// restarts, so the step a crashed worker last reported is still readable.
+// The executor's side of the worker control page (the worker's side and the layout: WorkerApi.h): a
+// sealed-size memfd the worker inherits as MSCALE_CONTROL_FD. It lives as long as the executor, across
+// worker restarts, so the step a crashed worker last reported is still readable.
 #pragma once
 
-#include "executor/WorkerApi.h"
+#include "worker/WorkerApi.h"
 
 #include <cstdint>
 #include <memory>
 #include <string>
 
-namespace msc::exec {
+namespace msc::worker {
 
 class ControlPageHost {
 public:
@@ -37,4 +37,4 @@ private:
   mscale::worker::ControlPage *page_ = nullptr;
 };
 
-} // namespace msc::exec
+} // namespace msc::worker

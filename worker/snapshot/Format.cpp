@@ -1,6 +1,6 @@
-#include "executor/snapshot/Format.h"
+#include "worker/snapshot/Format.h"
 
-#include "executor/snapshot/Hash.h"
+#include "worker/snapshot/Hash.h"
 
 #include <unistd.h>
 

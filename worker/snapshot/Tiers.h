@@ -1,7 +1,7 @@
 // The two tiers behind Store. Private to the library.
 #pragma once
 
-#include "executor/snapshot/Snapshot.h"
+#include "worker/snapshot/Snapshot.h"
 
 #include <cstdint>
 #include <string>

@@ -1,16 +1,59 @@
-#include "executor/IoUringReader.h"
+#include "worker/IoUringReader.h"
 
-#include "executor/Sys.h"
+#include "worker/WorkerApi.h"
 
 #include <liburing.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace msc::exec {
+namespace msc::worker {
+namespace {
+
+std::string errnoText(int err) { return std::strerror(err); }
+
+// Reads until `size` bytes are in or the file ends; `once(offset, ptr, len)` does one read and
+// returns the bytes read, 0 at the end, or -errno (-EINTR is retried).
+template <class ReadOnce> int64_t readFully(void *buf, uint64_t offset, size_t size, ReadOnce once) {
+  auto *p = static_cast<char *>(buf);
+  size_t done = 0;
+  while (done < size) {
+    int64_t n = once(offset + done, p + done, size - done);
+    if (n == -EINTR)
+      continue;
+    if (n < 0)
+      return n;
+    if (n == 0)
+      break;
+    done += static_cast<size_t>(n);
+  }
+  return static_cast<int64_t>(done);
+}
+
+} // namespace
+
+OpenFiles::~OpenFiles() {
+  for (auto &[path, fd] : fds_)
+    ::close(fd);
+}
+
+int OpenFiles::fd(const std::string &path) {
+  auto it = fds_.find(path);
+  if (it != fds_.end())
+    return it->second;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -errno;
+  fds_.emplace(path, fd);
+  return fd;
+}
 
 std::unique_ptr<IoUringReader> IoUringReader::create(unsigned depth, size_t blockSize, std::string &error) {
   if (depth == 0 || blockSize == 0) {
@@ -30,14 +73,15 @@ std::unique_ptr<IoUringReader> IoUringReader::create(unsigned depth, size_t bloc
   return r;
 }
 
-std::unique_ptr<IoUringReader> IoUringReader::forRole(llvm::StringRef role, unsigned fallbackDepth, size_t blockSize,
-                                                      std::string &error) {
+std::unique_ptr<IoUringReader> IoUringReader::forRole(const std::string &role, unsigned fallbackDepth,
+                                                      size_t blockSize, std::string &error) {
   unsigned depth = fallbackDepth;
-  std::string var = "MSCALE_ROLE_" + envName(role) + "_IO_DEPTH";
-  if (const char *v = std::getenv(var.c_str())) {
-    unsigned d;
-    if (!llvm::StringRef(v).getAsInteger(10, d) && d > 0)
-      depth = d;
+  if (const char *v = std::getenv(mscale::worker::roleVariable(role.c_str(), "_IO_DEPTH").c_str())) {
+    char *end = nullptr;
+    errno = 0;
+    unsigned long d = std::strtoul(v, &end, 10);
+    if (*v && !*end && errno == 0 && d > 0 && d <= UINT_MAX)
+      depth = static_cast<unsigned>(d);
   }
   return create(depth, blockSize, error);
 }
@@ -176,7 +220,7 @@ bool IoUringReader::readFiles(const std::vector<std::string> &paths, const Consu
       while (!f.ready.empty() && f.ready.begin()->first == f.deliverAt) {
         auto [b, len] = f.ready.begin()->second;
         f.ready.erase(f.ready.begin());
-        consume(i, f.deliverAt, llvm::StringRef(buffers[b], len));
+        consume(i, f.deliverAt, std::string_view(buffers[b], len));
         f.deliverAt += len;
         bytes_ += len;
         offsets_[i].offset = f.deliverAt;
@@ -196,6 +240,38 @@ bool IoUringReader::readFiles(const std::vector<std::string> &paths, const Consu
   }
   cleanup();
   return ok;
+}
+
+int64_t IoUringReader::readAt(const std::string &path, uint64_t offset, void *buf, size_t size) {
+  int fd = files_.fd(path);
+  if (fd < 0)
+    return fd;
+  io_uring *ring = ring_.get();
+  int64_t got = readFully(buf, offset, size, [fd, ring](uint64_t at, char *p, size_t n) -> int64_t {
+    io_uring_sqe *sqe = io_uring_get_sqe(ring);
+    if (!sqe)
+      return -EBUSY;
+    io_uring_prep_read(sqe, fd, p, static_cast<unsigned>(std::min<size_t>(n, 1u << 30)), at);
+    // One system call submits and waits; -EINTR means nothing was submitted yet.
+    int rc;
+    do
+      rc = io_uring_submit_and_wait(ring, 1);
+    while (rc == -EINTR);
+    if (rc < 0)
+      return rc;
+    io_uring_cqe *cqe = nullptr;
+    do
+      rc = io_uring_wait_cqe(ring, &cqe);
+    while (rc == -EINTR);
+    if (rc < 0)
+      return rc;
+    int res = cqe->res;
+    io_uring_cqe_seen(ring, cqe);
+    return res;
+  });
+  if (got > 0)
+    bytes_ += static_cast<uint64_t>(got);
+  return got;
 }
 
 bool IoUringReader::writeOffsets(const std::string &path, std::string &error) const {
@@ -240,7 +316,7 @@ bool readFilesPlain(const std::vector<std::string> &paths, size_t blockSize, con
       }
       if (n == 0)
         break;
-      consume(i, off, llvm::StringRef(buf.data(), static_cast<size_t>(n)));
+      consume(i, off, std::string_view(buf.data(), static_cast<size_t>(n)));
       off += static_cast<uint64_t>(n);
     }
     ::close(fd);
@@ -248,4 +324,11 @@ bool readFilesPlain(const std::vector<std::string> &paths, size_t blockSize, con
   return true;
 }
 
-} // namespace msc::exec
+int64_t preadFully(int fd, uint64_t offset, void *buf, size_t size) {
+  return readFully(buf, offset, size, [fd](uint64_t at, char *p, size_t n) -> int64_t {
+    ssize_t got = ::pread(fd, p, n, static_cast<off_t>(at));
+    return got < 0 ? -errno : got;
+  });
+}
+
+} // namespace msc::worker

@@ -1,4 +1,4 @@
-#include "executor/snapshot/Snapshot.h"
+#include "worker/snapshot/Snapshot.h"
 
 #include <cstring>
 

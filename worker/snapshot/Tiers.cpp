@@ -1,7 +1,7 @@
-#include "executor/snapshot/Tiers.h"
+#include "worker/snapshot/Tiers.h"
 
-#include "executor/snapshot/Format.h"
-#include "executor/snapshot/Hash.h"
+#include "worker/snapshot/Format.h"
+#include "worker/snapshot/Hash.h"
 
 #include <dirent.h>
 #include <fcntl.h>

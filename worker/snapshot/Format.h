@@ -8,7 +8,7 @@
 // All integers little-endian; every hash is XXH64 (seed 0). Private to the library.
 #pragma once
 
-#include "executor/snapshot/Snapshot.h"
+#include "worker/snapshot/Snapshot.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "executor/snapshot/Hash.h"
+#include "worker/snapshot/Hash.h"
 
 #include <cstring>
 

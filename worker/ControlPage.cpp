@@ -1,4 +1,4 @@
-#include "executor/ControlPage.h"
+#include "worker/ControlPage.h"
 
 #include <cerrno>
 #include <cstring>
@@ -6,7 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-namespace msc::exec {
+namespace msc::worker {
 
 std::unique_ptr<ControlPageHost> ControlPageHost::create(std::string &error) {
   std::unique_ptr<ControlPageHost> h(new ControlPageHost());
@@ -51,4 +51,4 @@ void ControlPageHost::resetForNewWorker() {
   page_->ackGeneration.store(page_->sliceGeneration.load(std::memory_order_relaxed), std::memory_order_release);
 }
 
-} // namespace msc::exec
+} // namespace msc::worker

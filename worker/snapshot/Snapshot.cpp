@@ -1,8 +1,8 @@
-#include "executor/snapshot/Snapshot.h"
+#include "worker/snapshot/Snapshot.h"
 
-#include "executor/snapshot/Format.h"
-#include "executor/snapshot/Hash.h"
-#include "executor/snapshot/Tiers.h"
+#include "worker/snapshot/Format.h"
+#include "worker/snapshot/Hash.h"
+#include "worker/snapshot/Tiers.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,7 +1,7 @@
 // The C ABI (mscale_snapshot.h) over Store.
-#include "executor/snapshot/mscale_snapshot.h"
+#include "worker/snapshot/mscale_snapshot.h"
 
-#include "executor/snapshot/Snapshot.h"
+#include "worker/snapshot/Snapshot.h"
 
 #include <string>
 
