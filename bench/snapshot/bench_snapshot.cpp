@@ -5,10 +5,10 @@
 //   raw cold read (pages dropped with fadvise) vs disk-tier restore (cold), and XXH64 alone.
 // Then the step time of mscale-train-sim's workload with snapshots off / every 10 steps to memory /
 // to both tiers (with --state-mib 64 of extra optimizer state).
-#include "executor/snapshot/Hash.h"
-#include "executor/snapshot/Snapshot.h"
-#include "executor/workload/Dataset.h"
-#include "executor/workload/Trainer.h"
+#include "tools/mscale-train-sim/Dataset.h"
+#include "tools/mscale-train-sim/Trainer.h"
+#include "worker/snapshot/Hash.h"
+#include "worker/snapshot/Snapshot.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -1,7 +1,7 @@
 // mscale-train-sim: the deterministic training worker of the recovery proof (issue 7). Thin main:
-// the workload is executor/workload, the snapshots executor/snapshot.
-#include "executor/workload/Dataset.h"
-#include "executor/workload/Trainer.h"
+// the workload is the library beside it (msc_workload), the snapshots worker/snapshot.
+#include "tools/mscale-train-sim/Dataset.h"
+#include "tools/mscale-train-sim/Trainer.h"
 
 #include <cerrno>
 #include <cstdio>

@@ -1,9 +1,9 @@
-#include "executor/workload/Trainer.h"
+#include "tools/mscale-train-sim/Trainer.h"
 
-#include "executor/snapshot/Hash.h"
-#include "executor/snapshot/Snapshot.h"
-#include "executor/workload/Dataset.h"
-#include "executor/WorkerApi.h"
+#include "tools/mscale-train-sim/Dataset.h"
+#include "worker/WorkerApi.h"
+#include "worker/snapshot/Hash.h"
+#include "worker/snapshot/Snapshot.h"
 
 #include <fcntl.h>
 #include <sys/resource.h>

@@ -5,8 +5,8 @@
 // Record: u32 magic 'SAMP', u32 sample id, u16 padding length p, f32 label, f32 x[kFeatures], p bytes.
 #pragma once
 
-#include "executor/snapshot/Snapshot.h"
-#include "executor/workload/DataReader.h"
+#include "tools/mscale-train-sim/DataReader.h"
+#include "worker/snapshot/Snapshot.h"
 
 #include <cstdint>
 #include <string>

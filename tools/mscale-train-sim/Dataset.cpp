@@ -1,4 +1,4 @@
-#include "executor/workload/Dataset.h"
+#include "tools/mscale-train-sim/Dataset.h"
 
 #include <dirent.h>
 #include <fcntl.h>

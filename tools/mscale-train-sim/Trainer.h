@@ -1,6 +1,6 @@
 // A small deterministic training job (tiny MLP, SGD with momentum, warmup-cosine LR, dynamic loss
-// scaling, a noise RNG) that snapshots through executor/snapshot and resumes exactly: the proof
-// workload of issue 7, run by tools/mscale-train-sim.
+// scaling, a noise RNG) that snapshots through worker/snapshot and resumes exactly: the proof
+// workload of issue 7, run by main.cpp beside it.
 #pragma once
 
 #include <cstdint>
