@@ -2,7 +2,7 @@
 // in order and rolled back in reverse: a failure part-way leaves the node as it was.
 #pragma once
 
-#include "ir/plan.pb.h"
+#include "plan/plan.pb.h"
 #include "support/Diagnostic.h"
 
 #include <llvm/ADT/StringRef.h>
@@ -42,7 +42,7 @@ struct ApplyContext {
 
 class Applier {
 public:
-  virtual ~Applier();
+  virtual ~Applier() = default;
   virtual llvm::StringRef name() const = 0; // "cpu", "io", "memory", "gpu", "rdma"
   // Applies this applier's part of the plan. On failure it reports a coded diagnostic, undoes
   // its own partial work, and returns false.

@@ -8,7 +8,7 @@
 #include "executor/Logger.h"
 #include "executor/Sys.h"
 
-#include "ir/Units.h"
+#include "support/Units.h"
 
 #include <fcntl.h>
 #include <linux/memfd.h>
@@ -66,7 +66,7 @@ public:
     }
     for (const Pool &p : pools_) // reservations were logged as they were made
       ctx.log.info(ctx.contractId, "memory: pool of role " + p.role + ": " + std::to_string(p.pages) + " x " +
-                                       ir::formatBytes({p.pageSize}) + " (memfd fd " + std::to_string(p.fd) + ")");
+                                       formatBytes({p.pageSize}) + " (memfd fd " + std::to_string(p.fd) + ")");
     return true;
   }
 
@@ -78,10 +78,10 @@ public:
   std::vector<std::string> describe() const override {
     std::vector<std::string> out;
     for (const Reservation &r : reservations_)
-      out.push_back("reserved " + std::to_string(r.pages) + " x " + ir::formatBytes({r.pageSize}) +
+      out.push_back("reserved " + std::to_string(r.pages) + " x " + formatBytes({r.pageSize}) +
                     " hugepages on NUMA node " + (r.node < 0 ? std::string("(any)") : std::to_string(r.node)));
     for (const Pool &p : pools_)
-      out.push_back("pool of role " + p.role + ": " + std::to_string(p.pages) + " x " + ir::formatBytes({p.pageSize}) +
+      out.push_back("pool of role " + p.role + ": " + std::to_string(p.pages) + " x " + formatBytes({p.pageSize}) +
                     " (memfd fd " + std::to_string(p.fd) + ")");
     return out;
   }
@@ -99,7 +99,7 @@ private:
 
   bool applyPool(ApplyContext &ctx, const plan::MemoryPool &m) {
     int node = m.numa_node();
-    std::string size = ir::formatBytes({m.page_size()});
+    std::string size = formatBytes({m.page_size()});
     if (m.reserve_pages() > 0 && opts_.hugepageAutoAllocate) {
       // Reserve what is missing now, not what was missing at compile time.
       uint64_t free = readHugepages(node, m.page_size(), "free_hugepages").value_or(0);
@@ -161,7 +161,7 @@ private:
         ctx.log.error(ctx.contractId, "memory: cannot give back " + std::to_string(it->pages) + " hugepages: " + error);
       else
         ctx.log.info(ctx.contractId, "memory: un-reserved " + std::to_string(it->pages) + " x " +
-                                         ir::formatBytes({it->pageSize}) + " hugepages on NUMA node " +
+                                         formatBytes({it->pageSize}) + " hugepages on NUMA node " +
                                          std::to_string(it->node));
     }
     reservations_.clear();

@@ -1,6 +1,6 @@
 #include "executor/ResizePolicy.h"
 
-#include "ir/plan.pb.h"
+#include "plan/plan.pb.h"
 
 #include <algorithm>
 #include <cmath>

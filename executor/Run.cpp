@@ -3,8 +3,8 @@
 #include "executor/Session.h"
 #include "executor/Supervisor.h"
 #include "hal/Loader.h"
-#include "ir/PlanFile.h"
-#include "passes/PlanCheck.h"
+#include "plan/PlanFile.h"
+#include "admission/PlanRecheck.h"
 
 #include <csignal>
 #include <unistd.h>
@@ -31,9 +31,9 @@ int runPlan(const RunOptions &o, Logger &log) {
   std::optional<hal::Topology> live = hal::loadTopology(hal::TopologySource::fromArgument(o.topology), diags);
   if (!live)
     return 1;
-  passes::RecheckOptions ro{o.planPath, o.strictFingerprint || config.strictFingerprint, config.hugepageAutoAllocate};
+  admission::RecheckOptions ro{o.planPath, o.strictFingerprint || config.strictFingerprint, config.hugepageAutoAllocate};
   // A single run admits nothing else; the agent passes its admitted contracts here.
-  if (!passes::recheckPlan(*p, *live, passes::AdmittedSet{}, diags, ro)) {
+  if (!admission::recheckPlan(*p, *live, admission::Held{}, diags, ro)) {
     log.error(contract, "plan refused; nothing was applied");
     return 1;
   }

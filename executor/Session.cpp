@@ -1,17 +1,10 @@
 #include "executor/Session.h"
 
-#include "executor/GpuBackend.h"
-#include "executor/RdmaBackend.h"
 #include "executor/Sys.h"
-
-#if MSC_EXEC_HAVE_GPU
 #include "executor/gpu/GpuApplier.h"
 #include "executor/gpu/GpuBackends.h"
-#endif
-#if MSC_EXEC_HAVE_RDMA
 #include "executor/rdma/RdmaApplier.h"
 #include "executor/rdma/RdmaBackends.h"
-#endif
 
 #include <csignal>
 #include <fcntl.h>
@@ -25,8 +18,6 @@
 extern char **environ;
 
 namespace msc::exec {
-
-Applier::~Applier() = default;
 
 Session::Session(plan::Plan plan, std::string contractId, std::string planName, Logger &log,
                  const SessionOptions &options)
@@ -46,7 +37,6 @@ ApplyContext Session::context(DiagnosticEngine &diags) {
   return ApplyContext{plan_, contract_, log_, diags, env_, inject};
 }
 
-#if MSC_EXEC_HAVE_GPU || MSC_EXEC_HAVE_RDMA
 static BackendOptions makeBackendOptions(const SessionOptions &o) {
   BackendOptions b;
   b.gpu = o.config.gpuBackend;
@@ -54,33 +44,22 @@ static BackendOptions makeBackendOptions(const SessionOptions &o) {
   b.topology = o.topology.get();
   return b;
 }
-#endif
 
 bool Session::buildAppliers(DiagnosticEngine &diags) {
-#if MSC_EXEC_HAVE_GPU || MSC_EXEC_HAVE_RDMA
-  auto backendOptions = [&] { return makeBackendOptions(options_); };
-#endif
   appliers_.clear();
   appliers_.push_back(createCpuApplier(options_.appliers));
   appliers_.push_back(createIoApplier(options_.appliers));
   appliers_.push_back(createMemoryApplier(options_.appliers));
   Location where{{}, planName_, 0};
   if (plan_.gpu_slices_size() > 0) {
-#if MSC_EXEC_HAVE_GPU
     std::string why;
-    gpu_ = selectGpuBackend(backendOptions(), why, &diags);
+    gpu_ = selectGpuBackend(makeBackendOptions(options_), why, &diags);
     if (!gpu_) {
       diags.report(DiagCode::ERR_EXEC_020, where) << planName_ << "GPU slices" << why;
       return false;
     }
     log_.info(contract_, "gpu backend: " + gpu_->name() + (why.empty() ? "" : " (" + why + ")"));
     appliers_.push_back(createGpuApplier(*gpu_, [this](const std::string &line) { log_.info(contract_, "gpu: " + line); }));
-#else
-    diags.report(DiagCode::ERR_EXEC_020, where)
-        << planName_ << std::to_string(plan_.gpu_slices_size()) + " GPU slice(s)"
-        << "this build has no GPU backend";
-    return false;
-#endif
   }
   if (plan_.rdma_size() > 0) {
     if (!options_.config.rdmaEnabled) {
@@ -88,20 +67,14 @@ bool Session::buildAppliers(DiagnosticEngine &diags) {
           << planName_ << "RDMA queue pairs" << "the node config sets rdma.enabled: false";
       return false;
     }
-#if MSC_EXEC_HAVE_RDMA
     std::string why;
-    rdma_ = selectRdmaBackend(backendOptions(), why, &diags);
+    rdma_ = selectRdmaBackend(makeBackendOptions(options_), why, &diags);
     if (!rdma_) {
       diags.report(DiagCode::ERR_EXEC_020, where) << planName_ << "RDMA queue pairs" << why;
       return false;
     }
     log_.info(contract_, "rdma backend: " + rdma_->name() + (why.empty() ? "" : " (" + why + ")"));
     appliers_.push_back(createRdmaApplier(*rdma_, [this](const std::string &line) { log_.info(contract_, "rdma: " + line); }));
-#else
-    diags.report(DiagCode::ERR_EXEC_020, where)
-        << planName_ << std::to_string(plan_.rdma_size()) + " RDMA setting(s)" << "this build has no RDMA backend";
-    return false;
-#endif
   }
   return true;
 }
@@ -180,7 +153,6 @@ std::string Session::gpuBackendName() const { return gpu_ ? gpu_->name().str() :
 
 std::vector<Session::GpuSample> Session::gpuSamples() const {
   std::vector<GpuSample> out;
-#if MSC_EXEC_HAVE_GPU
   if (!gpu_)
     return out;
   for (size_t i = 0; i < appliedCount_; ++i)
@@ -188,7 +160,6 @@ std::vector<Session::GpuSample> Session::gpuSamples() const {
       for (const AppliedSlice &s : *slices)
         if (std::optional<SliceSample> sample = gpu_->sample(s.id))
           out.push_back({s.role, gpu_->name().str(), *sample});
-#endif
   return out;
 }
 
@@ -209,23 +180,19 @@ void Session::killWorkerTree() {
 
 std::vector<HeldSlice> Session::heldSlices() const {
   std::vector<HeldSlice> out;
-#if MSC_EXEC_HAVE_GPU
   for (size_t i = 0; i < appliedCount_; ++i)
     if (const std::vector<AppliedSlice> *slices = appliedGpuSlices(*appliers_[i]))
       for (const AppliedSlice &s : *slices)
         out.push_back({s.planIndex, s.role, s.gpuIndex, s.id});
-#endif
   return out;
 }
 
 std::vector<HeldQpGroup> Session::heldQpGroups() const {
   std::vector<HeldQpGroup> out;
-#if MSC_EXEC_HAVE_RDMA
   for (size_t i = 0; i < appliedCount_; ++i)
     if (const std::vector<AppliedQpGroup> *groups = appliedQpGroups(*appliers_[i]))
       for (const AppliedQpGroup &g : *groups)
         out.push_back({g.role, g.id, g.device, g.port});
-#endif
   return out;
 }
 
@@ -238,7 +205,6 @@ Applier *Session::appliedNamed(llvm::StringRef name) const {
 
 bool Session::handOverGpuSlices(const plan::Plan &next, std::vector<SliceId> &retiring,
                                 std::vector<std::string> &changes, std::string &error) {
-#if MSC_EXEC_HAVE_GPU
   Applier *gpu = appliedNamed("gpu");
   if (!gpu) {
     error = "the contract holds no GPU slices";
@@ -252,24 +218,14 @@ bool Session::handOverGpuSlices(const plan::Plan &next, std::vector<SliceId> &re
     return false;
   plan_ = next;
   return true;
-#else
-  (void)next, (void)retiring, (void)changes;
-  error = "this build has no GPU backend";
-  return false;
-#endif
 }
 
 void Session::retireGpuSlices(const std::vector<SliceId> &ids) {
-#if MSC_EXEC_HAVE_GPU
   if (Applier *gpu = appliedNamed("gpu"))
     exec::retireGpuSlices(*gpu, ids);
-#else
-  (void)ids;
-#endif
 }
 
 bool Session::failOverRdma(std::vector<std::string> &moved, std::string &error) {
-#if MSC_EXEC_HAVE_RDMA
   Applier *rdma = appliedNamed("rdma");
   if (!rdma) {
     error = "the contract holds no RDMA queue pairs";
@@ -279,11 +235,6 @@ bool Session::failOverRdma(std::vector<std::string> &moved, std::string &error) 
   DiagnosticEngine diags(nullptr, sink);
   ApplyContext ctx = context(diags);
   return failOverDownPorts(*rdma, ctx, moved, error);
-#else
-  (void)moved;
-  error = "this build has no RDMA backend";
-  return false;
-#endif
 }
 
 bool Session::startWorker(const std::vector<std::string> &argv, const std::map<std::string, std::string> &extraEnv,

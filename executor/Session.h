@@ -5,7 +5,7 @@
 
 #include "executor/Applier.h"
 #include "executor/Appliers.h"
-#include "executor/GpuBackend.h"
+#include "executor/gpu/GpuBackend.h"
 #include "hal/Topology.h"
 #include "executor/Logger.h"
 #include "executor/NodeConfig.h"

@@ -10,7 +10,7 @@
 #pragma once
 
 #include "executor/Applier.h"
-#include "executor/GpuBackend.h"
+#include "executor/gpu/GpuBackend.h"
 
 #include <functional>
 #include <memory>

@@ -3,7 +3,7 @@
 // `cuda` that cannot be had is an error (ERR_GPU_001), never a silent fall-back to sim.
 #pragma once
 
-#include "executor/GpuBackend.h"
+#include "executor/gpu/GpuBackend.h"
 #include "support/Diagnostic.h"
 
 #include <climits>

@@ -26,7 +26,7 @@
 // Commands are idempotent settings; a line removed from the file changes nothing (write `none`).
 #pragma once
 
-#include "executor/GpuBackend.h"
+#include "executor/gpu/GpuBackend.h"
 #include "executor/SimControlFile.h"
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // The arithmetic both GPU backends share, so that sim and cuda slice a GPU the same way.
 #pragma once
 
-#include "ir/plan.pb.h"
+#include "plan/plan.pb.h"
 
 #include <algorithm>
 #include <cstdint>

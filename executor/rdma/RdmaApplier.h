@@ -5,7 +5,7 @@
 #pragma once
 
 #include "executor/Applier.h"
-#include "executor/RdmaBackend.h"
+#include "executor/rdma/RdmaBackend.h"
 #include "executor/gpu/GpuApplier.h"
 
 #include <memory>

@@ -3,7 +3,7 @@
 // returns NULL with errno ENOSYS, or an empty list: both mean "no device"), and says why.
 #pragma once
 
-#include "executor/RdmaBackend.h"
+#include "executor/rdma/RdmaBackend.h"
 #include "executor/gpu/GpuBackends.h"
 #include "support/Diagnostic.h"
 

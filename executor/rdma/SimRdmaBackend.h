@@ -3,7 +3,7 @@
 // asked for, so tests can check depths, retry count and the timeout exponent.
 #pragma once
 
-#include "executor/RdmaBackend.h"
+#include "executor/rdma/RdmaBackend.h"
 #include "executor/SimControlFile.h"
 
 #include <cstdint>

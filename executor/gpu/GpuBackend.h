@@ -4,7 +4,7 @@
 // named in logs and status; sim never pretends to be cuda.
 #pragma once
 
-#include "ir/plan.pb.h"
+#include "plan/plan.pb.h"
 
 #include <llvm/ADT/StringRef.h>
 

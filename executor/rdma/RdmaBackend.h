@@ -2,7 +2,7 @@
 // queue pairs with the plan's depths, retry count and timeout) and `sim` where there is no device.
 #pragma once
 
-#include "ir/plan.pb.h"
+#include "plan/plan.pb.h"
 
 #include <llvm/ADT/StringRef.h>
 
