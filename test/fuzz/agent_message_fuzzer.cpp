@@ -1,7 +1,7 @@
 // Fuzzes what the agent does with bytes from a socket: the incremental frame decoder (fed in
 // pieces whose sizes come from the input), request decoding and validation, and the end-of-stream
 // check. None of it may crash, hang or allocate by a length it has not checked.
-#include "executor/Protocol.h"
+#include "executor/client/Protocol.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,8 +1,8 @@
 // mscale-exec: the node side of a plan. Thin: parses options, the work is in executor/.
 //   mscale-exec run plan.msp [--log FILE] [--config node.yaml] -- CMD ARGS
 //   mscale-exec serve --socket PATH [--config node.yaml] [--metrics PORT|unix:PATH] [--log FILE]
-#include "executor/Agent.h"
 #include "executor/Run.h"
+#include "executor/agent/Agent.h"
 
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/InitLLVM.h>

@@ -3,10 +3,10 @@
 // plan submitted, inspected and released.
 #include "ExecTestUtil.h"
 
-#include "executor/Agent.h"
-#include "executor/AgentClient.h"
+#include "executor/agent/Agent.h"
+#include "executor/client/AgentClient.h"
 #include "executor/Sys.h"
-#include "ir/PlanFile.h"
+#include "plan/PlanFile.h"
 
 #include <csignal>
 #include <grp.h>
@@ -166,6 +166,15 @@ TEST_F(AgentFixture, MalformedMessageIsRefusedAndConnectionStaysUsable) {
   close(fd);
 }
 
+TEST_F(AgentFixture, RequestFollowedByEndOfStreamIsAnswered) {
+  int fd = rawConnect();
+  std::string err;
+  ASSERT_TRUE(writeFrame(fd, listRequest(), err));
+  shutdown(fd, SHUT_WR); // the whole request and the end of the stream may arrive in one read
+  EXPECT_TRUE(readResponse(fd).ok());
+  close(fd);
+}
+
 TEST_F(AgentFixture, SubmitStatusReleaseAndMetrics) {
   std::string contract = "gtest_agent_" + std::to_string(getpid());
   std::string bytes = plan::encodePlan(livePlan(contract, false));
@@ -208,11 +217,7 @@ TEST_F(AgentFixture, SubmitStatusReleaseAndMetrics) {
     ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
     std::string req = "GET /metrics HTTP/1.0\r\n\r\n";
     ASSERT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
-    std::string text;
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof buf)) > 0)
-      text.append(buf, static_cast<size_t>(n));
+    std::string text = readAll(fd);
     close(fd);
     EXPECT_NE(text.find("HTTP/1.0 200 OK"), std::string::npos);
     EXPECT_NE(text.find("mscale_contract_worker{contract=\"" + contract + "\",state=\"running\"} 1"),

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "hal/Loader.h"
-#include "ir/plan.pb.h"
+#include "plan/plan.pb.h"
 
 #include <gtest/gtest.h>
 
@@ -11,6 +11,16 @@
 #include <unistd.h>
 
 namespace msc::exec::test {
+
+// Everything the peer sends until it closes.
+inline std::string readAll(int fd) {
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0)
+    out.append(buf, static_cast<size_t>(n));
+  return out;
+}
 
 inline plan::Plan livePlan(const std::string &contract, bool pool, unsigned cpu = 0) {
   CollectingConsumer sink;

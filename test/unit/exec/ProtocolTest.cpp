@@ -1,7 +1,7 @@
-#include "executor/AgentClient.h"
-#include "executor/Metrics.h"
+#include "executor/client/AgentClient.h"
+#include "executor/agent/Metrics.h"
 #include "executor/NodeConfig.h"
-#include "executor/Protocol.h"
+#include "executor/client/Protocol.h"
 
 #include <gtest/gtest.h>
 

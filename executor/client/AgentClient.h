@@ -2,7 +2,7 @@
 // response; helpers that build each request and print responses for people.
 #pragma once
 
-#include "executor/Protocol.h"
+#include "executor/client/Protocol.h"
 
 #include <llvm/Support/raw_ostream.h>
 

@@ -1,14 +1,11 @@
-#include "executor/AgentClient.h"
-
-#include <ctime>
-
-#include "executor/Sys.h"
+#include "executor/client/AgentClient.h"
 
 #include <llvm/Support/Format.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -30,7 +27,7 @@ std::optional<AgentClient> AgentClient::connect(const std::string &socketPath, D
   std::memcpy(addr.sun_path, socketPath.c_str(), socketPath.size() + 1);
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr) != 0) {
-    diags.report(DiagCode::ERR_EXEC_015) << socketPath << errnoText(errno);
+    diags.report(DiagCode::ERR_EXEC_015) << socketPath << std::strerror(errno);
     if (fd >= 0)
       ::close(fd);
     return std::nullopt;

@@ -1,8 +1,7 @@
-#include "executor/Protocol.h"
-
-#include "executor/Sys.h"
+#include "executor/client/Protocol.h"
 
 #include <cerrno>
+#include <cstring>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -137,7 +136,7 @@ bool writeFrame(int fd, const google::protobuf::MessageLite &message, std::strin
     if (n < 0 && errno == EINTR)
       continue;
     if (n < 0) {
-      error = errnoText(errno);
+      error = std::strerror(errno);
       return false;
     }
     off += static_cast<size_t>(n);
@@ -161,7 +160,7 @@ bool readFrame(int fd, uint64_t maxFrameBytes, std::string &payload, ProtocolErr
     if (n < 0 && errno == EINTR)
       continue;
     if (n < 0) {
-      ioError = errnoText(errno);
+      ioError = std::strerror(errno);
       return false;
     }
     if (n == 0) {

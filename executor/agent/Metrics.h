@@ -1,7 +1,7 @@
 // Prometheus text exposition (format 0.0.4) of the agent's state, as operators already scrape it.
 #pragma once
 
-#include "executor/agent.pb.h"
+#include "executor/client/agent.pb.h"
 
 #include <cstdint>
 #include <map>

@@ -1,6 +1,6 @@
-#include "executor/Metrics.h"
+#include "executor/agent/Metrics.h"
 
-#include "executor/AgentClient.h"
+#include "executor/client/AgentClient.h"
 
 #include <llvm/Support/Format.h>
 #include <llvm/Support/raw_ostream.h>

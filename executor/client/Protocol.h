@@ -1,10 +1,10 @@
-// Framing of the agent protocol (executor/agent.proto): a 4-byte little-endian payload length, then
+// Framing of the agent protocol (agent.proto): a 4-byte little-endian payload length, then
 // the payload. The decoder is incremental (bytes arrive in pieces on a non-blocking socket) and
 // turns every problem into a coded error: oversized (ERR_EXEC_010), truncated at EOF (ERR_EXEC_011),
 // undecodable (ERR_EXEC_012). It never trusts the length before checking it against the limit.
 #pragma once
 
-#include "executor/agent.pb.h"
+#include "executor/client/agent.pb.h"
 #include "support/Diagnostic.h"
 
 #include <llvm/ADT/StringRef.h>

@@ -1,0 +1,221 @@
+#include "executor/agent/Agent.h"
+
+#include "executor/Supervisor.h"
+#include "executor/Sys.h"
+#include "executor/agent/Metrics.h"
+#include "plan/PlanFile.h"
+
+#include <algorithm>
+
+namespace msc::exec {
+
+namespace {
+
+ServerOptions serverOptions(const AgentOptions &o) {
+  ServerOptions s;
+  s.socketPath = o.socketPath;
+  s.metrics = o.metrics;
+  s.socketGid = o.config.socketGid;
+  s.maxFrameBytes = o.config.maxFrameBytes;
+  s.allowedUids = o.config.allowedUids;
+  s.allowedGids = o.config.allowedGids;
+  return s;
+}
+
+agent::Worker::State workerState(NodeLedger::WorkerState s) {
+  switch (s) {
+  case NodeLedger::WorkerState::Running:
+    return agent::Worker::RUNNING;
+  case NodeLedger::WorkerState::Exited:
+    return agent::Worker::EXITED;
+  case NodeLedger::WorkerState::Killed:
+    return agent::Worker::KILLED;
+  case NodeLedger::WorkerState::None:
+    break;
+  }
+  return agent::Worker::NONE;
+}
+
+} // namespace
+
+Agent::Agent(AgentOptions options, Logger &log)
+    : options_(std::move(options)), log_(log),
+      ledger_(LedgerOptions{options_.topology, options_.config, options_.appliers}, log),
+      server_(serverOptions(options_), log,
+              ServerHandlers{
+                  [this](const agent::Request &r, const PeerCredentials &p) { return handle(r, p); },
+                  [this] { return metricsText(); },
+                  [this] {
+                    uint64_t now = Supervisor::monotonicNs();
+                    uint64_t wake = std::min(ledger_.nextWakeNs(now), now + 200'000'000);
+                    return wake > now ? int((wake - now + 999'999) / 1'000'000) : 0;
+                  },
+                  [this] { ledger_.supervise(Supervisor::monotonicNs()); },
+              }) {}
+
+bool Agent::start(DiagnosticEngine &diags) {
+  if (!server_.listen(diags))
+    return false;
+  unsigned errorsBefore = diags.errorCount();
+  if (!options_.config.stateDir.empty())
+    ledger_.loadState(diags);
+  if (diags.errorCount() != errorsBefore && ledger_.contracts().empty() &&
+      !pathExists(options_.config.stateDir + "/."))
+    return false; // the state directory itself is unusable: refuse to run without it
+  log_.info("", "agent listening on " + options_.socketPath + " (mode 0660)" +
+                    (options_.metrics.empty() ? "" : ", metrics on " + options_.metrics) + "; " +
+                    options_.appliers.cgroups.describe());
+  return true;
+}
+
+int Agent::serve() {
+  int rc = server_.serve();
+  if (rc == 0)
+    log_.info("", "agent stopping: releasing " + std::to_string(ledger_.contracts().size()) +
+                      " contract(s) (admissions stay in the state directory)");
+  return rc;
+}
+
+agent::ContractStatus Agent::statusOf(const NodeLedger::Contract &c) const {
+  agent::ContractStatus s;
+  const Session &session = *c.session;
+  s.set_contract(session.contract());
+  s.set_plan_name(session.planName());
+  s.set_topology_fingerprint(session.plan().provenance().topology_fingerprint());
+  s.set_admitted_unix_ms(c.admittedMs);
+  s.set_applied(session.applied());
+  for (auto &[applier, lines] : session.resources()) {
+    agent::Resource *r = s.add_resources();
+    r->set_applier(applier);
+    for (const std::string &l : lines)
+      r->add_applied(l);
+  }
+  agent::Worker *w = s.mutable_worker();
+  w->set_state(workerState(c.workerState));
+  w->set_pid(session.workerPid() > 0 ? session.workerPid() : c.lastPid);
+  w->set_exit_status(c.exitStatus);
+  for (const std::string &a : c.command)
+    w->add_command(a);
+  s.set_source_file(session.plan().provenance().source_file());
+  s.set_profile(session.plan().provenance().profile());
+  if (c.supervisor)
+    for (const HistoryEntry &h : c.supervisor->history()) {
+      agent::HistoryEntry *e = s.add_history();
+      e->set_unix_ms(h.unixMs);
+      e->set_kind(h.kind);
+      e->set_text(h.text);
+    }
+  s.set_io_wait_ratio(session.ioWaitRatio());
+  s.set_cgroup(session.cgroupV2());
+  // The monitor's samples: sampling here would move the backend's windows under the monitor.
+  std::vector<Session::GpuSample> samples = c.supervisor ? c.supervisor->lastSamples() : std::vector<Session::GpuSample>{};
+  if (samples.empty() && session.workerPid() <= 0)
+    samples = session.gpuSamples();
+  for (const Session::GpuSample &g : samples) {
+    agent::GpuUtilisation *u = s.add_gpus();
+    u->set_role(g.role);
+    u->set_backend(g.backend);
+    u->set_utilisation(g.sample.utilisation);
+    u->set_temperature_mc(g.sample.temperatureMilliC);
+    u->set_sms(g.sample.sms);
+  }
+  return s;
+}
+
+void Agent::submit(const agent::SubmitRequest &r, DiagnosticEngine &diags, agent::Response &out) {
+  std::string planName = r.plan_name().empty() ? "submitted plan" : r.plan_name();
+  std::optional<plan::Plan> p = plan::decodePlan(r.plan(), planName, diags);
+  if (!p)
+    return;
+  const NodeLedger::Contract *c =
+      ledger_.admit(*p, planName, {r.command().begin(), r.command().end()},
+                    {r.environment().begin(), r.environment().end()}, diags);
+  if (!c)
+    return;
+  *out.mutable_status() = statusOf(*c);
+  out.set_ok(true);
+}
+
+void Agent::resize(const agent::ResizeRequest &r, const std::string &who, DiagnosticEngine &diags,
+                   agent::Response &out) {
+  log_.info(r.contract(), "resize to profile '" + r.profile() + "' requested by " + who);
+  std::string planName = r.plan_name().empty() ? "resize plan" : r.plan_name();
+  std::optional<plan::Plan> next = r.plan().empty() ? std::nullopt : plan::decodePlan(r.plan(), planName, diags);
+  std::string error;
+  if (!next) {
+    if (r.plan().empty())
+      diags.report(DiagCode::ERR_EXEC_019) << r.contract() << r.profile()
+                                           << "the request carries no plan (mscale-cli compiles one)";
+  } else if (next->provenance().contract() != r.contract()) {
+    diags.report(DiagCode::ERR_EXEC_019) << r.contract() << r.profile()
+                                         << "the plan is for contract '" + next->provenance().contract() + "'";
+  } else if (!ledger_.resize(r.contract(), *next, "asked for by " + who, error, diags)) {
+    diags.report(DiagCode::ERR_EXEC_019) << r.contract() << r.profile() << error;
+  } else {
+    *out.mutable_status() = statusOf(*ledger_.find(r.contract()));
+    out.set_ok(true);
+  }
+}
+
+agent::Response Agent::handle(const agent::Request &request, const PeerCredentials &peer) {
+  agent::Response out;
+  out.set_id(request.id());
+  ResponseDiagnostics sink(out);
+  DiagnosticEngine diags(nullptr, sink);
+  auto find = [&](const std::string &name) {
+    const NodeLedger::Contract *c = ledger_.find(name);
+    if (!c)
+      diags.report(DiagCode::ERR_EXEC_016) << name;
+    return c;
+  };
+  std::string who = "uid " + std::to_string(peer.uid) + " pid " + std::to_string(peer.pid);
+  switch (request.body_case()) {
+  case agent::Request::kSubmit:
+    ++requests_["submit"];
+    log_.info("", "submit from " + who);
+    submit(request.submit(), diags, out);
+    break;
+  case agent::Request::kStatus:
+    ++requests_["status"];
+    if (const NodeLedger::Contract *c = find(request.status().contract())) {
+      *out.mutable_status() = statusOf(*c);
+      out.set_ok(true);
+    }
+    break;
+  case agent::Request::kRelease:
+    ++requests_["release"];
+    if (find(request.release().contract())) {
+      log_.info(request.release().contract(), "release requested by " + who);
+      ledger_.release(request.release().contract(), diags);
+      out.set_ok(true);
+    }
+    break;
+  case agent::Request::kResize:
+    ++requests_["resize"];
+    if (find(request.resize().contract()))
+      resize(request.resize(), who, diags, out);
+    break;
+  case agent::Request::kList:
+    ++requests_["list"];
+    out.mutable_list();
+    for (auto &[n, c] : ledger_.contracts())
+      *out.mutable_list()->add_contracts() = statusOf(*c);
+    out.set_ok(true);
+    break;
+  case agent::Request::BODY_NOT_SET:
+    diags.report(DiagCode::ERR_EXEC_012) << "the request carries no command";
+    break;
+  }
+  if (diags.hasErrors())
+    out.set_ok(false);
+  return out;
+}
+
+std::string Agent::metricsText() const {
+  std::vector<agent::ContractStatus> statuses;
+  for (auto &[n, c] : ledger_.contracts())
+    statuses.push_back(statusOf(*c));
+  return renderMetrics(statuses, requests_, server_.refusals());
+}
+
+} // namespace msc::exec

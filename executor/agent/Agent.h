@@ -1,0 +1,59 @@
+// The node agent (`mscale-exec serve`): the protocol's requests (submit, status, release, resize,
+// list) mapped onto the node's ledger, behind the agent's transport. Three parts, one file each:
+//   AgentServer  the socket, peer credentials, framing, the metrics endpoint (transport)
+//   NodeLedger   what is admitted on this node: admit = re-check + apply + persist; release; resize
+//   Agent        (here) requests to ledger operations, ledger entries to protocol statuses, counters
+// Admissions survive restarts: each admitted plan is kept in state_dir/<contract>.msp and re-applied
+// (without its worker) when the agent starts.
+#pragma once
+
+#include "executor/Appliers.h"
+#include "executor/Logger.h"
+#include "executor/NodeConfig.h"
+#include "executor/agent/AgentServer.h"
+#include "executor/agent/NodeLedger.h"
+#include "executor/client/Protocol.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace msc::exec {
+
+struct AgentOptions {
+  std::string socketPath;
+  std::string metrics; // "" | "PORT" (127.0.0.1) | "unix:PATH"
+  std::string topology = "live"; // what plans are re-checked against (tests: a recorded node)
+  NodeConfig config;
+  ApplierOptions appliers;
+};
+
+class Agent {
+public:
+  Agent(AgentOptions options, Logger &log);
+
+  // Creates the socket (and metrics endpoint), loads the state directory. False with diagnostics.
+  bool start(DiagnosticEngine &diags);
+  // Serves until stop(); returns the exit status.
+  int serve();
+  // Async-signal-safe.
+  void stop() { server_.stop(); }
+
+  bool allowed(const PeerCredentials &peer) const { return server_.allowed(peer); }
+  // One request, as the loop hands it over (tests and the fuzzer call it directly).
+  agent::Response handle(const agent::Request &request, const PeerCredentials &peer);
+  std::string metricsText() const;
+
+private:
+  agent::ContractStatus statusOf(const NodeLedger::Contract &c) const;
+  void submit(const agent::SubmitRequest &r, DiagnosticEngine &diags, agent::Response &out);
+  void resize(const agent::ResizeRequest &r, const std::string &who, DiagnosticEngine &diags, agent::Response &out);
+
+  AgentOptions options_;
+  Logger &log_;
+  NodeLedger ledger_;
+  AgentServer server_; // after the ledger, which its handlers use: closed before the releases
+  std::map<std::string, uint64_t> requests_;
+};
+
+} // namespace msc::exec

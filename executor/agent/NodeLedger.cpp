@@ -1,0 +1,260 @@
+#include "executor/agent/NodeLedger.h"
+
+#include "admission/PlanRecheck.h"
+#include "executor/Sys.h"
+#include "hal/Loader.h"
+#include "plan/PlanFile.h"
+
+#include <llvm/ADT/StringRef.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace msc::exec {
+
+namespace {
+
+int64_t nowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+} // namespace
+
+NodeLedger::NodeLedger(LedgerOptions options, Logger &log) : options_(std::move(options)), log_(log) {}
+
+NodeLedger::~NodeLedger() {
+  CollectingConsumer sink;
+  DiagnosticEngine diags(nullptr, sink);
+  for (auto &[name, c] : contracts_) {
+    if (c->supervisor)
+      c->supervisor->shutdown();
+    c->session->release(diags);
+  }
+}
+
+SessionOptions NodeLedger::sessionOptions() const {
+  SessionOptions s;
+  s.appliers = options_.appliers;
+  s.config = options_.config;
+  return s;
+}
+
+const NodeLedger::Contract *NodeLedger::find(const std::string &contract) const {
+  auto it = contracts_.find(contract);
+  return it == contracts_.end() ? nullptr : it->second.get();
+}
+
+admission::Held NodeLedger::held() const {
+  return heldExcept({}); // no contract id is empty
+}
+
+admission::Held NodeLedger::heldExcept(const std::string &contract) const {
+  std::vector<const plan::Plan *> plans;
+  for (const auto &[name, c] : contracts_)
+    if (name != contract)
+      plans.push_back(&c->session->plan());
+  // The agent applied each admitted plan's pools: their pages are gone from the live free counts.
+  return admission::heldByPlans(plans, /*hugepagesTakenFromFree=*/true);
+}
+
+bool NodeLedger::persist(const Contract &c, DiagnosticEngine &diags) {
+  if (options_.config.stateDir.empty())
+    return true;
+  const std::string &dir = options_.config.stateDir;
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    diags.report(DiagCode::ERR_EXEC_018) << dir << errnoText(errno);
+    return false;
+  }
+  return plan::writePlanFile(c.session->plan(), dir + "/" + c.session->contract() + ".msp", diags);
+}
+
+void NodeLedger::loadState(DiagnosticEngine &diags) {
+  const std::string &dir = options_.config.stateDir;
+  DIR *d = ::opendir(dir.c_str());
+  if (!d) {
+    if (errno != ENOENT)
+      diags.report(DiagCode::ERR_EXEC_018) << dir << errnoText(errno);
+    return;
+  }
+  std::vector<std::string> files;
+  while (dirent *e = ::readdir(d))
+    if (llvm::StringRef(e->d_name).ends_with(".msp"))
+      files.push_back(dir + "/" + e->d_name);
+  ::closedir(d);
+  std::sort(files.begin(), files.end());
+  for (const std::string &f : files) {
+    std::optional<plan::Plan> p = plan::readPlanFile(f, diags);
+    if (!p) {
+      diags.report(DiagCode::ERR_EXEC_018) << f << "not a valid plan; remove it to drop the admission";
+      continue;
+    }
+    std::string name = p->provenance().contract();
+    if (contracts_.count(name)) {
+      diags.report(DiagCode::ERR_EXEC_018) << f << "a second plan of contract '" + name + "'; remove one of them";
+      continue;
+    }
+    auto c = std::make_unique<Contract>();
+    std::optional<hal::Topology> live = hal::loadTopology(hal::TopologySource::fromArgument(options_.topology), diags);
+    SessionOptions so = sessionOptions();
+    if (live)
+      so.topology = std::make_shared<const hal::Topology>(*live);
+    c->session = std::make_unique<Session>(*p, name, f, log_, so);
+    c->supervisor = makeSupervisor(*c->session, {}, {}, f);
+    c->admittedMs = nowMs();
+    admission::RecheckOptions ro{f, options_.config.strictFingerprint, options_.config.hugepageAutoAllocate};
+    if (live && admission::recheckPlan(*p, *live, held(), diags, ro) && c->session->apply(diags))
+      log_.info(name, "re-admitted from " + f);
+    else
+      log_.error(name, "kept admitted from " + f + " but not applied; release it or fix the node");
+    contracts_[name] = std::move(c);
+  }
+}
+
+std::unique_ptr<Supervisor> NodeLedger::makeSupervisor(Session &session, std::vector<std::string> command,
+                                                       std::map<std::string, std::string> environment,
+                                                       const std::string &planName) {
+  SupervisorOptions o;
+  o.command = std::move(command);
+  o.environment = std::move(environment);
+  o.recheck = admission::RecheckOptions{planName, options_.config.strictFingerprint,
+                                        options_.config.hugepageAutoAllocate};
+  o.loadTopology = [topology = options_.topology](DiagnosticEngine &d) {
+    return hal::loadTopology(hal::TopologySource::fromArgument(topology), d);
+  };
+  std::string self = session.contract();
+  o.admitted = [this, self] { return heldExcept(self); };
+  o.planChanged = [this, self](const plan::Plan &) {
+    auto it = contracts_.find(self);
+    if (it == contracts_.end())
+      return; // not admitted yet (cannot happen before admit ends) or released
+    LogDiagnosticPrinter printer(log_);
+    printer.setContract(self);
+    DiagnosticEngine diags(nullptr, printer);
+    persist(*it->second, diags); // a restarted agent re-applies the plan as it is now
+  };
+  return std::make_unique<Supervisor>(session, log_, std::move(o));
+}
+
+const NodeLedger::Contract *NodeLedger::admit(const plan::Plan &plan, const std::string &planName,
+                                              std::vector<std::string> command,
+                                              std::map<std::string, std::string> environment,
+                                              DiagnosticEngine &diags) {
+  std::string name = plan.provenance().contract();
+  std::string why;
+  if (!validContractId(name, why)) {
+    diags.report(DiagCode::ERR_EXEC_021, Location{{}, planName, 0}) << name << why;
+    return nullptr;
+  }
+  std::optional<hal::Topology> live = hal::loadTopology(hal::TopologySource::fromArgument(options_.topology), diags);
+  if (!live)
+    return nullptr;
+  // Against every admitted contract, this one's name included: a second admission of it is refused.
+  admission::RecheckOptions ro{planName, options_.config.strictFingerprint, options_.config.hugepageAutoAllocate};
+  if (!admission::recheckPlan(plan, *live, held(), diags, ro)) {
+    log_.warn(name, "plan '" + planName + "' refused by the re-check");
+    return nullptr;
+  }
+  auto c = std::make_unique<Contract>();
+  SessionOptions so = sessionOptions();
+  so.topology = std::make_shared<const hal::Topology>(std::move(*live));
+  c->session = std::make_unique<Session>(plan, name, planName, log_, so);
+  c->admittedMs = nowMs();
+  if (!c->session->apply(diags))
+    return nullptr;
+  bool withWorker = !command.empty();
+  c->supervisor = makeSupervisor(*c->session, command, std::move(environment), planName);
+  if (withWorker) {
+    if (!c->supervisor->start(diags)) {
+      c->session->release(diags);
+      return nullptr;
+    }
+    c->command = std::move(command);
+    c->workerState = WorkerState::Running;
+    c->lastPid = c->session->workerPid();
+  }
+  if (!persist(*c, diags)) {
+    c->supervisor->shutdown();
+    c->session->release(diags);
+    return nullptr;
+  }
+  log_.info(name, "admitted plan '" + planName + "'");
+  return (contracts_[name] = std::move(c)).get();
+}
+
+void NodeLedger::release(const std::string &contract, DiagnosticEngine &diags) {
+  auto it = contracts_.find(contract);
+  if (it == contracts_.end())
+    return;
+  it->second->supervisor->shutdown();
+  it->second->session->release(diags);
+  if (!options_.config.stateDir.empty())
+    ::unlink((options_.config.stateDir + "/" + contract + ".msp").c_str());
+  contracts_.erase(it);
+}
+
+bool NodeLedger::resize(const std::string &contract, const plan::Plan &next, const std::string &why,
+                        std::string &error, DiagnosticEngine &diags) {
+  auto it = contracts_.find(contract);
+  if (it == contracts_.end()) {
+    error = "the contract is not admitted";
+    return false;
+  }
+  if (!it->second->supervisor->resizeTo(next, why, error))
+    return false;
+  persist(*it->second, diags); // the resize is done; a state-file failure is reported on its own
+  return true;
+}
+
+void NodeLedger::reapWorkers() {
+  for (auto &[name, c] : contracts_) {
+    pid_t pid = c->session->workerPid();
+    if (pid <= 0)
+      continue;
+    int st;
+    if (::waitpid(pid, &st, WNOHANG) != pid)
+      continue;
+    if (c->supervisor) {
+      LogDiagnosticPrinter printer(log_);
+      printer.setContract(name);
+      DiagnosticEngine diags(nullptr, printer);
+      if (!c->supervisor->onWorkerExit(st, diags)) {
+        c->lastPid = c->session->workerPid(); // recovered: a new worker runs
+        continue;
+      }
+    }
+    c->session->workerExited();
+    if (WIFSIGNALED(st)) {
+      c->workerState = WorkerState::Killed;
+      c->exitStatus = WTERMSIG(st);
+    } else {
+      c->workerState = WorkerState::Exited;
+      c->exitStatus = WEXITSTATUS(st);
+    }
+    log_.info(name, "worker " + std::to_string(pid) +
+                        (WIFSIGNALED(st) ? " killed by signal " : " exited with status ") +
+                        std::to_string(c->exitStatus));
+  }
+}
+
+void NodeLedger::supervise(uint64_t nowNs) {
+  reapWorkers();
+  for (auto &[name, c] : contracts_)
+    if (c->supervisor)
+      c->supervisor->tick(nowNs);
+}
+
+uint64_t NodeLedger::nextWakeNs(uint64_t nowNs) const {
+  uint64_t wake = UINT64_MAX;
+  for (auto &[name, c] : contracts_)
+    if (c->supervisor)
+      wake = std::min(wake, c->supervisor->nextWakeNs(nowNs));
+  return wake;
+}
+
+} // namespace msc::exec

@@ -1,0 +1,88 @@
+// The node's ledger: the contracts admitted on this node, each with its Session (the applied
+// resources) and Supervisor (its worker, heartbeats, recoveries, resizes). Admitting is one step:
+// re-check the plan against what the admitted contracts hold, apply it, persist it to
+// state_dir/<contract>.msp, so that a restarted agent re-applies what it had admitted (without the
+// workers). Knows nothing of sockets or of the protocol.
+#pragma once
+
+#include "admission/Claims.h"
+#include "executor/Appliers.h"
+#include "executor/Logger.h"
+#include "executor/NodeConfig.h"
+#include "executor/Session.h"
+#include "executor/Supervisor.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace msc::exec {
+
+struct LedgerOptions {
+  std::string topology = "live"; // what plans are re-checked against (tests: a recorded node)
+  NodeConfig config;
+  ApplierOptions appliers;
+};
+
+class NodeLedger {
+public:
+  enum class WorkerState { None, Running, Exited, Killed };
+  struct Contract {
+    std::unique_ptr<Session> session;
+    std::unique_ptr<Supervisor> supervisor; // its worker (if any), heartbeats, recovery, resizes
+    std::vector<std::string> command;
+    WorkerState workerState = WorkerState::None;
+    int exitStatus = 0; // the exit status, or the signal when killed
+    pid_t lastPid = 0;
+    int64_t admittedMs = 0;
+  };
+
+  NodeLedger(LedgerOptions options, Logger &log);
+  // Releases every contract's resources; the admissions stay in state_dir.
+  ~NodeLedger();
+  NodeLedger(const NodeLedger &) = delete;
+  NodeLedger &operator=(const NodeLedger &) = delete;
+
+  // Re-checks and re-applies the admissions kept in state_dir, without their workers. A plan that no
+  // longer fits stays admitted but not applied (status says so) until it is released.
+  void loadState(DiagnosticEngine &diags);
+  // Re-check against everything admitted, apply, start the worker when `command` is not empty,
+  // persist. Null with diagnostics when refused; then nothing of it stays applied.
+  const Contract *admit(const plan::Plan &plan, const std::string &planName, std::vector<std::string> command,
+                        std::map<std::string, std::string> environment, DiagnosticEngine &diags);
+  // Stops the worker, releases the resources and forgets the admission (its state file too).
+  void release(const std::string &contract, DiagnosticEngine &diags);
+  // Hands `contract` over to `next` (its plan compiled anew) while the worker runs, then persists it.
+  // False with `error` when the supervisor refuses; nothing changed then.
+  bool resize(const std::string &contract, const plan::Plan &next, const std::string &why, std::string &error,
+              DiagnosticEngine &diags);
+
+  const Contract *find(const std::string &contract) const;
+  const std::map<std::string, std::unique_ptr<Contract>> &contracts() const { return contracts_; }
+
+  // What the admitted contracts hold, all of them or all but `contract`: the one input of every
+  // re-check, computed here only.
+  admission::Held held() const;
+  admission::Held heldExcept(const std::string &contract) const;
+
+  // Supervision between requests: reap exited workers (recovering where the supervisor says so) and
+  // run the supervisors' timers; nextWakeNs says when the loop must come back for them.
+  void supervise(uint64_t nowNs);
+  uint64_t nextWakeNs(uint64_t nowNs) const;
+
+private:
+  void reapWorkers();
+  bool persist(const Contract &c, DiagnosticEngine &diags);
+  SessionOptions sessionOptions() const;
+  std::unique_ptr<Supervisor> makeSupervisor(Session &session, std::vector<std::string> command,
+                                             std::map<std::string, std::string> environment,
+                                             const std::string &planName);
+
+  LedgerOptions options_;
+  Logger &log_;
+  std::map<std::string, std::unique_ptr<Contract>> contracts_;
+};
+
+} // namespace msc::exec
