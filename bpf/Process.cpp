@@ -1,5 +1,7 @@
 #include "bpf/Process.h"
 
+#include "support/ContractCgroup.h"
+
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/ADT/StringExtras.h>
 
@@ -102,7 +104,7 @@ bool isCgroup2Dir(const std::string &path) {
 }
 
 std::string contractCgroupPath(llvm::StringRef contractId, const std::string &mount, bool &exists) {
-  std::string primary = mount + "/mscale/" + contractId.str();
+  std::string primary = contractCgroupDir(mount, contractId);
   exists = isCgroup2Dir(primary);
   if (exists)
     return primary;
@@ -110,7 +112,7 @@ std::string contractCgroupPath(llvm::StringRef contractId, const std::string &mo
     while (dirent *ent = ::readdir(d)) {
       if (ent->d_type != DT_DIR || ent->d_name[0] == '.')
         continue;
-      std::string candidate = mount + "/" + ent->d_name + "/mscale/" + contractId.str();
+      std::string candidate = contractCgroupDir(mount + "/" + ent->d_name, contractId);
       if (isCgroup2Dir(candidate)) {
         ::closedir(d);
         exists = true;

@@ -28,9 +28,9 @@ bool processExists(int pid);
 // hybrid ones); empty if none is mounted.
 std::string cgroup2Mount();
 bool isCgroup2Dir(const std::string &path);
-// Where the executor puts a contract's processes: <cgroup2 mount>/mscale/<ID>, or one level down
-// (<mount>/<slice>/mscale/<ID>) when the executor runs inside a systemd slice. Returns the first
-// existing candidate, or the primary candidate when none exists.
+// Where the executor puts a contract's processes (support/ContractCgroup.h): <cgroup2 mount>/mscale/<ID>,
+// or one level down (<mount>/<slice>/mscale/<ID>) when the executor runs inside a systemd slice.
+// Returns the first existing candidate, or the primary candidate when none exists.
 std::string contractCgroupPath(llvm::StringRef contractId, const std::string &mount, bool &exists);
 // Processes in the cgroup and its descendants.
 std::vector<int> cgroupProcesses(const std::string &path);

@@ -1,6 +1,7 @@
 #include "executor/Cgroups.h"
 
 #include "executor/Sys.h"
+#include "support/ContractCgroup.h"
 
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/ADT/StringExtras.h>
@@ -55,10 +56,10 @@ std::optional<std::string> CgroupLayout::dirFor(llvm::StringRef controller, llvm
   auto it = v1Mounts.find(v1.str());
   if (it == v1Mounts.end())
     return std::nullopt;
-  return it->second + "/mscale/" + contract.str();
+  return contractCgroupDir(it->second, contract);
 }
 
-std::string CgroupLayout::v2Dir(llvm::StringRef contract) const { return v2Mount + "/mscale/" + contract.str(); }
+std::string CgroupLayout::v2Dir(llvm::StringRef contract) const { return contractCgroupDir(v2Mount, contract); }
 
 std::string CgroupLayout::describe() const {
   std::string out = v2Mount.empty() ? "no cgroup2" : "cgroup2 at " + v2Mount;

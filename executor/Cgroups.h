@@ -1,7 +1,8 @@
 // Where the cgroup controllers are on this node and how a contract's cgroups are laid out.
 //
-// Layout: every contract gets `<cgroup2 mount>/mscale/<ID>` (the eBPF tracer and PSI read it), and,
-// for each controller the executor uses (cpuset, io/blkio) that is not on v2, `<v1 mount>/mscale/<ID>`.
+// Layout (spelt by support/ContractCgroup.h, which the tracer reads by too): every contract gets
+// `<cgroup2 mount>/mscale/<ID>` (the eBPF tracer and PSI read it), and, for each controller the
+// executor uses (cpuset, io/blkio) that is not on v2, `<v1 mount>/mscale/<ID>`.
 // On a hybrid host (cgroup2 at /sys/fs/cgroup/unified, controllers on v1) the worker is in both.
 #pragma once
 

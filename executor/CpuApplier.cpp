@@ -7,6 +7,7 @@
 #include "executor/Sys.h"
 
 #include "hal/Topology.h"
+#include "support/ContractCgroup.h"
 
 #include <llvm/ADT/StringExtras.h>
 
@@ -70,8 +71,9 @@ public:
               return fail(ctx, *dir, error);
             dirs_.push_back(d);
           }
-          if (!writeFileText(parent + "/mscale/cgroup.subtree_control", "+cpuset", error))
-            return fail(ctx, parent + "/mscale/cgroup.subtree_control", error);
+          std::string control = contractCgroupParent(parent) + "/cgroup.subtree_control";
+          if (!writeFileText(control, "+cpuset", error))
+            return fail(ctx, control, error);
         } else {
           if (!createCgroup(*dir, true, d, error))
             return fail(ctx, *dir, error);

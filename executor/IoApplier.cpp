@@ -6,6 +6,7 @@
 #include "executor/Appliers.h"
 #include "executor/Logger.h"
 #include "executor/Sys.h"
+#include "support/ContractCgroup.h"
 
 #include <liburing.h>
 
@@ -123,7 +124,7 @@ private:
         }
         dir_ = d;
       }
-      writeFileText(opts_.cgroups.v2Mount + "/mscale/cgroup.subtree_control", "+io", error);
+      writeFileText(contractCgroupParent(opts_.cgroups.v2Mount) + "/cgroup.subtree_control", "+io", error);
       if (!dir_)
         dir_ = CgroupDir{*dir, false};
       return *dir;
