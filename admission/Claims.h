@@ -22,7 +22,7 @@ namespace msc::admission {
 // from a plan have no range, and the rules fall back to the plan's name (RuleContext::fallback).
 struct GpuClaim {
   PciAddress pci;
-  std::string written;   // as the contract or plan names it, for messages
+  std::string written;   // as the contract or plan names it, for messages (empty: the PCI address)
   bool found = true;     // false: the contract named a GPU the placement could not resolve
   unsigned slices = 0;   // slices the role asks for; 0: it takes the GPU undivided
   unsigned division = 1; // equal slices the contract divides each GPU into

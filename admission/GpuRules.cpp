@@ -75,7 +75,7 @@ void checkGpus(const Claims &claims, const RuleContext &ctx) {
     std::optional<hal::GpuRef> ref = gpu.found ? topo.gpuByPci(gpu.pci) : std::nullopt;
     if (!ref) {
       ctx.diags.report(DiagCode::ERR_HAL_GPU_001, ctx.at(gpu.at)).note(Location::none(), describeGpus(topo))
-          << gpu.written;
+          << (gpu.written.empty() ? gpu.pci.str() : gpu.written);
       continue;
     }
     GpuUse &use = uses[gpu.pci];

@@ -10,18 +10,31 @@ namespace msc::admission {
 namespace {
 
 void checkCores(const Claims &claims, const Held &held, const RuleContext &ctx) {
-  std::map<unsigned, const Claims *> holder;
+  // A contract claims a handful of cores and a node may hold thousands of contracts: one pass over
+  // what is held, looking each held core up among the few claimed, allocates nothing per holder.
+  struct Claimed {
+    unsigned core;
+    const RoleClaims *role;
+    const Claims *holder = nullptr; // the first admitted contract holding it
+  };
+  std::vector<Claimed> claimed;
+  for (const RoleClaims &role : claims.roles)
+    for (unsigned core : role.physicalCores)
+      claimed.push_back({core, &role});
+  if (claimed.empty())
+    return;
   for (const Claims &other : held.contracts)
     for (const RoleClaims &role : other.roles)
       for (unsigned core : role.physicalCores)
-        holder.emplace(core, &other);
-  for (const RoleClaims &role : claims.roles)
-    for (unsigned core : role.physicalCores)
-      if (auto it = holder.find(core); it != holder.end())
-        ctx.diags.report(DiagCode::ERR_HAL_ADMIT_001, ctx.at(role.cpusAt))
-                .note(Location::none(), "core " + std::to_string(core) + " runs CPUs " +
-                                            joinNumbers(ctx.topology.smtSiblings(core)))
-            << core << role.role << it->second->contract;
+        for (Claimed &c : claimed)
+          if (c.core == core && !c.holder)
+            c.holder = &other;
+  for (const Claimed &c : claimed)
+    if (c.holder)
+      ctx.diags.report(DiagCode::ERR_HAL_ADMIT_001, ctx.at(c.role->cpusAt))
+              .note(Location::none(), "core " + std::to_string(c.core) + " runs CPUs " +
+                                          joinNumbers(ctx.topology.smtSiblings(c.core)))
+          << c.core << c.role->role << c.holder->contract;
 }
 
 // What admitted contracts hold of one GPU, and the biggest holder of each kind.

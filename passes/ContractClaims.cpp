@@ -14,9 +14,10 @@ admission::GpuClaim gpuClaim(const ir::Contract &contract, const ir::Role &role,
   const ir::ComputeFields &compute = contract.body.compute;
   const ir::RoleFields &f = role.fields;
   admission::GpuClaim g;
-  g.written = ir::formatValue(f.gpu->value);
   g.at = at(f.gpu->origin);
   g.found = r.gpu.has_value();
+  if (!g.found) // only a GPU the placement could not resolve is reported as written
+    g.written = ir::formatValue(f.gpu->value);
   g.slices = r.smSlices;
   if (compute.gpu_sm_slices) {
     g.division = std::max<unsigned>(1, static_cast<unsigned>(compute.gpu_sm_slices->value));
