@@ -1,55 +1,18 @@
-// GPUs on the live machine through the CUDA driver API and NVML, both loaded with dlopen: the
-// build never links libcuda. The toolkit's stub libcuda returns CUDA_ERROR_STUB_LIBRARY (34) from
-// cuInit: that means "no driver", like a missing library.
+// GPUs on the live machine through the CUDA driver API and NVML, both loaded with dlopen
+// (hal/CudaDriver.h): the build never links libcuda. The toolkit's stub libcuda returns
+// CUDA_ERROR_STUB_LIBRARY (34) from cuInit: that means "no driver", like a missing library.
 #include "hal/detail/Probes.h"
 
-#include <cuda.h>
-#include <dlfcn.h>
+#include "hal/CudaDriver.h"
 
 #include <string>
 
 namespace msc::hal::detail {
 namespace {
 
-struct Library {
-  void *handle = nullptr;
-  explicit Library(const char *name) : handle(::dlopen(name, RTLD_NOW | RTLD_LOCAL)) {}
-  ~Library() {
-    if (handle)
-      ::dlclose(handle);
-  }
-  template <typename F> F sym(const char *name) const {
-    return handle ? reinterpret_cast<F>(::dlsym(handle, name)) : nullptr;
-  }
-};
-
-using GetProcAddressFn = CUresult (*)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
-
-template <typename F> F cudaSym(GetProcAddressFn getProc, const char *name, int version = 12000) {
-  void *fn = nullptr;
-  CUdriverProcAddressQueryResult status{};
-  if (getProc(name, &fn, version, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS ||
-      status != CU_GET_PROC_ADDRESS_SUCCESS)
-    return nullptr;
-  return reinterpret_cast<F>(fn);
-}
-
-// NVML, declared here: its header is not part of the CUDA toolkit install we build against.
-using nvmlDevice = void *;
-using NvmlInitFn = int (*)();
-using NvmlByPciFn = int (*)(const char *, nvmlDevice *);
-using NvmlTempFn = int (*)(nvmlDevice, int, unsigned *);
-using NvmlMigFn = int (*)(nvmlDevice, unsigned *, unsigned *);
-
 void addNvmlFacts(Topology &t) {
-  Library nvml("libnvidia-ml.so.1");
-  auto init = nvml.sym<NvmlInitFn>("nvmlInit_v2");
-  auto byPci = nvml.sym<NvmlByPciFn>("nvmlDeviceGetHandleByPciBusId_v2");
-  auto temp = nvml.sym<NvmlTempFn>("nvmlDeviceGetTemperature");
-  auto threshold = nvml.sym<NvmlTempFn>("nvmlDeviceGetTemperatureThreshold");
-  auto mig = nvml.sym<NvmlMigFn>("nvmlDeviceGetMigMode");
-  auto shutdown = nvml.sym<NvmlInitFn>("nvmlShutdown");
-  if (!init || !byPci || init() != 0) {
+  std::unique_ptr<Nvml> nvml = Nvml::open();
+  if (!nvml) {
     t.addNote("NVML: not present (no GPU temperatures or MIG mode)");
     return;
   }
@@ -57,15 +20,16 @@ void addNvmlFacts(Topology &t) {
     GpuInfo &info = *t.vertex(g).as<GpuInfo>();
     if (info.vendor != "NVIDIA")
       continue;
-    nvmlDevice dev = nullptr;
-    if (byPci(info.pci.str().c_str(), &dev) != 0)
+    Nvml::Device dev = nullptr;
+    if (nvml->byPciBusId(info.pci.str().c_str(), &dev) != 0)
       continue;
     unsigned c = 0, pending = 0;
-    if (temp && temp(dev, /*NVML_TEMPERATURE_GPU*/ 0, &c) == 0)
+    if (nvml->temperature && nvml->temperature(dev, /*NVML_TEMPERATURE_GPU*/ 0, &c) == 0)
       info.temperatureMilliC = int64_t(c) * 1000;
-    if (mig && mig(dev, &c, &pending) == 0)
+    if (nvml->migMode && nvml->migMode(dev, &c, &pending) == 0)
       info.mig = c ? MigMode::Enabled : MigMode::Disabled;
-    if (threshold && threshold(dev, /*NVML_TEMPERATURE_THRESHOLD_SLOWDOWN*/ 1, &c) == 0) {
+    if (nvml->temperatureThreshold &&
+        nvml->temperatureThreshold(dev, /*NVML_TEMPERATURE_THRESHOLD_SLOWDOWN*/ 1, &c) == 0) {
       Vertex s;
       s.kind = VertexKind::ThermalSensor;
       s.name = "gpu/" + info.pci.str();
@@ -73,29 +37,27 @@ void addNvmlFacts(Topology &t) {
       t.addVertex(std::move(s), g);
     }
   }
-  if (shutdown)
-    shutdown();
 }
 
 } // namespace
 
 void addCudaFacts(Topology &t) {
   t.reindex();
-  Library cuda("libcuda.so.1");
-  auto getProc = cuda.sym<GetProcAddressFn>("cuGetProcAddress_v2");
-  if (!getProc) {
+  std::string why;
+  std::unique_ptr<CudaDriver> cuda = CudaDriver::open("libcuda.so.1", why);
+  if (!cuda) {
     t.addNote("CUDA driver: not present (libcuda.so.1 cannot be loaded); NVIDIA GPUs are seen as PCI devices only");
     return;
   }
-  auto cuInitFn = cudaSym<CUresult (*)(unsigned)>(getProc, "cuInit");
-  auto count = cudaSym<CUresult (*)(int *)>(getProc, "cuDeviceGetCount");
-  auto get = cudaSym<CUresult (*)(CUdevice *, int)>(getProc, "cuDeviceGet");
-  auto name = cudaSym<CUresult (*)(char *, int, CUdevice)>(getProc, "cuDeviceGetName");
-  auto mem = cudaSym<CUresult (*)(size_t *, CUdevice)>(getProc, "cuDeviceTotalMem");
-  auto attr = cudaSym<CUresult (*)(int *, CUdevice_attribute, CUdevice)>(getProc, "cuDeviceGetAttribute");
-  auto busId = cudaSym<CUresult (*)(char *, int, CUdevice)>(getProc, "cuDeviceGetPCIBusId");
-  auto version = cudaSym<CUresult (*)(int *)>(getProc, "cuDriverGetVersion");
-  bool green = cudaSym<void *>(getProc, "cuGreenCtxCreate", 12040) != nullptr;
+  auto cuInitFn = cuda->proc<CUresult (*)(unsigned)>("cuInit");
+  auto count = cuda->proc<CUresult (*)(int *)>("cuDeviceGetCount");
+  auto get = cuda->proc<CUresult (*)(CUdevice *, int)>("cuDeviceGet");
+  auto name = cuda->proc<CUresult (*)(char *, int, CUdevice)>("cuDeviceGetName");
+  auto mem = cuda->proc<CUresult (*)(size_t *, CUdevice)>("cuDeviceTotalMem");
+  auto attr = cuda->proc<CUresult (*)(int *, CUdevice_attribute, CUdevice)>("cuDeviceGetAttribute");
+  auto busId = cuda->proc<CUresult (*)(char *, int, CUdevice)>("cuDeviceGetPCIBusId");
+  auto version = cuda->proc<CUresult (*)(int *)>("cuDriverGetVersion");
+  bool green = cuda->proc("cuGreenCtxCreate", 12040) != nullptr;
   if (!cuInitFn || !count || !get || !attr || !busId) {
     t.addNote("CUDA driver: present but incomplete (missing entry points)");
     return;

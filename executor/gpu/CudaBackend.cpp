@@ -1,7 +1,8 @@
-// The `cuda` GPU backend: the driver API loaded with dlopen (the build never links libcuda) and
-// every entry point looked up with cuGetProcAddress. Slices are green contexts carved from one
-// split of the whole GPU into granules (so slices are disjoint: resources from separate splits
-// would overlap), each with a prioritised stream and a memory pool capped at the plan's limit.
+// The `cuda` GPU backend: the driver API loaded with dlopen (hal/CudaDriver.h: the build never
+// links libcuda) and every entry point looked up with cuGetProcAddress. Slices are green contexts
+// carved from one split of the whole GPU into granules (so slices are disjoint: resources from
+// separate splits would overlap), each with a prioritised stream and a memory pool capped at the
+// plan's limit.
 // Where green contexts are missing (driver < 12.4) or the plan asks for MPS, a slice is an MPS
 // active-thread percentage the worker inherits.
 //
@@ -11,9 +12,9 @@
 // driver's error name (cuGetErrorName).
 #include "executor/gpu/GpuBackends.h"
 #include "executor/gpu/SliceMath.h"
+#include "hal/CudaDriver.h"
 
 #include <cuda.h>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -23,7 +24,7 @@
 namespace msc::exec {
 namespace {
 
-using GetProcFn = CUresult (*)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+using hal::Nvml;
 
 std::string envOr(const char *name, const std::string &given, const char *fallback) {
   if (!given.empty())
@@ -32,53 +33,9 @@ std::string envOr(const char *name, const std::string &given, const char *fallba
   return v && *v ? v : fallback;
 }
 
-// NVML, declared here: its header is not part of the toolkit headers we build against.
-struct Nvml {
-  using Device = void *;
-  struct Utilization {
-    unsigned gpu, memory;
-  };
-  struct Memory {
-    unsigned long long total, free, used;
-  };
-  void *lib = nullptr;
-  int (*init)() = nullptr;
-  int (*shutdown)() = nullptr;
-  int (*byPci)(const char *, Device *) = nullptr;
-  int (*temperature)(Device, int, unsigned *) = nullptr;
-  int (*utilization)(Device, Utilization *) = nullptr;
-  int (*memory)(Device, Memory *) = nullptr;
-
-  explicit Nvml(const std::string &path) {
-    lib = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!lib)
-      return;
-    init = reinterpret_cast<int (*)()>(::dlsym(lib, "nvmlInit_v2"));
-    shutdown = reinterpret_cast<int (*)()>(::dlsym(lib, "nvmlShutdown"));
-    byPci = reinterpret_cast<int (*)(const char *, Device *)>(::dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2"));
-    temperature = reinterpret_cast<int (*)(Device, int, unsigned *)>(::dlsym(lib, "nvmlDeviceGetTemperature"));
-    utilization = reinterpret_cast<int (*)(Device, Utilization *)>(::dlsym(lib, "nvmlDeviceGetUtilizationRates"));
-    memory = reinterpret_cast<int (*)(Device, Memory *)>(::dlsym(lib, "nvmlDeviceGetMemoryInfo"));
-    if (!init || !byPci || init() != 0) {
-      ::dlclose(lib);
-      lib = nullptr;
-    }
-  }
-  ~Nvml() {
-    if (lib) {
-      if (shutdown)
-        shutdown();
-      ::dlclose(lib);
-    }
-  }
-  bool ok() const { return lib != nullptr; }
-};
-
 // The driver entry points this backend uses. Green-context ones are null on drivers without them.
 struct Driver {
-  void *lib = nullptr;
-  std::string library;
-  GetProcFn getProc = nullptr;
+  std::unique_ptr<hal::CudaDriver> lib;
   int version = 0;
 #define MSC_CU_FN(name, ...) CUresult (*name)(__VA_ARGS__) = nullptr;
   MSC_CU_FN(cuInit, unsigned)
@@ -117,10 +74,8 @@ struct Driver {
   }
 
   template <typename F> CUresult resolve(const char *name, F &fn, int want) {
-    void *p = nullptr;
-    CUdriverProcAddressQueryResult status{};
-    CUresult rc = getProc(name, &p, want, CU_GET_PROC_ADDRESS_DEFAULT, &status);
-    if (rc == CUDA_SUCCESS && status == CU_GET_PROC_ADDRESS_SUCCESS && p)
+    CUresult rc = CUDA_SUCCESS;
+    if (void *p = lib->proc(name, want, &rc))
       fn = reinterpret_cast<F>(p);
     return rc;
   }
@@ -136,29 +91,22 @@ struct Driver {
 // Loads and initialises the driver; on failure says why in words a user can act on.
 std::shared_ptr<Driver> loadDriver(const BackendOptions &options, CudaProbe &probe) {
   auto d = std::make_shared<Driver>();
-  d->library = probe.library = envOr("MSCALE_CUDA_LIBRARY", options.cudaLibrary, "libcuda.so.1");
-  d->lib = ::dlopen(d->library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!d->lib) {
-    probe.why = "no " + d->library;
-    if (const char *e = ::dlerror())
-      probe.why += std::string(" (") + e + ")";
+  probe.library = envOr("MSCALE_CUDA_LIBRARY", options.cudaLibrary, "libcuda.so.1");
+  d->lib = hal::CudaDriver::open(probe.library, probe.why);
+  if (!d->lib)
     return nullptr;
-  }
+  const std::string &library = probe.library;
   auto fail = [&](std::string why) -> std::shared_ptr<Driver> {
     probe.why = std::move(why);
-    ::dlclose(d->lib);
     return nullptr;
   };
-  d->getProc = reinterpret_cast<GetProcFn>(::dlsym(d->lib, "cuGetProcAddress_v2"));
-  if (!d->getProc)
-    return fail(d->library + " has no cuGetProcAddress_v2 (driver older than CUDA 12)");
   CUresult rc = d->resolve("cuInit", d->cuInit, 12000);
   d->resolve("cuGetErrorName", d->cuGetErrorName, 12000);
   d->resolve("cuDriverGetVersion", d->cuDriverGetVersion, 12000);
   if (rc == CUDA_ERROR_STUB_LIBRARY)
     return fail("stub library (cuGetProcAddress: CUDA_ERROR_STUB_LIBRARY)");
   if (!d->cuInit)
-    return fail(d->library + " has no cuInit");
+    return fail(library + " has no cuInit");
   rc = d->cuInit(0);
   if (rc == CUDA_ERROR_STUB_LIBRARY)
     return fail("stub library (cuInit: CUDA_ERROR_STUB_LIBRARY)");
@@ -205,7 +153,7 @@ std::shared_ptr<Driver> loadDriver(const BackendOptions &options, CudaProbe &pro
         {"cuCtxPushCurrent", d->cuCtxPushCurrent != nullptr}, {"cuCtxPopCurrent", d->cuCtxPopCurrent != nullptr},
         {"cuStreamDestroy", d->cuStreamDestroy != nullptr}})
     if (!present)
-      return fail(d->library + " has no " + name);
+      return fail(library + " has no " + name);
   int n = 0;
   rc = d->cuDeviceGetCount(&n);
   if (rc != CUDA_SUCCESS)
@@ -222,8 +170,8 @@ std::shared_ptr<Driver> loadDriver(const BackendOptions &options, CudaProbe &pro
 
 class CudaBackend final : public GpuBackend {
 public:
-  CudaBackend(std::shared_ptr<Driver> driver, std::string nvmlPath)
-      : d_(std::move(driver)), nvml_(std::make_unique<Nvml>(nvmlPath)) {}
+  CudaBackend(std::shared_ptr<Driver> driver, const std::string &nvmlPath)
+      : d_(std::move(driver)), nvml_(Nvml::open(nvmlPath)) {}
 
   ~CudaBackend() override {
     std::vector<SliceId> ids;
@@ -375,7 +323,7 @@ public:
     out.temperatureMilliC = kUnknownTemperature;
     Nvml::Device nd = nullptr;
     bool haveMemory = false;
-    if (nvml_->ok() && nvml_->byPci(s.dev->pci.c_str(), &nd) == 0) {
+    if (nvml_ && nvml_->byPciBusId(s.dev->pci.c_str(), &nd) == 0) {
       unsigned c = 0;
       if (nvml_->temperature && nvml_->temperature(nd, /*NVML_TEMPERATURE_GPU*/ 0, &c) == 0)
         out.temperatureMilliC = int64_t(c) * 1000;
@@ -606,7 +554,7 @@ private:
 
 CudaProbe probeCuda(const BackendOptions &options) {
   CudaProbe probe;
-  loadDriver(options, probe); // the library stays loaded once it initialised: drivers are not unloaded
+  loadDriver(options, probe); // the library stays mapped (hal::CudaDriver): drivers are not unloaded
   return probe;
 }
 
