@@ -1,6 +1,8 @@
 // CPU and NUMA rules: what the scheduler can give each role, and that no two roles split a core.
 #include "admission/Rules.h"
 
+#include "support/CpuList.h"
+
 #include <llvm/ADT/STLExtras.h>
 
 #include <map>
@@ -34,7 +36,7 @@ std::map<unsigned, std::vector<unsigned>> checkEachCpu(const RoleClaims &role, c
   for (unsigned cpu : role.cpus) {
     if (!topo.hasPu(cpu)) {
       ctx.diags.report(DiagCode::ERR_HAL_CPU_001, where)
-              .note(Location::none(), "this node has CPUs " + hal::formatCpuList(topo.pus()))
+              .note(Location::none(), "this node has CPUs " + formatCpuList(topo.pus()))
           << cpu;
       continue;
     }
@@ -52,8 +54,8 @@ std::map<unsigned, std::vector<unsigned>> checkEachCpu(const RoleClaims &role, c
       ctx.diags.report(DiagCode::ERR_HAL_CPU_003, where)
               .note(Location::none(), "kernel command line: " + topo.kernelCmdline())
               .note(Location::none(), "the scheduler does not balance onto isolated CPUs; pick CPUs outside " +
-                                          hal::formatCpuList(topo.isolatedCpus().empty() ? topo.nohzFullCpus()
-                                                                                         : topo.isolatedCpus()))
+                                          formatCpuList(topo.isolatedCpus().empty() ? topo.nohzFullCpus()
+                                                                                    : topo.isolatedCpus()))
           << cpu << role.role << isolatedBy;
     std::optional<unsigned> node = topo.numaNodeOfPu(cpu);
     if (bound && node && *node != declared) {
@@ -61,7 +63,7 @@ std::map<unsigned, std::vector<unsigned>> checkEachCpu(const RoleClaims &role, c
       if (role.numaAt.hasRange())
         d.note(role.numaAt, "numa_node declared here");
       d.note(Location::none(), "CPUs of NUMA node " + std::to_string(declared) + ": " +
-                                   hal::formatCpuList(topo.cpusOfNumaNode(declared)));
+                                   formatCpuList(topo.cpusOfNumaNode(declared)));
       d << cpu << role.role << *node << declared;
     }
     byCore[firstPuOfCore(topo, cpu)].push_back(cpu);

@@ -6,8 +6,8 @@
 #include "executor/Logger.h"
 #include "executor/Sys.h"
 
-#include "hal/Topology.h"
 #include "support/ContractCgroup.h"
+#include "support/CpuList.h"
 
 #include <llvm/ADT/StringExtras.h>
 
@@ -32,13 +32,13 @@ public:
         mems.insert(static_cast<unsigned>(b.numa_node()));
       if (!b.cpus().empty()) {
         std::vector<unsigned> rc(b.cpus().begin(), b.cpus().end());
-        ctx.worker.variables["MSCALE_ROLE_" + envName(b.role()) + "_CPUS"] = hal::formatCpuList(rc);
+        ctx.worker.variables["MSCALE_ROLE_" + envName(b.role()) + "_CPUS"] = formatCpuList(rc);
         roles.push_back(b.role());
       }
     }
     cpus_.assign(cpus.begin(), cpus.end());
-    std::string cpuList = hal::formatCpuList(cpus_);
-    std::string memList = hal::formatCpuList(std::vector<unsigned>(mems.begin(), mems.end()));
+    std::string cpuList = formatCpuList(cpus_);
+    std::string memList = formatCpuList(std::vector<unsigned>(mems.begin(), mems.end()));
     ctx.worker.variables["MSCALE_CONTRACT"] = ctx.contractId;
     ctx.worker.variables["MSCALE_ROLES"] = llvm::join(roles, ",");
     if (!cpus_.empty())
@@ -95,7 +95,7 @@ public:
     for (const plan::IoBinding &b : ctx.plan.io_bindings())
       if (!b.cpus().empty())
         described_.push_back("role " + b.role() + ": CPUs " +
-                             hal::formatCpuList(std::vector<unsigned>(b.cpus().begin(), b.cpus().end())));
+                             formatCpuList(std::vector<unsigned>(b.cpus().begin(), b.cpus().end())));
     for (const std::string &line : described_)
       ctx.log.info(ctx.contractId, "cpu: " + line);
     return true;
@@ -115,11 +115,11 @@ public:
     for (unsigned c : cpus_)
       CPU_SET(c, &set);
     if (sched_setaffinity(worker, sizeof set, &set) != 0) {
-      ctx.diags.report(DiagCode::ERR_EXEC_004) << worker << hal::formatCpuList(cpus_) << errnoText(errno);
+      ctx.diags.report(DiagCode::ERR_EXEC_004) << worker << formatCpuList(cpus_) << errnoText(errno);
       return false;
     }
     ctx.log.info(ctx.contractId, "cpu: worker " + std::to_string(worker) + " pinned to CPUs " +
-                                     hal::formatCpuList(cpus_));
+                                     formatCpuList(cpus_));
     return true;
   }
 

@@ -1,5 +1,7 @@
 #include "hal/LinkMatrix.h"
 
+#include "support/CpuList.h"
+
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/ADT/StringExtras.h>

@@ -1,5 +1,7 @@
 #include "hal/Render.h"
 
+#include "support/CpuList.h"
+
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/Format.h>
 

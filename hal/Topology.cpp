@@ -1,5 +1,7 @@
 #include "hal/Topology.h"
 
+#include "support/CpuList.h"
+
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/ADT/StringExtras.h>
@@ -521,54 +523,7 @@ std::string Topology::label(VertexId v) const {
 }
 
 // ---------------------------------------------------------------------------------------------
-// CPU lists and the kernel command line
-
-std::optional<std::vector<unsigned>> parseCpuList(llvm::StringRef text, std::string *why) {
-  std::vector<unsigned> out;
-  text = text.trim();
-  if (text.empty())
-    return out;
-  llvm::SmallVector<llvm::StringRef, 16> parts;
-  text.split(parts, ',');
-  for (llvm::StringRef part : parts) {
-    part = part.trim();
-    auto [lo, hi] = part.split('-');
-    unsigned a = 0, b = 0;
-    if (lo.getAsInteger(10, a) || (part.contains('-') && hi.getAsInteger(10, b))) {
-      if (why)
-        *why = "'" + part.str() + "' is not a number or range";
-      return std::nullopt;
-    }
-    if (!part.contains('-'))
-      b = a;
-    if (b < a || b - a > (1u << 20)) {
-      if (why)
-        *why = "range '" + part.str() + "' is reversed or too large";
-      return std::nullopt;
-    }
-    for (unsigned c = a; c <= b; ++c)
-      out.push_back(c);
-  }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
-std::string formatCpuList(const std::vector<unsigned> &cpus) {
-  std::string out;
-  for (size_t i = 0; i < cpus.size();) {
-    size_t j = i;
-    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1)
-      ++j;
-    if (!out.empty())
-      out += ',';
-    out += std::to_string(cpus[i]);
-    if (j > i)
-      out += "-" + std::to_string(cpus[j]);
-    i = j + 1;
-  }
-  return out;
-}
+// The kernel command line
 
 KernelCpuSets parseKernelCmdline(llvm::StringRef cmdline) {
   KernelCpuSets sets;

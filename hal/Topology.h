@@ -287,10 +287,6 @@ private:
   mutable std::optional<uint64_t> fingerprint_; // cached; reset by reindex() and setters
 };
 
-// CPU lists as the kernel writes them ("0-3,8,10-11").
-std::optional<std::vector<unsigned>> parseCpuList(llvm::StringRef text, std::string *why = nullptr);
-std::string formatCpuList(const std::vector<unsigned> &cpus);
-
 // isolcpus= (with its optional flags, e.g. "managed_irq,domain,2-5") and nohz_full= of a command line.
 struct KernelCpuSets {
   std::vector<unsigned> isolated, nohzFull;

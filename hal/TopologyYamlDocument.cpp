@@ -2,6 +2,8 @@
 // each struct has, which are optional, and how PCI addresses and CPU lists are parsed and printed.
 #include "hal/detail/TopologyYamlDocument.h"
 
+#include "support/CpuList.h"
+
 #include <llvm/Support/raw_ostream.h>
 
 using namespace msc::hal::doc;
@@ -47,10 +49,10 @@ StringRef ScalarTraits<DomainBus>::input(StringRef s, void *ctx, DomainBus &v) {
   return {};
 }
 
-void ScalarTraits<CpuList>::output(const CpuList &v, void *, raw_ostream &os) { os << msc::hal::formatCpuList(v.cpus); }
+void ScalarTraits<CpuList>::output(const CpuList &v, void *, raw_ostream &os) { os << msc::formatCpuList(v.cpus); }
 StringRef ScalarTraits<CpuList>::input(StringRef s, void *ctx, CpuList &v) {
   std::string why;
-  auto cpus = msc::hal::parseCpuList(s, &why);
+  auto cpus = msc::parseCpuList(s, &why);
   // Checked apart, not by resetting `cpus`: GCC 12 then wrongly warns the vector may be uninitialized.
   bool tooLarge = cpus && !cpus->empty() && cpus->back() >= (1u << 16);
   if (tooLarge)

@@ -3,6 +3,7 @@
 // checking what the document cannot express (duplicates, devices outside the PCIe tree, NUMA ids).
 #include "hal/TopologyYaml.h"
 #include "hal/detail/TopologyYamlDocument.h"
+#include "support/CpuList.h"
 
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/Support/MemoryBuffer.h>

@@ -2,6 +2,7 @@
 // so that equal topologies give equal bytes) and printed by LLVM YAML I/O.
 #include "hal/TopologyYaml.h"
 #include "hal/detail/TopologyYamlDocument.h"
+#include "support/CpuList.h"
 
 #include <llvm/Support/raw_ostream.h>
 

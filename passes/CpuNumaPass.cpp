@@ -4,6 +4,7 @@
 #include "passes/PassUtil.h"
 #include "passes/Passes.h"
 #include "passes/Resolve.h"
+#include "support/CpuList.h"
 
 #include <set>
 
@@ -42,7 +43,7 @@ private:
         continue;
       ctx.diags.report(DiagCode::WRN_HAL_CPU_007, at(role.fields.cpu_cores->origin))
               .note(Location::none(), "CPUs local to GPU " + gpu->pci.str() + ": " +
-                                          hal::formatCpuList(topo.cpusOfNumaNode(*gpu->numaNode)))
+                                          formatCpuList(topo.cpusOfNumaNode(*gpu->numaNode)))
           << role.name << *nodes.begin() << gpu->pci.str() << *gpu->numaNode;
     }
   }

@@ -7,6 +7,8 @@
 // heartbeats there, reports its step, and learns of GPU slice hand-overs without being stopped.
 #pragma once
 
+#include "support/CpuList.h"
+
 #include <atomic>
 #include <cstdint>
 
@@ -31,36 +33,10 @@ inline std::string roleVariable(const char *role, const char *what) {
   return name;
 }
 
-// "0-3,8" -> {0,1,2,3,8}; empty on a malformed list.
-inline std::vector<unsigned> parseCpus(const char *text) {
-  std::vector<unsigned> out;
-  const char *p = text;
-  while (p && *p) {
-    char *end;
-    unsigned long a = std::strtoul(p, &end, 10), b = a;
-    if (end == p)
-      return {};
-    p = end;
-    if (*p == '-') {
-      b = std::strtoul(p + 1, &end, 10);
-      if (end == p + 1 || b < a)
-        return {};
-      p = end;
-    }
-    for (unsigned long c = a; c <= b; ++c)
-      out.push_back(static_cast<unsigned>(c));
-    if (*p == ',')
-      ++p;
-    else if (*p)
-      return {};
-  }
-  return out;
-}
-
-// The CPUs of `role`; empty when the executor gave the role none.
+// The CPUs of `role`; empty when the executor gave the role none (or a list that does not parse).
 inline std::vector<unsigned> roleCpus(const char *role) {
   const char *v = std::getenv(roleVariable(role, "_CPUS").c_str());
-  return v ? parseCpus(v) : std::vector<unsigned>{};
+  return v ? msc::parseCpuList(v).value_or(std::vector<unsigned>{}) : std::vector<unsigned>{};
 }
 
 // Pins the calling thread to the role's CPUs and names it "<role>" (truncated to 15 bytes).

@@ -3,6 +3,7 @@
 
 #include "hal/LinkMatrix.h"
 #include "hal/Render.h"
+#include "support/CpuList.h"
 
 using namespace msc;
 using namespace msc::hal;
@@ -115,6 +116,10 @@ TEST(CpuList, ParseAndFormat) {
   EXPECT_FALSE(parseCpuList("3-1"));
   EXPECT_FALSE(parseCpuList("a"));
   EXPECT_FALSE(parseCpuList("1-"));
+  EXPECT_FALSE(parseCpuList("1,,2"));
+  EXPECT_FALSE(parseCpuList("+1"));
+  EXPECT_EQ(formatCpuList(*parseCpuList(" 4 , 0-1\n")), "0-1,4"); // as sysfs files end
+  EXPECT_EQ(parseCpuList("4294967294-4294967295")->size(), 2u);  // the top of the range ends the loop
 }
 
 TEST(LinkClassText, RoundTrips) {

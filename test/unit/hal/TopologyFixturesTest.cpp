@@ -4,6 +4,7 @@
 #include "HalTestUtil.h"
 
 #include "hal/Render.h"
+#include "support/CpuList.h"
 
 #include <fstream>
 #include <set>
