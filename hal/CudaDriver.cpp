@@ -1,3 +1,4 @@
+// dlopen of libcuda (kept mapped) and NVML, and cuGetProcAddress lookups.
 #include "hal/CudaDriver.h"
 
 #include <dlfcn.h>

@@ -1,7 +1,5 @@
 // The CUDA driver API and NVML, loaded with dlopen (the build never links either): the one loader of
-// the topology probe (hal/GpuProbe.cpp) and of the executor's cuda GPU backend. Driver entry points
-// are looked up with cuGetProcAddress at the ABI the caller asks for; NVML's few functions are
-// declared here, its header not being part of the toolkit headers we build against.
+// the topology probe (hal/GpuProbe.cpp) and of the executor's cuda GPU backend.
 #pragma once
 
 #include <cuda.h>
@@ -11,6 +9,7 @@
 
 namespace msc::hal {
 
+// Driver entry points are looked up with cuGetProcAddress at the ABI the caller asks for.
 class CudaDriver {
 public:
   // Opens `library` (a soname or a path) and finds cuGetProcAddress_v2. nullptr with `why`:
@@ -38,6 +37,8 @@ private:
   GetProcFn getProc_ = nullptr;
 };
 
+// NVML's few functions are declared here: its header is not part of the toolkit headers we build
+// against.
 class Nvml {
 public:
   using Device = void *;

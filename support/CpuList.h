@@ -1,7 +1,5 @@
 // CPU lists as the kernel writes them ("0-3,8,10-11"): sysfs and cpuset files, isolcpus= and
-// nohz_full=, the executor's MSCALE_ROLE_<ROLE>_CPUS. Header only and free of LLVM, so that the
-// worker runtime (WorkerApi.h, which a worker includes without linking anything of ours) reads a
-// list by the same rules that hal reads the node's and the executor writes the worker's.
+// nohz_full=, the executor's MSCALE_ROLE_<ROLE>_CPUS; read and written by one set of rules.
 #pragma once
 
 #include <algorithm>
@@ -11,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+// Header only and free of LLVM: the worker runtime (WorkerApi.h, which a worker includes without
+// linking anything of ours) reads lists by the same rules that hal and the executor use.
 namespace msc {
 
 namespace detail {

@@ -1,3 +1,4 @@
+// Requests to ledger operations; ledger entries to protocol statuses; the metrics text.
 #include "executor/agent/Agent.h"
 
 #include "executor/Supervisor.h"

@@ -1,10 +1,6 @@
 // The node agent (`mscale-exec serve`): the protocol's requests (submit, status, release, resize,
-// list) mapped onto the node's ledger, behind the agent's transport. Three parts, one file each:
-//   AgentServer  the socket, peer credentials, framing, the metrics endpoint (transport)
-//   NodeLedger   what is admitted on this node: admit = re-check + apply + persist; release; resize
-//   Agent        (here) requests to ledger operations, ledger entries to protocol statuses, counters
-// Admissions survive restarts: each admitted plan is kept in state_dir/<contract>.msp and re-applied
-// (without its worker) when the agent starts.
+// list) mapped onto the node's ledger (NodeLedger.h), behind the agent's transport (AgentServer.h);
+// ledger entries as protocol statuses; the request counters of the metrics.
 #pragma once
 
 #include "executor/Appliers.h"

@@ -1,3 +1,4 @@
+// The agent's poll loop: accept and check peers, decode frames, hand requests over, queue responses.
 #include "executor/agent/AgentServer.h"
 
 #include "executor/Sys.h"

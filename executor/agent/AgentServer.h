@@ -1,10 +1,6 @@
-// The agent's transport: the Unix socket (mode 0660, group from socket_group), one non-blocking
-// connection per client whose peer credentials are checked at accept, frames in and responses out,
-// and the metrics endpoint. One thread, one poll loop that also wakes when the handler's timers are
-// due. What a request means is the handler's business; this file only moves bytes.
-//
-// Peers allowed: root, the agent's own uid, allowed_users, and peers whose primary or supplementary
-// group is in allowed_groups. Anyone else gets ERR_EXEC_013 and is disconnected.
+// The agent's transport: the Unix socket, peer credentials checked at accept, frames in and
+// responses out, the metrics endpoint; one thread, one poll loop that also wakes for the handler's
+// timers. What a request means is the handler's business: this file only moves bytes.
 #pragma once
 
 #include "executor/Logger.h"
@@ -40,6 +36,9 @@ struct ServerHandlers {
   std::function<void()> tick;
 };
 
+// The socket is mode 0660 (group from socket_group). Peers allowed: root, the agent's own uid,
+// allowed_users, and peers whose primary or supplementary group is in allowed_groups. Anyone else
+// gets ERR_EXEC_013 and is disconnected.
 class AgentServer {
 public:
   AgentServer(ServerOptions options, Logger &log, ServerHandlers handlers);

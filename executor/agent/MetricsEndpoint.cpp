@@ -1,3 +1,4 @@
+// The metrics endpoint: accept, parse with Beast's request parser, answer with its serializer.
 #include "executor/agent/MetricsEndpoint.h"
 
 #include "executor/agent/Sockets.h"

@@ -1,7 +1,5 @@
 // The agent's Prometheus endpoint: HTTP/1.x on a loopback TCP port or a Unix socket, parsed and
-// written by Boost.Beast, served from the agent's poll loop. Connections are non-blocking: a slow or
-// silent client costs a slot until its deadline, never the loop's time. GET (and HEAD) of any path
-// answers the metrics; other methods get 405, malformed requests 400.
+// written by Boost.Beast, served from the agent's poll loop.
 #pragma once
 
 #include <poll.h>
@@ -15,6 +13,9 @@
 
 namespace msc::exec {
 
+// Connections are non-blocking: a slow or silent client costs a slot until its deadline, never the
+// loop's time. GET (and HEAD) of any path answers the metrics; other methods get 405, malformed
+// requests 400.
 class MetricsEndpoint {
 public:
   using Render = std::function<std::string()>; // the exposition text, rendered per request

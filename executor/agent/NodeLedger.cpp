@@ -1,3 +1,4 @@
+// Admission, release, resize and persistence of the contracts on this node; reaping their workers.
 #include "executor/agent/NodeLedger.h"
 
 #include "admission/PlanRecheck.h"

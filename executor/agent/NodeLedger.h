@@ -1,8 +1,6 @@
 // The node's ledger: the contracts admitted on this node, each with its Session (the applied
-// resources) and Supervisor (its worker, heartbeats, recoveries, resizes). Admitting is one step:
-// re-check the plan against what the admitted contracts hold, apply it, persist it to
-// state_dir/<contract>.msp, so that a restarted agent re-applies what it had admitted (without the
-// workers). Knows nothing of sockets or of the protocol.
+// resources) and Supervisor (its worker). Admit = re-check + apply + persist; release; resize.
+// Knows nothing of sockets or of the protocol.
 #pragma once
 
 #include "admission/Claims.h"
@@ -26,6 +24,8 @@ struct LedgerOptions {
   ApplierOptions appliers;
 };
 
+// Admissions are kept in state_dir/<contract>.msp, so that a restarted agent re-applies what it had
+// admitted (without the workers).
 class NodeLedger {
 public:
   enum class WorkerState { None, Running, Exited, Killed };

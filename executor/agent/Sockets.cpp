@@ -1,3 +1,4 @@
+// Listening sockets, peer credentials and non-blocking reads and writes for the agent (Sockets.h).
 #include "executor/agent/Sockets.h"
 
 #include "executor/Sys.h"

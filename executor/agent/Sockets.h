@@ -1,6 +1,5 @@
-// The agent's sockets: listening on a Unix path (born with a given mode, never wider; a file left by
-// a dead agent is replaced, a live agent's is not) or a loopback TCP port, who is on the other end of
-// an accepted Unix connection (SO_PEERCRED, SO_PEERGROUPS), and non-blocking reads and writes.
+// The agent's sockets: listening on a Unix path or a loopback TCP port, who is on the other end of
+// an accepted Unix connection (SO_PEERCRED, SO_PEERGROUPS), non-blocking reads and writes.
 #pragma once
 
 #include <string>
@@ -16,7 +15,8 @@ struct PeerCredentials {
   std::vector<gid_t> groups; // supplementary groups
 };
 
-// A non-blocking, close-on-exec listening socket, or -1 with `error`.
+// A non-blocking, close-on-exec listening socket, or -1 with `error`. A Unix socket is born with
+// `mode`, never wider; a socket file left by a dead agent is replaced, a live agent's is not.
 int listenUnix(const std::string &path, mode_t mode, std::string &error);
 int listenLoopback(unsigned port, std::string &error);
 PeerCredentials peerCredentials(int fd);
