@@ -5,6 +5,7 @@
 #include "executor/Appliers.h"
 #include "executor/Logger.h"
 #include "executor/Sys.h"
+#include "worker/WorkerApi.h"
 
 #include "support/ContractCgroup.h"
 #include "support/CpuList.h"
@@ -32,7 +33,7 @@ public:
         mems.insert(static_cast<unsigned>(b.numa_node()));
       if (!b.cpus().empty()) {
         std::vector<unsigned> rc(b.cpus().begin(), b.cpus().end());
-        ctx.worker.variables["MSCALE_ROLE_" + envName(b.role()) + "_CPUS"] = formatCpuList(rc);
+        ctx.worker.variables[mscale::worker::roleVariable(b.role().c_str(), "_CPUS")] = formatCpuList(rc);
         roles.push_back(b.role());
       }
     }

@@ -6,6 +6,7 @@
 #include "executor/Appliers.h"
 #include "executor/Logger.h"
 #include "executor/Sys.h"
+#include "worker/WorkerApi.h"
 #include "support/ContractCgroup.h"
 
 #include <liburing.h>
@@ -68,7 +69,7 @@ public:
           return false;
         }
         io_uring_queue_exit(&ring);
-        ctx.worker.variables["MSCALE_ROLE_" + envName(b.role()) + "_IO_DEPTH"] = std::to_string(b.io_uring_depth());
+        ctx.worker.variables[mscale::worker::roleVariable(b.role().c_str(), "_IO_DEPTH")] = std::to_string(b.io_uring_depth());
         described_.push_back("role " + b.role() + ": io_uring depth " + std::to_string(b.io_uring_depth()));
       }
       if (!b.block_device().empty() && !opts_.nvmeScheduler.empty() && !setScheduler(ctx, b))

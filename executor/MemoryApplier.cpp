@@ -7,6 +7,7 @@
 #include "executor/Hugepages.h"
 #include "executor/Logger.h"
 #include "executor/Sys.h"
+#include "worker/WorkerApi.h"
 
 #include "support/Units.h"
 
@@ -141,10 +142,10 @@ private:
         return fail("fallocate");
     }
     pools_.push_back({m.role(), fd, m.page_size(), m.pages()});
-    std::string role = envName(m.role());
-    ctx.worker.variables["MSCALE_POOL_" + role + "_FD"] = std::to_string(fd);
-    ctx.worker.variables["MSCALE_POOL_" + role + "_BYTES"] = std::to_string(bytes);
-    ctx.worker.variables["MSCALE_POOL_" + role + "_PAGE_SIZE"] = std::to_string(m.page_size());
+    const char *role = m.role().c_str();
+    ctx.worker.variables[mscale::worker::roleVariable(role, "POOL_FD")] = std::to_string(fd);
+    ctx.worker.variables[mscale::worker::roleVariable(role, "POOL_BYTES")] = std::to_string(bytes);
+    ctx.worker.variables[mscale::worker::roleVariable(role, "POOL_PAGE_SIZE")] = std::to_string(m.page_size());
     ctx.worker.inheritedFds.push_back(fd);
     return true;
   }

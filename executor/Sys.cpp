@@ -98,13 +98,6 @@ bool validContractId(llvm::StringRef id, std::string &why) {
   return true;
 }
 
-std::string envName(llvm::StringRef role) {
-  std::string out;
-  for (char c : role)
-    out += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : '_';
-  return out;
-}
-
 size_t countOpenFds() {
   size_t n = 0;
   if (DIR *d = ::opendir("/proc/self/fd")) {

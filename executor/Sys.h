@@ -22,9 +22,6 @@ std::string errnoText(int err);
 // Contract ids name cgroups and state files: [A-Za-z0-9_.-]{1,128}, not starting with '.'.
 bool validContractId(llvm::StringRef id, std::string &why);
 
-// "data" -> "DATA", "image-loader" -> "IMAGE_LOADER": role names in environment variable names.
-std::string envName(llvm::StringRef role);
-
 // Number of open file descriptors of this process (/proc/self/fd), for leak checks.
 size_t countOpenFds();
 

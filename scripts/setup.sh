@@ -5,7 +5,7 @@ packages=(
   libantlr4-runtime-dev antlr4 uuid-dev llvm-16-dev llvm-16-tools libzstd-dev clang-16
   libclang-rt-16-dev libbpf-dev libelf-dev bpftool liburing-dev libhwloc-dev hwloc libboost-graph-dev
   libprotobuf-dev protobuf-compiler libibverbs-dev libgtest-dev libbenchmark-dev
-  cmake ninja-build pkg-config python3 ccache
+  libboost-dev cmake ninja-build pkg-config python3 ccache
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -24,6 +24,9 @@
 
 namespace mscale::worker {
 
+// The environment variable that carries `what` of `role`: ("image_loader", "_CPUS") ->
+// MSCALE_ROLE_IMAGE_LOADER_CPUS, ("rdma_cache", "POOL_FD") -> MSCALE_POOL_RDMA_CACHE_FD. The
+// executor names the variables it sets with this too, so both sides agree by construction.
 inline std::string roleVariable(const char *role, const char *what) {
   std::string name = "MSCALE_";
   name += what[0] == 'P' ? "POOL_" : "ROLE_";
