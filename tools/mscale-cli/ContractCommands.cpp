@@ -1,6 +1,6 @@
 // mscale-cli contract status ID | release ID | resize ID --profile NAME | submit PLAN [-- CMD] | list
 //                   | trace ID [--duration 60s] [--json]
-// Talks to the node agent (mscale-exec serve) through executor/AgentClient.h, and traces a
+// Talks to the node agent (mscale-exec serve) through executor/client/AgentClient.h, and traces a
 // contract's cgroup with bpf/TraceSession.h; this file only parses.
 #include "tools/mscale-cli/CommandGroup.h"
 
