@@ -3,6 +3,7 @@
 //   mscale-exec serve --socket PATH [--config node.yaml] [--metrics PORT|unix:PATH] [--log FILE]
 #include "executor/Run.h"
 #include "executor/agent/Agent.h"
+#include "support/Version.h"
 
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/InitLLVM.h>
@@ -92,6 +93,7 @@ int serve(exec::Logger &log) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  cl::SetVersionPrinter([](llvm::raw_ostream &os) { os << "mscale-exec " << msc::kVersion << "\n"; });
   cl::ParseCommandLineOptions(argc, argv, "MegaScale-Omni node executor\n");
   exec::Logger log("mscale-exec");
   if (!LogFile.empty()) {
