@@ -30,6 +30,9 @@ struct GpuClaim {
   std::string divisionSetBy;
   unsigned sms = 0;      // SMs those slices hold (0: the topology does not know the SM count)
   uint64_t memoryBytes = 0;
+  // The memory is the contract's gpu_memory "on each GPU it uses", shared by its roles on this
+  // GPU, rather than the role's own: it counts once per GPU (gpuMemoryOf).
+  bool memoryPerGpu = false;
   Location at;
 };
 

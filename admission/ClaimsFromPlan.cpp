@@ -1,7 +1,7 @@
 // A plan's claims: the way back from what the compiler wrote to what the rules judge.
 #include "admission/Claims.h"
 
-#include <llvm/ADT/StringRef.h>
+#include <algorithm>
 
 namespace msc::admission {
 
@@ -46,6 +46,7 @@ Claims claimsFromPlan(const plan::Plan &p) {
     g.division = std::max(1u, s.slices_per_gpu());
     g.sms = s.sm_count();
     g.memoryBytes = s.memory_limit_bytes();
+    g.memoryPerGpu = s.memory_per_gpu();
     roleOf(claims, s.role()).gpu = g;
   }
   for (const plan::MemoryPool &m : p.memory_pools()) {
@@ -61,7 +62,7 @@ Claims claimsFromPlan(const plan::Plan &p) {
     r.primary = {s.device(), s.port(), {}};
     if (!s.failover_device().empty())
       r.failover = RdmaPortClaim{s.failover_device(), s.failover_port(), {}};
-    r.queuePairs = s.queue_pairs();
+    r.queuePairs = std::max(1u, s.queue_pairs()); // as lowering counts them: at least one
     r.linkLayer = s.link_layer();
     roleOf(claims, s.role()).rdma = r;
   }

@@ -11,11 +11,6 @@ namespace msc::admission {
 
 namespace {
 
-unsigned firstPuOfCore(const hal::Topology &topo, unsigned pu) {
-  std::vector<unsigned> siblings = topo.smtSiblings(pu);
-  return siblings.empty() ? pu : *std::min_element(siblings.begin(), siblings.end());
-}
-
 void checkNumaNode(const RoleClaims &role, const RuleContext &ctx) {
   const hal::Topology &topo = ctx.topology;
   if (!role.numaNode || topo.numaVertex(*role.numaNode) != hal::NoVertex)
@@ -66,7 +61,7 @@ std::map<unsigned, std::vector<unsigned>> checkEachCpu(const RoleClaims &role, c
                                    formatCpuList(topo.cpusOfNumaNode(declared)));
       d << cpu << role.role << *node << declared;
     }
-    byCore[firstPuOfCore(topo, cpu)].push_back(cpu);
+    byCore[topo.firstPuOfCore(cpu)].push_back(cpu);
   }
   return byCore;
 }

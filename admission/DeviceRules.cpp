@@ -98,11 +98,11 @@ std::optional<std::string> checkPort(const RdmaPortClaim &claim, const RuleConte
                                              : "RDMA devices of this node: " + llvm::join(names, ", "));
     return std::nullopt;
   }
-  // Sources without port details (hwloc XML) cannot confirm or refuse a port number; a claim on
-  // port 0 takes any port of the device.
-  if (device->ports.empty() || claim.port == 0)
+  // Sources without port details (hwloc XML) cannot confirm or refuse a port number.
+  if (device->ports.empty())
     return std::string();
-  const hal::RdmaPort *port = nullptr;
+  // A claim on port 0 takes the device's first port.
+  const hal::RdmaPort *port = claim.port == 0 ? &device->ports.front() : nullptr;
   for (const hal::RdmaPort &p : device->ports)
     if (p.number == claim.port)
       port = &p;
@@ -119,8 +119,8 @@ std::optional<std::string> checkPort(const RdmaPortClaim &claim, const RuleConte
   if (!state.empty() && !state.contains_insensitive("active"))
     ctx.diags.report(DiagCode::ERR_HAL_RDMA_003, where)
             .note(Location::none(),
-                  "ibstat " + claim.device + " " + std::to_string(claim.port) + " shows the port state")
-        << claim.device + ":" + std::to_string(claim.port) << port->state;
+                  "ibstat " + claim.device + " " + std::to_string(port->number) + " shows the port state")
+        << claim.device + ":" + std::to_string(port->number) << port->state;
   return port->linkLayer;
 }
 

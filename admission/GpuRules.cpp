@@ -3,6 +3,8 @@
 #include "admission/Rules.h"
 #include "support/Units.h"
 
+#include <llvm/Support/MathExtras.h>
+
 #include <map>
 
 namespace msc::admission {
@@ -26,7 +28,7 @@ std::string describeGpus(const hal::Topology &topo) {
 struct GpuUse {
   const hal::GpuInfo *info = nullptr;
   const GpuClaim *first = nullptr;
-  unsigned slices = 0, sms = 0;
+  unsigned slices = 0;
   uint64_t memory = 0;
 };
 
@@ -49,10 +51,6 @@ void checkUse(const PciAddress &pci, const GpuUse &use, const RuleContext &ctx) 
             .note(Location::none(), "green contexts on this architecture need at least " + std::to_string(granularity) +
                                         " SMs per partition")
         << pci.str() << info.smCount << division << granularity;
-  } else if (use.sms > info.smCount) {
-    // A plan compiled for a GPU with more SMs than this one has now.
-    ctx.diags.report(DiagCode::ERR_HAL_GPU_003, where)
-        << pci.str() << info.smCount << use.slices << use.sms / std::max(1u, use.slices);
   }
   if (!use.memory)
     return;
@@ -78,15 +76,36 @@ void checkGpus(const Claims &claims, const RuleContext &ctx) {
           << (gpu.written.empty() ? gpu.pci.str() : gpu.written);
       continue;
     }
+    unsigned smCount = ref->info->smCount;
+    if (smCount && gpu.sms > smCount) {
+      // A slice from a plan compiled for a GPU with more SMs than this one has now.
+      unsigned slices = std::max(1u, gpu.slices);
+      ctx.diags.report(DiagCode::ERR_HAL_GPU_003, ctx.at(gpu.at)) << gpu.pci.str() << smCount << slices
+                                                                  << gpu.sms / slices;
+    }
     GpuUse &use = uses[gpu.pci];
-    use.info = ref->info;
-    use.first = use.first ? use.first : &gpu;
-    use.slices += gpu.slices;
-    use.sms += gpu.sms;
-    use.memory += gpu.memoryBytes;
+    if (!use.first) {
+      use.info = ref->info;
+      use.first = &gpu;
+      use.memory = gpuMemoryOf(claims, gpu.pci);
+    }
+    use.slices = llvm::SaturatingAdd(use.slices, gpu.slices);
   }
   for (const auto &[pci, use] : uses)
     checkUse(pci, use, ctx);
+}
+
+uint64_t gpuMemoryOf(const Claims &claims, const PciAddress &gpu) {
+  uint64_t own = 0, perGpu = 0;
+  for (const RoleClaims &role : claims.roles) {
+    if (!role.gpu || !role.gpu->found || role.gpu->pci != gpu)
+      continue;
+    if (role.gpu->memoryPerGpu)
+      perGpu = std::max(perGpu, role.gpu->memoryBytes);
+    else
+      own = llvm::SaturatingAdd(own, role.gpu->memoryBytes);
+  }
+  return own ? own : perGpu;
 }
 
 } // namespace msc::admission

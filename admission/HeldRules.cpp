@@ -3,6 +3,8 @@
 #include "admission/Rules.h"
 #include "support/Units.h"
 
+#include <llvm/Support/MathExtras.h>
+
 #include <map>
 
 namespace msc::admission {
@@ -44,50 +46,53 @@ struct GpuHeld {
   const Claims *bySms = nullptr, *byMemory = nullptr;
 };
 
+// SMs one contract's roles hold of one GPU (saturating, like every sum of claims).
+unsigned smsOf(const Claims &claims, const PciAddress &pci) {
+  unsigned sms = 0;
+  for (const RoleClaims &role : claims.roles)
+    if (role.gpu && role.gpu->found && role.gpu->pci == pci)
+      sms = llvm::SaturatingAdd(sms, role.gpu->sms);
+  return sms;
+}
+
 GpuHeld heldOf(const PciAddress &pci, const Held &held) {
   GpuHeld out;
-  for (const Claims &other : held.contracts)
-    for (const RoleClaims &role : other.roles) {
-      if (!role.gpu || role.gpu->pci != pci)
-        continue;
-      out.sms += role.gpu->sms;
-      out.memory += role.gpu->memoryBytes;
-      if (role.gpu->sms > out.biggestSms)
-        out.bySms = &other, out.biggestSms = role.gpu->sms;
-      if (role.gpu->memoryBytes > out.biggestMemory)
-        out.byMemory = &other, out.biggestMemory = role.gpu->memoryBytes;
-    }
+  for (const Claims &other : held.contracts) {
+    unsigned sms = smsOf(other, pci);
+    uint64_t memory = gpuMemoryOf(other, pci);
+    out.sms = llvm::SaturatingAdd(out.sms, sms);
+    out.memory = llvm::SaturatingAdd(out.memory, memory);
+    if (sms > out.biggestSms)
+      out.bySms = &other, out.biggestSms = sms;
+    if (memory > out.biggestMemory)
+      out.byMemory = &other, out.biggestMemory = memory;
+  }
   return out;
 }
 
 void checkGpus(const Claims &claims, const Held &held, const RuleContext &ctx) {
-  struct Need {
-    const RoleClaims *role = nullptr; // the first role on the GPU: where the error points
-    unsigned sms = 0;
-    uint64_t memory = 0;
-  };
-  std::map<PciAddress, Need> needs;
-  for (const RoleClaims &role : claims.roles) {
-    if (!role.gpu || !role.gpu->found)
-      continue;
-    Need &need = needs[role.gpu->pci];
-    need.role = need.role ? need.role : &role;
-    need.sms += role.gpu->sms;
-    need.memory += role.gpu->memoryBytes;
-  }
-  for (const auto &[pci, need] : needs) {
+  std::map<PciAddress, const RoleClaims *> firstRole; // where an error about a GPU points
+  for (const RoleClaims &role : claims.roles)
+    if (role.gpu && role.gpu->found)
+      firstRole.emplace(role.gpu->pci, &role);
+  for (const auto &[pci, role] : firstRole) {
     std::optional<hal::GpuRef> gpu = ctx.topology.gpuByPci(pci);
     if (!gpu)
       continue;
+    struct {
+      const RoleClaims *role;
+      unsigned sms;
+      uint64_t memory;
+    } need{role, smsOf(claims, pci), gpuMemoryOf(claims, pci)};
     GpuHeld h = heldOf(pci, held);
     Location where = ctx.at(need.role->gpu->at);
     unsigned total = gpu->info->smCount;
-    if (total && h.bySms && h.sms + need.sms > total)
+    if (total && h.bySms && llvm::SaturatingAdd(h.sms, need.sms) > total)
       ctx.diags.report(DiagCode::ERR_HAL_ADMIT_002, where)
           << pci.str() << (total > h.sms ? total - h.sms : 0u) << need.role->role << need.sms << h.bySms->contract
           << h.biggestSms;
     uint64_t memory = gpu->info->memoryBytes;
-    if (memory && h.byMemory && h.memory + need.memory > memory)
+    if (memory && h.byMemory && llvm::SaturatingAdd(h.memory, need.memory) > memory)
       ctx.diags.report(DiagCode::ERR_HAL_ADMIT_003, where)
           << pci.str() << formatBytes({memory > h.memory ? memory - h.memory : 0}) << formatBytes({need.memory})
           << h.byMemory->contract << formatBytes({h.biggestMemory});
@@ -102,7 +107,7 @@ void checkHugepages(const Claims &claims, const Held &held, const RuleContext &c
     if (!role.hugepages)
       continue;
     const HugepageClaim &pool = *role.hugepages;
-    std::optional<unsigned> node = pool.numaNode;
+    std::optional<unsigned> node = poolNode(ctx.topology, pool);
     if (!node)
       continue;
     std::optional<uint64_t> free = ctx.topology.freeHugepages(*node, pool.pageSize);
@@ -111,13 +116,13 @@ void checkHugepages(const Claims &claims, const Held &held, const RuleContext &c
     uint64_t available = *free;
     for (const HugepageReservation &r : reservations)
       if (r.role == role.role)
-        available += r.pages;
+        available = llvm::SaturatingAdd(available, r.pages);
     for (const Claims &other : held.contracts)
       for (const RoleClaims &otherRole : other.roles) {
         if (!otherRole.hugepages)
           continue;
         const HugepageClaim &taken = *otherRole.hugepages;
-        if (taken.numaNode != node || taken.pageSize != pool.pageSize)
+        if (poolNode(ctx.topology, taken) != node || taken.pageSize != pool.pageSize)
           continue;
         uint64_t remaining = available > taken.pages ? available - taken.pages : 0;
         if (remaining < pool.pages)
@@ -141,9 +146,9 @@ void checkQueuePairs(const Claims &claims, const Held &held, const RuleContext &
     for (const Claims &other : held.contracts)
       for (const RoleClaims &otherRole : other.roles)
         if (otherRole.rdma && otherRole.rdma->primary.device == device)
-          taken += otherRole.rdma->queuePairs;
+          taken = llvm::SaturatingAdd<uint64_t>(taken, otherRole.rdma->queuePairs);
     uint64_t needed = role.rdma->queuePairs;
-    if (taken && taken + needed > *info->maxQueuePairs)
+    if (taken && llvm::SaturatingAdd(taken, needed) > *info->maxQueuePairs)
       ctx.diags.report(DiagCode::ERR_HAL_ADMIT_006, ctx.at(role.rdma->primary.at))
           << device << *info->maxQueuePairs << taken << role.role << needed;
   }

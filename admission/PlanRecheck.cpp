@@ -48,11 +48,11 @@ bool recheckPlan(const plan::Plan &plan, const hal::Topology &live, const Held &
   Claims claims = claimsToRecheck(plan, options);
   RuleContext ctx{live, diags, where};
   checkCpus(claims, ctx);
-  checkHugepages(claims, ctx);
+  std::vector<HugepageReservation> reservations = checkHugepages(claims, ctx);
   checkGpus(claims, ctx);
   checkRdmaPorts(claims, ctx);
   checkBlockDevices(claims, ctx);
-  checkAgainstHeld(claims, held, ctx);
+  checkAgainstHeld(claims, held, ctx, reservations);
 
   bool resourcesOk = diags.errorCount() == errorsBefore;
   if (changed && resourcesOk) {

@@ -10,6 +10,8 @@
 #include "plan/plan.pb.h"
 #include "support/Diagnostic.h"
 
+#include <llvm/ADT/ArrayRef.h>
+
 #include <string>
 
 namespace msc::admission {
@@ -20,7 +22,8 @@ struct RecheckOptions {
   bool allowReservation = true;     // honour the plan's reserve_pages (node config may forbid)
 };
 
-// True when the plan may be applied. Warnings (WRN_EXEC_001, WRN_HAL_HUGE_003) do not fail it.
+// True when the plan may be applied. Warnings (WRN_EXEC_001 and the rules' WRN_HAL_*: a GPU fact
+// or free hugepages the topology does not give, SMT siblings in one role) do not fail it.
 bool recheckPlan(const plan::Plan &plan, const hal::Topology &live, const Held &held, DiagnosticEngine &diags,
                  const RecheckOptions &options = {});
 

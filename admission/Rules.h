@@ -30,8 +30,13 @@ struct RuleContext {
 void checkCpus(const Claims &claims, const RuleContext &ctx);
 
 // GPUs exist; slices fit the contract's division, partitions fit the architecture's green-context
-// granularity, memory fits; a GPU that does not report its SMs or memory is warned about.
+// granularity, no slice holds more SMs than the GPU has (a plan from a bigger GPU), memory fits; a
+// GPU that does not report its SMs or memory is warned about.
 void checkGpus(const Claims &claims, const RuleContext &ctx);
+
+// The memory one contract claims on one GPU: the sum of its roles' own limits, else its per-GPU
+// gpu_memory once. Saturates instead of wrapping, so a huge claim cannot sum to a small one.
+uint64_t gpuMemoryOf(const Claims &claims, const PciAddress &gpu);
 
 // Hugepage pools: a page size the node has, enough free pages on the pool's NUMA node. A pool that
 // may reserve gets its shortfall planned instead of refused.

@@ -29,7 +29,8 @@ struct CompileOptions {
   std::vector<std::string> includeDirs;  // -I
   std::string stdlibDir;                 // empty: defaultStdlibDir()
   std::string profileOverride;           // compile on this profile instead of the one named
-  std::string onlyContract;              // with profileOverride: only this contract
+  std::string onlyContract;              // compile only this contract of the inputs (and apply
+                                         // profileOverride to it alone)
   EmitStage stage = EmitStage::Ir;
   std::string topology;                  // "live", a file or a directory; empty: no node
   std::string passes;                    // "a,b": only these passes; empty: the default pipeline

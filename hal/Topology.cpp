@@ -222,6 +222,11 @@ VertexId Topology::physicalCoreOf(unsigned pu) const {
   return NoVertex;
 }
 
+unsigned Topology::firstPuOfCore(unsigned pu) const {
+  std::vector<unsigned> siblings = smtSiblings(pu);
+  return siblings.empty() ? pu : siblings.front(); // sorted
+}
+
 std::vector<unsigned> Topology::smtSiblings(unsigned pu) const {
   VertexId core = physicalCoreOf(pu);
   if (core == NoVertex)

@@ -214,6 +214,8 @@ public:
   std::vector<unsigned> pus() const; // online and offline, ascending
   VertexId physicalCoreOf(unsigned pu) const;     // the Core vertex, NoVertex if none
   std::vector<unsigned> smtSiblings(unsigned pu) const; // PUs of the same core, itself included
+  // The smallest PU of the core that holds `pu`: how a physical core is named in plans and claims.
+  unsigned firstPuOfCore(unsigned pu) const;
   std::optional<unsigned> numaNodeOfPu(unsigned pu) const;
   std::vector<unsigned> cpusOfNumaNode(unsigned node) const;
 

@@ -24,11 +24,14 @@ admission::GpuClaim gpuClaim(const ir::Contract &contract, const ir::Role &role,
     g.divisionAt = at(compute.gpu_sm_slices->origin);
     g.divisionSetBy = compute.gpu_sm_slices->origin.declaration;
   }
-  // The memory limit lowering gives the role's slice: its own, else the contract's per-GPU value.
-  if (f.gpu_memory)
+  // The role's own limit, else the contract's gpu_memory "on each GPU it uses", which its roles on
+  // one GPU share (admission::gpuMemoryOf counts it once).
+  if (f.gpu_memory) {
     g.memoryBytes = f.gpu_memory->value.value;
-  else if (compute.gpu_memory)
+  } else if (compute.gpu_memory) {
     g.memoryBytes = compute.gpu_memory->value.value;
+    g.memoryPerGpu = true;
+  }
   if (!r.gpu)
     return g;
   g.pci = r.gpu->pci;

@@ -68,10 +68,12 @@ plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement,
       s->set_slices_per_gpu(std::max(division, slices));
       if (r->gpu->smCount)
         s->set_sm_count(smsForSlices(topo, *r->gpu, s->slices_per_gpu(), slices));
-      if (f.gpu_memory)
+      if (f.gpu_memory) {
         s->set_memory_limit_bytes(f.gpu_memory->value.value);
-      else if (compute.gpu_memory)
+      } else if (compute.gpu_memory) {
         s->set_memory_limit_bytes(compute.gpu_memory->value.value);
+        s->set_memory_per_gpu(true);
+      }
       s->set_stream_priority(static_cast<int32_t>(valueOr(f.stream_priority, int64_t(0))));
       if (std::optional<hal::GpuRef> ref = topo.gpuByPci(r->gpu->pci))
         s->set_mechanism(mechanismFor(*ref->info, slices, s->slices_per_gpu()));

@@ -117,11 +117,6 @@ unsigned smsForSlices(const hal::Topology &topo, const GpuPlacement &gpu, unsign
   return admission::smsForSlices(gpu.smCount, division, slices, part);
 }
 
-unsigned firstPuOfCore(const hal::Topology &topo, unsigned pu) {
-  std::vector<unsigned> siblings = topo.smtSiblings(pu);
-  return siblings.empty() ? pu : *std::min_element(siblings.begin(), siblings.end());
-}
-
 Placement place(const ir::Contract &contract, const hal::Topology *topo) {
   Placement placement;
   for (const ir::Role &role : contract.body.roles) {
@@ -149,7 +144,7 @@ Placement place(const ir::Contract &contract, const hal::Topology *topo) {
     for (unsigned cpu : r.cpus) {
       if (!topo->hasPu(cpu))
         continue;
-      cores.insert(firstPuOfCore(*topo, cpu));
+      cores.insert(topo->firstPuOfCore(cpu));
       if (auto node = topo->numaNodeOfPu(cpu))
         cpuNodes.insert(*node);
     }

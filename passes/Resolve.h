@@ -14,8 +14,6 @@ std::optional<hal::GpuRef> resolveGpu(const hal::Topology &topo, const ir::GpuRe
 GpuPlacement gpuPlacement(const hal::Topology &topo, const hal::GpuRef &gpu);
 // "/dev/nvme0n1p1" -> "nvme0n1p1"
 std::string blockDeviceName(llvm::StringRef path);
-// The smallest logical CPU of the physical core that holds `pu`.
-unsigned firstPuOfCore(const hal::Topology &topo, unsigned pu);
 // SMs held by `slices` of `division` on this GPU (the architecture's alignment applied).
 unsigned smsForSlices(const hal::Topology &topo, const GpuPlacement &gpu, unsigned division, unsigned slices);
 // Resolves every role of `contract` on `topo` (best effort, no diagnostics).

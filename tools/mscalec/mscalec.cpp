@@ -157,10 +157,11 @@ int main(int argc, char **argv) {
   options.instrumentation = &errs();
   msc::driver::CompileResult result = msc::driver::compile(options, sm, diags);
 
-  if (stage == EmitStage::Plan) {
-    if (!diags.hasErrors())
-      writePlans(result.plans, diags);
-  } else if (!diags.hasErrors()) {
+  // After any error nothing is written: no plan, no half an output.
+  bool accepted = !result.setupFailed && !diags.hasErrors();
+  if (accepted && stage == EmitStage::Plan) {
+    writePlans(result.plans, diags);
+  } else if (accepted) {
     std::error_code ec;
     ToolOutputFile file(outputFile, ec, sys::fs::OF_None);
     if (ec) {

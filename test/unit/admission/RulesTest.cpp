@@ -147,6 +147,43 @@ TEST(Rules, AnRdmaClaimsLinkLayerAndFailoverAreJudgedToo) {
   EXPECT_EQ(j.codes(), (std::vector<std::string>{"ERR_HAL_RDMA_004", "ERR_HAL_RDMA_001"}));
 }
 
+// A plan is untrusted input: claims that would wrap a sum must not add up to something small.
+TEST(Rules, HugeClaimsSaturateInsteadOfWrapping) {
+  Claims c;
+  c.contract = "tenant";
+  for (const char *name : {"a", "b"}) {
+    RoleClaims &r = c.roles.emplace_back();
+    r.role = name;
+    r.gpu = GpuClaim{};
+    r.gpu->pci = jureca().gpus().front().info->pci;
+    r.gpu->memoryBytes = uint64_t(1) << 63;
+  }
+  EXPECT_EQ(gpuMemoryOf(c, c.roles[0].gpu->pci), UINT64_MAX);
+  Judged j;
+  checkGpus(c, j.ctx);
+  EXPECT_EQ(j.codes(), std::vector<std::string>{"ERR_HAL_GPU_004"});
+}
+
+// The contract's per-GPU gpu_memory counts once per GPU; the roles' own limits add up.
+TEST(Rules, PerGpuMemoryCountsOnceOwnMemoryAddsUp) {
+  Claims c;
+  c.contract = "tenant";
+  for (const char *name : {"a", "b"}) {
+    RoleClaims &r = c.roles.emplace_back();
+    r.role = name;
+    r.gpu = GpuClaim{};
+    r.gpu->pci = jureca().gpus().front().info->pci;
+    r.gpu->memoryBytes = 30ull << 30;
+    r.gpu->memoryPerGpu = true;
+  }
+  const PciAddress &gpu = c.roles[0].gpu->pci;
+  EXPECT_EQ(gpuMemoryOf(c, gpu), 30ull << 30);
+  c.roles[1].gpu->memoryPerGpu = false;
+  EXPECT_EQ(gpuMemoryOf(c, gpu), 30ull << 30); // a role's own limit replaces the shared one
+  c.roles[0].gpu->memoryPerGpu = false;
+  EXPECT_EQ(gpuMemoryOf(c, gpu), 60ull << 30);
+}
+
 // A plan of format 1.0 does not say whether numa_node was written: its CPUs stay bound to the
 // node, as they were when it was compiled. From 1.1 only a declared node binds them.
 TEST(Rules, PlanClaimsBindCpusToANodeOnlyWhereTheContractDid) {
