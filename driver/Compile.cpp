@@ -24,18 +24,19 @@ struct Node {
   passes::PassManager pipeline;
 };
 
-std::optional<Node> prepareNode(const CompileOptions &options, DiagnosticEngine &diags) {
-  Node node;
+// Fills `node` in place: a topology is not cheap to move (Boost 1.74's adjacency_list copies
+// itself on a move).
+bool prepareNode(const CompileOptions &options, DiagnosticEngine &diags, Node &node) {
   if (!options.topology.empty()) {
     node.topology = hal::loadTopology(hal::TopologySource::fromArgument(options.topology), diags);
     if (!node.topology)
-      return std::nullopt;
+      return false;
   }
   std::optional<passes::PassManager> pipeline = options.passes.empty()
                                                     ? passes::PassManager::defaultPipeline()
                                                     : passes::PassManager::fromNames(options.passes, diags);
   if (!pipeline)
-    return std::nullopt;
+    return false;
   node.pipeline = std::move(*pipeline);
   // The plans name a recorded or live node whose free hugepages still count the admitted pools
   // only when the topology was recorded before they were applied; the compiler cannot know, so it
@@ -44,10 +45,10 @@ std::optional<Node> prepareNode(const CompileOptions &options, DiagnosticEngine 
   for (const std::string &path : options.admittedPlanFiles) {
     std::optional<plan::Plan> plan = plan::readPlanFile(path, diags);
     if (!plan)
-      return std::nullopt;
+      return false;
     node.held.contracts.push_back(admission::claimsFromPlan(*plan));
   }
-  return node;
+  return true;
 }
 
 // place -> claims -> passes -> lower, for one contract. Returns the plan when the stage asks for
@@ -93,8 +94,8 @@ CompileResult compile(const CompileOptions &options, llvm::SourceMgr &sm, Diagno
   frontend.stdlibDir = options.stdlibDir.empty() ? defaultStdlibDir() : options.stdlibDir;
   frontend.profileOverride = options.profileOverride;
   frontend.profileOverrideContract = options.onlyContract;
-  std::optional<Node> node = prepareNode(options, diags);
-  if (!node) {
+  Node node;
+  if (!prepareNode(options, diags, node)) {
     result.setupFailed = true;
     return result;
   }
@@ -117,7 +118,7 @@ CompileResult compile(const CompileOptions &options, llvm::SourceMgr &sm, Diagno
     for (const ir::Contract &contract : module->contracts) {
       if (!options.onlyContract.empty() && contract.name != options.onlyContract)
         continue;
-      if (std::optional<plan::Plan> plan = compileContract(contract, *node, options, diags))
+      if (std::optional<plan::Plan> plan = compileContract(contract, node, options, diags))
         plans.push_back(std::move(*plan));
     }
     if (options.stage == EmitStage::Ir)
