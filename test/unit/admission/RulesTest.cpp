@@ -147,8 +147,8 @@ TEST(Rules, AnRdmaClaimsLinkLayerAndFailoverAreJudgedToo) {
   EXPECT_EQ(j.codes(), (std::vector<std::string>{"ERR_HAL_RDMA_004", "ERR_HAL_RDMA_001"}));
 }
 
-// A plan is untrusted input: claims that would wrap a sum must not add up to something small.
-TEST(Rules, HugeClaimsSaturateInsteadOfWrapping) {
+// Two roles on the jureca node's first GPU, each claiming `memory`.
+Claims twoRolesOnOneGpu(uint64_t memory, bool perGpu) {
   Claims c;
   c.contract = "tenant";
   for (const char *name : {"a", "b"}) {
@@ -156,8 +156,15 @@ TEST(Rules, HugeClaimsSaturateInsteadOfWrapping) {
     r.role = name;
     r.gpu = GpuClaim{};
     r.gpu->pci = jureca().gpus().front().info->pci;
-    r.gpu->memoryBytes = uint64_t(1) << 63;
+    r.gpu->memoryBytes = memory;
+    r.gpu->memoryPerGpu = perGpu;
   }
+  return c;
+}
+
+// A plan is untrusted input: claims that would wrap a sum must not add up to something small.
+TEST(Rules, HugeClaimsSaturateInsteadOfWrapping) {
+  Claims c = twoRolesOnOneGpu(uint64_t(1) << 63, /*perGpu=*/false);
   EXPECT_EQ(gpuMemoryOf(c, c.roles[0].gpu->pci), UINT64_MAX);
   Judged j;
   checkGpus(c, j.ctx);
@@ -166,16 +173,7 @@ TEST(Rules, HugeClaimsSaturateInsteadOfWrapping) {
 
 // The contract's per-GPU gpu_memory counts once per GPU; the roles' own limits add up.
 TEST(Rules, PerGpuMemoryCountsOnceOwnMemoryAddsUp) {
-  Claims c;
-  c.contract = "tenant";
-  for (const char *name : {"a", "b"}) {
-    RoleClaims &r = c.roles.emplace_back();
-    r.role = name;
-    r.gpu = GpuClaim{};
-    r.gpu->pci = jureca().gpus().front().info->pci;
-    r.gpu->memoryBytes = 30ull << 30;
-    r.gpu->memoryPerGpu = true;
-  }
+  Claims c = twoRolesOnOneGpu(30ull << 30, /*perGpu=*/true);
   const PciAddress &gpu = c.roles[0].gpu->pci;
   EXPECT_EQ(gpuMemoryOf(c, gpu), 30ull << 30);
   c.roles[1].gpu->memoryPerGpu = false;
