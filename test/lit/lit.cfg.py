@@ -24,6 +24,10 @@ config.substitutions.append(("%fixtures", config.msc_fixtures_dir))
 config.substitutions.append(("%stdlib", os.path.join(config.msc_src_root, "stdlib")))
 config.substitutions.append(("%examples", os.path.join(config.msc_src_root, "examples")))
 config.substitutions.append(("%python", shutil.which("python3") or "python3"))
+# The mscale Python package runs on Debian's interpreter (python3-torch lives there, not in a
+# python3 that PATH may put first), importable from the source tree.
+config.substitutions.append(
+    ("%mscale_python", "env PYTHONPATH=" + os.path.join(config.msc_src_root, "python") + " /usr/bin/python3"))
 
 # Tests that change machine-wide state (hugepage reservations, cgroups) run one at a time; their
 # directories' lit.local.cfg put them in this group.
