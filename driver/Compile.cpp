@@ -1,5 +1,6 @@
 #include "driver/Compile.h"
 
+#include "admission/PlanRecheck.h"
 #include "compiler/Frontend.h"
 #include "hal/Loader.h"
 #include "ir/IR.h"
@@ -38,16 +39,19 @@ bool prepareNode(const CompileOptions &options, DiagnosticEngine &diags, Node &n
   if (!pipeline)
     return false;
   node.pipeline = std::move(*pipeline);
-  // The plans name a recorded or live node whose free hugepages still count the admitted pools
-  // only when the topology was recorded before they were applied; the compiler cannot know, so it
-  // subtracts them (the node's re-check, which sees the applied pools, does not).
-  node.held.hugepagesTakenFromFree = false;
+  std::vector<plan::Plan> admitted;
   for (const std::string &path : options.admittedPlanFiles) {
     std::optional<plan::Plan> plan = plan::readPlanFile(path, diags);
     if (!plan)
       return false;
-    node.held.contracts.push_back(admission::claimsFromPlan(*plan));
+    admitted.push_back(std::move(*plan));
   }
+  // The compiler cannot know whether the topology was recorded before or after the admitted pools
+  // were applied, so it counts them against the free hugepages itself.
+  std::vector<const plan::Plan *> plans;
+  for (const plan::Plan &p : admitted)
+    plans.push_back(&p);
+  node.held = admission::heldByPlans(plans, /*hugepagesTakenFromFree=*/false);
   return true;
 }
 
