@@ -111,12 +111,8 @@ public:
       }
     if (cpus_.empty())
       return true;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    for (unsigned c : cpus_)
-      CPU_SET(c, &set);
-    if (sched_setaffinity(worker, sizeof set, &set) != 0) {
-      ctx.diags.report(DiagCode::ERR_EXEC_004) << worker << formatCpuList(cpus_) << errnoText(errno);
+    if (int rc = mscale::worker::pinToCpus(worker, cpus_)) {
+      ctx.diags.report(DiagCode::ERR_EXEC_004) << worker << formatCpuList(cpus_) << errnoText(rc);
       return false;
     }
     ctx.log.info(ctx.contractId, "cpu: worker " + std::to_string(worker) + " pinned to CPUs " +

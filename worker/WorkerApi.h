@@ -42,18 +42,24 @@ inline std::vector<unsigned> roleCpus(const char *role) {
   return v ? msc::parseCpuList(v).value_or(std::vector<unsigned>{}) : std::vector<unsigned>{};
 }
 
+// Pins thread or process `tid` (0: the calling thread) to `cpus`. Returns 0 or an errno value.
+// The executor pins its workers with this too.
+inline int pinToCpus(pid_t tid, const std::vector<unsigned> &cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (unsigned c : cpus)
+    CPU_SET(c, &set);
+  return sched_setaffinity(tid, sizeof set, &set) == 0 ? 0 : errno;
+}
+
 // Pins the calling thread to the role's CPUs and names it "<role>" (truncated to 15 bytes).
 // Returns 0, or an errno value (ENOENT when the role has no CPUs).
 inline int pinThisThreadToRole(const char *role) {
   std::vector<unsigned> cpus = roleCpus(role);
   if (cpus.empty())
     return ENOENT;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (unsigned c : cpus)
-    CPU_SET(c, &set);
-  if (sched_setaffinity(0, sizeof set, &set) != 0)
-    return errno;
+  if (int rc = pinToCpus(0, cpus))
+    return rc;
   std::string name(role);
   name.resize(std::min<size_t>(name.size(), 15));
   pthread_setname_np(pthread_self(), name.c_str());
