@@ -6,16 +6,18 @@ A code cannot exist without its documentation: any code in the .def files withou
 So does a code with two sections (which one --explain prints would be an accident) and a section
 whose whole text is a placeholder ("stub", "TODO", "TBD", "private build only", ...) or empty:
 those are codes without documentation that only look documented. Nothing is written then.
-Usage: gen_error_index.py DEF_DIR DOCS_MD OUTPUT_INC
+Usage: gen_error_index.py DEF_DIRS DOCS_MD OUTPUT_INC
+DEF_DIRS is one directory or several joined with ':' (the C++ layers' support/ and the Python
+package's python/mscale/, whose codes the package reads from its own Diagnostics*.def).
 """
 import pathlib
 import re
 import sys
 
 
-def table_codes(def_dir: pathlib.Path):
+def table_codes(def_dirs):
     codes = []
-    for path in sorted(def_dir.glob("Diagnostics*.def")):
+    for path in [p for d in def_dirs for p in sorted(d.glob("Diagnostics*.def"))]:
         for m in re.finditer(r"^DIAG\((\w+),", path.read_text(), re.M):
             codes.append(m.group(1))
     return codes
@@ -63,8 +65,9 @@ def doc_sections(md: pathlib.Path):
 
 
 def main():
-    def_dir, md, out = map(pathlib.Path, sys.argv[1:4])
-    codes = table_codes(def_dir)
+    def_dirs = [pathlib.Path(d) for d in sys.argv[1].split(":")]
+    md, out = map(pathlib.Path, sys.argv[2:4])
+    codes = table_codes(def_dirs)
     docs, problems = doc_sections(md)
     dupes = sorted({c for c in codes if codes.count(c) > 1})
     missing = [c for c in codes if c not in docs]

@@ -122,10 +122,23 @@ int msc_snap_commit(msc_snap_writer *w, int tiers) {
 void msc_snap_abort(msc_snap_writer *w) { delete w; }
 
 int msc_snap_restore(msc_snap_store *store, msc_snap_restored **out) {
+  return msc_snap_restore_at_most(store, UINT64_MAX, out);
+}
+
+uint64_t msc_snap_list_steps(msc_snap_store *store, uint64_t *steps, uint64_t capacity) {
+  if (!store)
+    return 0;
+  std::vector<msc::snapshot::SnapshotInfo> all = store->store->list();
+  for (uint64_t i = 0; i < all.size() && i < capacity && steps; ++i)
+    steps[i] = all[i].step;
+  return all.size();
+}
+
+int msc_snap_restore_at_most(msc_snap_store *store, uint64_t max_step, msc_snap_restored **out) {
   if (!store || !out)
     return invalid("msc_snap_restore needs a store and an output pointer");
   auto *r = new msc_snap_restored();
-  Status s = store->store->restoreLatest(r->r);
+  Status s = store->store->restoreAtMost(max_step, r->r);
   if (!s) {
     delete r;
     return fail(s);

@@ -131,7 +131,12 @@ std::vector<SnapshotInfo> Store::list() const {
 }
 
 Status Store::restoreLatest(Restored &out, const BlobDestination &dest) {
+  return restoreAtMost(UINT64_MAX, out, dest);
+}
+
+Status Store::restoreAtMost(uint64_t maxStep, Restored &out, const BlobDestination &dest) {
   std::vector<SnapshotInfo> all = list();
+  std::erase_if(all, [maxStep](const SnapshotInfo &i) { return i.step > maxStep; });
   out = Restored{};
   if (all.empty()) {
     std::string where;

@@ -159,6 +159,9 @@ public:
   // The newest valid snapshot across the tiers (memory wins a tie). Verified in full before it is
   // returned; torn/corrupt ones are listed in Restored::skipped.
   Status restoreLatest(Restored &out, const BlobDestination &dest = {});
+  // The same among snapshots of step <= maxStep: the newest step every rank of a distributed job
+  // committed, when this rank has newer ones that the others do not.
+  Status restoreAtMost(uint64_t maxStep, Restored &out, const BlobDestination &dest = {});
   // Snapshots present (not verified), newest first.
   std::vector<SnapshotInfo> list() const;
   // Forgets the memory tier (shm_unlink for a named region): what node loss does.

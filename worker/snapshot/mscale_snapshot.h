@@ -61,6 +61,11 @@ MSC_SNAP_API void msc_snap_abort(msc_snap_writer *w);             /* frees w */
 
 /* Restoring the newest valid snapshot across tiers. */
 MSC_SNAP_API int msc_snap_restore(msc_snap_store *store, msc_snap_restored **out);
+/* The newest valid snapshot of step <= max_step (the newest step every rank of a job committed). */
+MSC_SNAP_API int msc_snap_restore_at_most(msc_snap_store *store, uint64_t max_step, msc_snap_restored **out);
+/* The steps present (not verified), newest first, across tiers: fills up to `capacity` and returns
+ * how many there are. */
+MSC_SNAP_API uint64_t msc_snap_list_steps(msc_snap_store *store, uint64_t *steps, uint64_t capacity);
 MSC_SNAP_API uint64_t msc_snap_restored_step(const msc_snap_restored *r);
 MSC_SNAP_API const char *msc_snap_restored_tier(const msc_snap_restored *r);   /* "memory" | "disk" */
 MSC_SNAP_API const char *msc_snap_restored_source(const msc_snap_restored *r); /* file or "shm:... slot N" */
