@@ -1,0 +1,86 @@
+/* C ABI of the MegaScale-Omni worker runtime (libmscale_worker.so), for Python (ctypes/cffi) and
+ * other languages: the io_uring reader, the role's CPUs and io depth from the executor's
+ * environment, pinning, and the heartbeat on the control page. See docs/python_io.md.
+ *
+ * Every function returning int returns 0 on success or a positive errno value (ENOENT, EINVAL,
+ * EOVERFLOW, ...); msc_worker_last_error() then says what failed, for this thread. Buffers are the
+ * caller's; the library keeps no pointer to them after a call returns. */
+#ifndef MSCALE_WORKER_H
+#define MSCALE_WORKER_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define MSC_WORKER_API __attribute__((visibility("default")))
+#else
+#define MSC_WORKER_API
+#endif
+
+#define MSC_WORKER_ABI_VERSION 1
+
+/* The step a worker reports while it restores a snapshot and does not know its step yet. */
+#define MSC_WORKER_STEP_RESTORING UINT64_MAX
+
+typedef struct msc_worker_reader msc_worker_reader;
+
+/* One read of a batch. `path` is opened when its first piece is queued and closed when it is done;
+ * with `path` NULL, `fd` is read and left open. `result` is set by the call. */
+typedef struct msc_worker_read {
+  const char *path;
+  int fd;
+  uint64_t offset;
+  uint64_t length;
+  void *buffer;   /* at least `length` bytes */
+  int64_t result; /* bytes read (fewer than `length` only at the end of the file) or -errno */
+} msc_worker_read;
+
+MSC_WORKER_API int msc_worker_abi_version(void);
+MSC_WORKER_API const char *msc_worker_last_error(void);
+
+/* ---- the io_uring reader ---- */
+/* A reader with `queue_depth` reads in flight; a read is split into pieces of at most `chunk_bytes`
+ * (0: 1 MiB) so one large file keeps the queue full too. */
+MSC_WORKER_API int msc_worker_reader_open(unsigned queue_depth, uint64_t chunk_bytes, msc_worker_reader **out);
+MSC_WORKER_API void msc_worker_reader_close(msc_worker_reader *reader);
+MSC_WORKER_API unsigned msc_worker_reader_depth(const msc_worker_reader *reader);
+MSC_WORKER_API unsigned msc_worker_reader_max_in_flight(const msc_worker_reader *reader); /* deepest queue reached */
+MSC_WORKER_API uint64_t msc_worker_reader_bytes_read(const msc_worker_reader *reader);
+/* Reads all of `path` into `buffer`; `*size` is the file's size. EOVERFLOW (nothing read, `*size`
+ * set) when the file is larger than `capacity`. */
+MSC_WORKER_API int msc_worker_read_file(msc_worker_reader *reader, const char *path, void *buffer, uint64_t capacity,
+                                        uint64_t *size);
+/* Reads every request, keeping the reader's queue depth in flight across them. Returns 0, or the
+ * errno of the first failed request (its index in `*failed_index` when not NULL); the others are
+ * still read and their `result` set. */
+MSC_WORKER_API int msc_worker_read_batch(msc_worker_reader *reader, msc_worker_read *reads, uint64_t count,
+                                         uint64_t *failed_index);
+
+/* ---- the role's resources, as mscale-exec exported them ---- */
+/* The io_uring depth of `role` (MSCALE_ROLE_<ROLE>_IO_DEPTH): ENOENT when not set, EINVAL when it
+ * is not a positive number. */
+MSC_WORKER_API int msc_worker_role_io_depth(const char *role, unsigned *depth);
+/* The CPUs of `role` (MSCALE_ROLE_<ROLE>_CPUS): fills up to `capacity`, `*count` is how many there
+ * are. ENOENT when not set, EINVAL when the list does not parse. */
+MSC_WORKER_API int msc_worker_role_cpus(const char *role, unsigned *cpus, uint64_t capacity, uint64_t *count);
+/* Pins the calling thread to the role's CPUs and names it after the role. */
+MSC_WORKER_API int msc_worker_pin_thread_to_role(const char *role);
+/* Pins every thread of the calling process to the role's CPUs (threads started later inherit it)
+ * and names the calling thread after the role: what a data loader process wants. */
+MSC_WORKER_API int msc_worker_pin_to_role(const char *role);
+
+/* ---- the control page (under mscale-exec; no-ops otherwise) ---- */
+MSC_WORKER_API int msc_worker_supervised(void); /* 1 when the process has a control page */
+/* `step` is the last completed step, or MSC_WORKER_STEP_RESTORING. Call it at least once per
+ * heartbeat interval while the worker makes progress. */
+MSC_WORKER_API void msc_worker_heartbeat(uint64_t step);
+MSC_WORKER_API void msc_worker_report_throughput(double tflops);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MSCALE_WORKER_H */
