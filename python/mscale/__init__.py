@@ -10,9 +10,16 @@ This package grows module by module (issue 13):
   state is its step, so a restored job continues the curve exactly.
 * ``mscale.data`` -- ``StatefulSampler`` and ``StatefulDataLoader``: a data order that resumes
   mid-epoch without repeating or skipping a sample, with worker processes.
+* ``mscale.resume`` -- ``ExactResume``: model, optimizer, scheduler, loader position, RNG states and
+  loss scale captured at the plan's recovery points into the worker runtime's snapshot store, and
+  restored on restart; ``mscale_snapshot()`` / ``mscale_restore()`` for explicit use.
+* ``mscale.errors`` -- the package's coded errors (``error[ERR_PY_NNN]: ...``).
 """
 
 from mscale.data import StatefulDataLoader, StatefulSampler
+from mscale.errors import MScaleError, ResumeError, SnapshotError, UsageError
+from mscale.resume import ExactResume, exit_status_of, mscale_restore, mscale_snapshot
 from mscale.scheduler import MScaleLRScheduler
 
-__all__ = ["MScaleLRScheduler", "StatefulDataLoader", "StatefulSampler"]
+__all__ = ["ExactResume", "MScaleError", "MScaleLRScheduler", "ResumeError", "SnapshotError", "StatefulDataLoader",
+           "StatefulSampler", "UsageError", "exit_status_of", "mscale_restore", "mscale_snapshot"]

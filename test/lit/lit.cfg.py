@@ -27,7 +27,8 @@ config.substitutions.append(("%python", shutil.which("python3") or "python3"))
 # The mscale Python package runs on Debian's interpreter (python3-torch lives there, not in a
 # python3 that PATH may put first), importable from the source tree.
 config.substitutions.append(
-    ("%mscale_python", "env PYTHONPATH=" + os.path.join(config.msc_src_root, "python") + " /usr/bin/python3"))
+    ("%mscale_python", "env PYTHONPATH=" + os.path.join(config.msc_src_root, "python") +
+     " MSCALE_BIN=" + os.path.join(config.msc_obj_root, "bin") + " /usr/bin/python3"))
 
 # Tests that change machine-wide state (hugepage reservations, cgroups) run one at a time; their
 # directories' lit.local.cfg put them in this group.

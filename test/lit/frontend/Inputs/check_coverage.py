@@ -1,11 +1,14 @@
 """Lists diagnostic codes of the given .def files that no lit test in TEST_DIR checks as printed
-(a FileCheck directive holding 'error[CODE]' or 'warning[CODE]'). Usage: check_coverage.py TEST_DIR DEF..."""
+(a FileCheck directive holding 'error[CODE]' or 'warning[CODE]'). Usage: check_coverage.py TEST_DIR DEF...
+A DEF may be a glob pattern (lit's shell does not expand them)."""
+import glob
 import pathlib
 import re
 import sys
 
 test_dir = pathlib.Path(sys.argv[1])
-codes = [m for f in sys.argv[2:] for m in re.findall(r"^DIAG\((\w+),", pathlib.Path(f).read_text(), re.M)]
+defs = [f for arg in sys.argv[2:] for f in (sorted(glob.glob(arg)) if "*" in arg else [arg])]
+codes = [m for f in defs for m in re.findall(r"^DIAG\((\w+),", pathlib.Path(f).read_text(), re.M)]
 checked = set()
 for test in test_dir.iterdir():
     if test.is_file() and test.suffix in (".msc", ".test"):
