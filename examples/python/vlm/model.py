@@ -158,7 +158,11 @@ class TinyVLM(nn.Module):
     def loss(self, batch: Dict[str, torch.Tensor]) -> torch.Tensor:
         """Mean cross-entropy of the next caption token, over the non-pad targets of the batch."""
         tokens = batch["tokens"]
-        logits = self.forward(batch["pixels"], tokens)
+        return self.loss_from_logits(self.forward(batch["pixels"], tokens), tokens)
+
+    def loss_from_logits(self, logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+        """``loss`` on logits computed already: for a wrapper such as ``DistributedDataParallel``,
+        which reduces the gradients only of what its own ``forward()`` computed."""
         return F.cross_entropy(logits[:, :-1].reshape(-1, self.vocab),
                                tokens[:, 1:].reshape(-1), ignore_index=self.pad_id)
 

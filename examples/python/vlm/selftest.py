@@ -153,7 +153,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _child(arguments: List[str]) -> Dict[str, Any]:
+def run_child(arguments: List[str]) -> Dict[str, Any]:
     """Run ``vlm.selftest run`` in a fresh interpreter; its step records and final record."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
@@ -165,7 +165,7 @@ def _child(arguments: List[str]) -> Dict[str, Any]:
             "final": next(r for r in records if "params" in r)}
 
 
-def _compare(name: str, run: Dict[str, Any], reference: Dict[str, Any], first: int,
+def compare(name: str, run: Dict[str, Any], reference: Dict[str, Any], first: int,
              last: int) -> List[str]:
     """Differences of ``run`` from ``reference`` over steps ``first .. last`` and the end."""
     problems = []
@@ -197,11 +197,11 @@ def check(samples: int = 64, steps: int = 20, save_at: int = 10, seed: int = 0,
         common = ["--data", data, "--steps", str(steps), "--seed", str(seed),
                   "--batch-size", str(batch_size)]
         ckpt = os.path.join(scratch, "step.pt")
-        first = _child(common)
-        second = _child(common + ["--save-at", str(save_at), "--checkpoint", ckpt])
-        resumed = _child(common + ["--resume", ckpt])
-        resumed_workers = _child(common + ["--resume", ckpt, "--workers", "2"])
-        forgetful = _child(common + ["--resume", ckpt, "--forget-rng"])
+        first = run_child(common)
+        second = run_child(common + ["--save-at", str(save_at), "--checkpoint", ckpt])
+        resumed = run_child(common + ["--resume", ckpt])
+        resumed_workers = run_child(common + ["--resume", ckpt, "--workers", "2"])
+        forgetful = run_child(common + ["--resume", ckpt, "--forget-rng"])
     final = first["final"]
     out(f"TinyVLM: {final['parameters']} parameters; {steps} steps of batch {batch_size} in "
         f"{final['seconds']:.2f} s on 1 thread")
@@ -210,7 +210,7 @@ def check(samples: int = 64, steps: int = 20, save_at: int = 10, seed: int = 0,
     problems = []
     for name, run, start in (("second run", second, 1), ("resumed run", resumed, save_at + 1),
                              ("resumed run, 2 workers", resumed_workers, save_at + 1)):
-        found = _compare(name, run, first, start, steps)
+        found = compare(name, run, first, start, steps)
         out(f"{name}: steps {start}..{steps} "
             + ("equal bit for bit (loss, lr, sample ids, final parameters)" if not found
                else f"DIFFER ({len(found)} differences)"))
@@ -219,7 +219,7 @@ def check(samples: int = 64, steps: int = 20, save_at: int = 10, seed: int = 0,
         out("  " + problem)
     # The control: without the generator state the dropout masks, hence the losses, must differ;
     # if they did not, the comparisons above would prove nothing about the RNG.
-    control = _compare("control", forgetful, first, save_at + 1, steps)
+    control = compare("control", forgetful, first, save_at + 1, steps)
     if control:
         out(f"control (resumed without the RNG state): differs, as it must ({control[0]})")
     else:
