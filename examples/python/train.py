@@ -1,0 +1,233 @@
+#!/usr/bin/python3
+"""Train the tiny vision-language model (``vlm/``) on a data set made by ``make_dataset.py``, with
+exact resume: run it under ``mscale-exec`` and kill it at any step; the per-step losses, learning
+rates, sample ids and the final parameters equal those of a run that never failed.
+
+    mscalec --topology live -o train.msp examples/python/train.msc
+    mscale-exec run train.msp -- /usr/bin/python3 examples/python/train.py --data DATA --steps 200 --log train.log
+
+The log has one line per step (``step S epoch E ids ... loss HEX lr HEX scale X``) plus ``#`` lines
+saying how each attempt started, and ``final step S params SHA256`` at the end: the format of
+``mscale-train-sim``, so the same recovery checker reads both.
+
+With ``WORLD_SIZE`` > 1 (``mscale-exec run --nproc-per-node 2``, or torchrun) the ranks train one
+model with ``DistributedDataParallel`` over gloo: every rank reads the same global batch order and
+takes its share of each batch; each rank writes ``<log>.rank<R>``.
+
+``--checkpoint FILE`` replaces the snapshot store with a plain ``torch.save`` of the same state every
+``--every`` steps and ``torch.load`` on start: the baseline the benchmark compares recovery against.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import random
+import sys
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+import torch
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _HERE)
+try:
+    import mscale
+except ImportError:  # run from a source tree without the package installed
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(_HERE)), "python"))
+    import mscale
+from mscale.data import StatefulDataLoader
+from mscale.scheduler import MScaleLRScheduler
+from vlm.data import CaptionDataset, collate
+from vlm.model import TinyVLM
+
+MAX_TOKENS = 24
+BASE_LR = 3e-3
+
+
+class _ProcessLocalReader:
+    """The worker runtime's io_uring reader, one per process: data-loader worker processes are forked
+    or spawned and must not share the parent's ring.  Picklable, so a spawned worker gets its own."""
+
+    def __init__(self, role: str) -> None:
+        self.role = role
+        self._pid = -1
+        self._reader: Any = None
+
+    def __getstate__(self) -> Dict[str, Any]:
+        return {"role": self.role, "_pid": -1, "_reader": None}
+
+    def __call__(self, path: str) -> bytes:
+        if self._pid != os.getpid():
+            from mscale.io import UringReader
+            self._reader, self._pid = UringReader(role=self.role), os.getpid()
+        return self._reader.read_file(path)
+
+
+def _role_exists(role: str) -> bool:
+    return role in os.environ.get("MSCALE_ROLES", "").split(",")
+
+
+def parameter_digest(model: torch.nn.Module) -> str:
+    """SHA-256 over the names, shapes and bytes of the parameters and buffers, in order."""
+    digest = hashlib.sha256()
+    for name, tensor in model.state_dict().items():
+        digest.update(("%s:%s;" % (name, tuple(tensor.shape))).encode())
+        digest.update(tensor.detach().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+class TorchSaveCheckpoint:
+    """The baseline: the same state as ``ExactResume``, through ``torch.save``/``torch.load`` of one
+    file (written to a temporary name and renamed).  No memory tier, no checksums, no agreement."""
+
+    def __init__(self, path: str, every: int, parts: Dict[str, Any]) -> None:
+        self.path, self.every, self.parts = path, every, parts
+
+    def restore(self) -> int:
+        if not os.path.exists(self.path):
+            return 1
+        state = torch.load(self.path)
+        for name, obj in self.parts.items():
+            obj.load_state_dict(state[name])
+        mscale.resume.set_rng_state(state["rng"])
+        return state["step"] + 1
+
+    def step_done(self, step: int) -> bool:
+        if step % self.every:
+            return False
+        state = {name: obj.state_dict() for name, obj in self.parts.items()}
+        state.update(step=step, rng=mscale.resume.rng_state())
+        torch.save(state, self.path + ".tmp")
+        os.replace(self.path + ".tmp", self.path)
+        return True
+
+    def close(self) -> None:
+        pass
+
+
+def main(argv: Sequence[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", required=True, help="a data set made by make_dataset.py")
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--batch-size", type=int, default=8, help="the global batch (split over the ranks)")
+    ap.add_argument("--workers", type=int, default=0, help="data-loader worker processes")
+    ap.add_argument("--log", required=True, help="the per-step log (appended to)")
+    ap.add_argument("--snapshot-dir", help="default: the plan's (MSCALE_SNAPSHOT_DIR)")
+    ap.add_argument("--every", type=int, help="snapshot cadence in steps; default: the plan's")
+    ap.add_argument("--no-snapshots", action="store_true", help="train without exact-resume state")
+    ap.add_argument("--checkpoint", help="the torch.save/torch.load baseline instead of the snapshot store")
+    ap.add_argument("--timing", help="append 'first-step <unix seconds>' and per-step times here")
+    a = ap.parse_args(argv)
+    started = time.time()
+
+    # Bit-for-bit losses across runs and restarts: deterministic kernels, one thread.
+    torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(1)
+    rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+    if world > 1:
+        torch.distributed.init_process_group("gloo", rank=rank, world_size=world)
+    if _role_exists("trainer"):
+        mscale.io.pin_to_role("trainer")
+
+    torch.manual_seed(a.seed)  # the initial weights, then every dropout mask
+    random.seed(a.seed)
+    np.random.seed(a.seed)
+    loader_role = "image_loader" if _role_exists("image_loader") else None
+    reader: Optional[Callable[[str], bytes]] = _ProcessLocalReader(loader_role or "") if os.environ.get(
+        "MSCALE_ROLES") else None
+    dataset = CaptionDataset(a.data, 32, MAX_TOKENS, read_bytes=reader, augment=True)
+    model = TinyVLM.for_dataset(dataset)
+    optimizer = torch.optim.Adam(model.parameters(), lr=BASE_LR)
+    scheduler = MScaleLRScheduler(optimizer, base_lr=BASE_LR, warmup_steps=max(1, a.steps // 10),
+                                  total_steps=a.steps, decay="cosine", min_lr=BASE_LR / 10)
+    extra: Dict[str, Any] = {}
+    if a.workers and loader_role:
+        extra["worker_init_fn"] = mscale.io.role_worker_init(loader_role)
+    loader = StatefulDataLoader(dataset, batch_size=a.batch_size, shuffle=True, seed=a.seed,
+                                num_workers=a.workers, drop_last=True, collate_fn=collate, **extra)
+    trained = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
+
+    log_path = a.log + (".rank%d" % rank if world > 1 else "")
+    log = open(log_path, "a", buffering=1)
+    if os.environ.get("MSCALE_RESTART_REASON"):
+        log.write("# restart after fault %s\n" % os.environ["MSCALE_RESTART_REASON"])
+    parts = {"model": model, "optimizer": optimizer, "scheduler": scheduler, "loader": loader}
+    state: Any = None
+    if a.checkpoint:
+        state = TorchSaveCheckpoint(a.checkpoint, a.every or 10, parts)
+        step = state.restore()
+    elif not a.no_snapshots:
+        state = mscale.ExactResume(directory=a.snapshot_dir, every=a.every, **parts)
+        step = state.restore()
+    else:
+        step = 1
+    _log_start(log, state, step, loader)
+
+    model.train()  # dropout on
+    timing = open(a.timing, "a", buffering=1) if a.timing else None
+    while step <= a.steps:
+        epoch = loader.epoch
+        for batch in loader:
+            share = _share(batch, rank, world)
+            lr = optimizer.param_groups[0]["lr"]
+            loss = model.loss(share) if world == 1 else _ddp_loss(trained, share)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+            log.write("step %d epoch %d ids %s loss %s lr %s scale 1\n" % (
+                step, epoch, ",".join(str(int(i)) for i in batch["ids"]), loss.item().hex(), float(lr).hex()))
+            if timing and step == _first_step_of(state):
+                timing.write("first-step %.6f started %.6f\n" % (time.time(), started))
+            if state:
+                state.step_done(step)
+            step += 1
+            if step > a.steps:
+                break
+    if state:
+        state.close()
+    log.write("final step %d params %s\n" % (a.steps, parameter_digest(model)))
+    log.close()
+    if world > 1:
+        torch.distributed.destroy_process_group()
+    return 0
+
+
+def _log_start(log: Any, state: Any, step: int, loader: StatefulDataLoader) -> None:
+    """The attempt's first line, as mscale-train-sim writes it (the recovery checker reads it)."""
+    restored = getattr(state, "restored_from", None)
+    if restored is not None:
+        for reason in restored.skipped:
+            log.write("# skipped snapshot: %s\n" % reason)
+        log.write("# resume step %d from %s snapshot %d epoch %d position %d\n" % (
+            step, restored.tier, restored.step, loader.epoch, loader.sampler.yielded))
+    elif step > 1:  # the torch.save baseline
+        log.write("# resume step %d from file snapshot %d\n" % (step, step - 1))
+    else:
+        log.write("# start step 1 (%s)\n" % ("no snapshot" if state else "snapshots off"))
+
+
+def _first_step_of(state: Any) -> int:
+    restored = getattr(state, "restored_from", None)
+    return restored.step + 1 if restored is not None else 1
+
+
+def _share(batch: Dict[str, Any], rank: int, world: int) -> Dict[str, Any]:
+    """This rank's part of the global batch: every world-th sample from its rank on."""
+    if world == 1:
+        return batch
+    return {key: value[rank::world] for key, value in batch.items()}
+
+
+def _ddp_loss(trained: torch.nn.Module, share: Dict[str, Any]) -> torch.Tensor:
+    # DDP reduces the gradients of what its forward() computed: call it, then the model's loss on it.
+    logits = trained(share["pixels"], share["tokens"])
+    return trained.module.loss_from_logits(logits, share["tokens"])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
