@@ -141,6 +141,7 @@ int BatchReader::read(ReadRequest *requests, size_t count, std::string &error, s
           fail(next, EOVERFLOW);
         } else if (r.path) {
           s.fd = ::open(r.path, O_RDONLY | O_CLOEXEC);
+          r.openFailed = s.fd < 0;
           if (s.fd < 0)
             fail(next, errno);
           s.opened = s.fd >= 0;
@@ -234,8 +235,10 @@ int BatchReader::read(ReadRequest *requests, size_t count, std::string &error, s
       failedIndex = i;
       int err = static_cast<int>(-requests[i].result);
       if (!fatal) {
-        std::string what = requests[i].path ? "'" + std::string(requests[i].path) + "'" : "fd " + std::to_string(requests[i].fd);
-        error = "read of " + what + " at byte " + std::to_string(requests[i].offset) + ": " + std::strerror(err);
+        const ReadRequest &r = requests[i];
+        std::string what = r.path ? "'" + std::string(r.path) + "'" : "fd " + std::to_string(r.fd);
+        error = (r.openFailed ? "cannot open " + what : "read of " + what + " at byte " + std::to_string(r.offset)) +
+                ": " + std::strerror(err);
       }
       return err;
     }

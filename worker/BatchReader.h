@@ -19,6 +19,7 @@ struct ReadRequest {
   uint64_t length = 0;
   void *buffer = nullptr;     // at least `length` bytes
   int64_t result = 0;         // out: bytes read (fewer only at the end of the file) or -errno
+  bool openFailed = false;    // out: the failure was opening `path`, not reading it
 };
 
 class BatchReader {

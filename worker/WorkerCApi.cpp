@@ -34,7 +34,7 @@ int roleCpuList(const char *role, std::vector<unsigned> &cpus) {
   std::string var = mscale::worker::roleVariable(role, "_CPUS");
   const char *v = std::getenv(var.c_str());
   if (!v)
-    return fail(ENOENT, "role " + quoted(role) + " has no cpus: " + var + " is not set");
+    return fail(ENOENT, var + " is not set");
   cpus = mscale::worker::roleCpus(role);
   if (cpus.empty())
     return fail(EINVAL, var + "=" + quoted(v) + " is not a cpu list");
@@ -105,12 +105,14 @@ int msc_worker_read_batch(msc_worker_reader *r, msc_worker_read *reads, uint64_t
   // The C struct and ReadRequest differ in layout guarantees; copy in and out (cheap next to I/O).
   std::vector<ReadRequest> requests(count);
   for (uint64_t i = 0; i < count; ++i)
-    requests[i] = {reads[i].path, reads[i].fd, reads[i].offset, reads[i].length, reads[i].buffer, 0};
+    requests[i] = {reads[i].path, reads[i].fd, reads[i].offset, reads[i].length, reads[i].buffer, 0, false};
   std::string error;
   size_t failed = 0;
   int err = r->reader->read(requests.data(), requests.size(), error, failed);
-  for (uint64_t i = 0; i < count; ++i)
+  for (uint64_t i = 0; i < count; ++i) {
     reads[i].result = requests[i].result;
+    reads[i].failed_open = requests[i].openFailed;
+  }
   if (!err)
     return 0;
   if (failed_index)
@@ -149,7 +151,7 @@ int msc_worker_pin_thread_to_role(const char *role) {
   if (int err = roleCpuList(role, cpus))
     return err;
   if (int err = mscale::worker::pinThisThreadToRole(role))
-    return fail(err, "cannot pin to cpus " + cpuText(cpus) + " of role " + quoted(role) + ": " + std::strerror(err));
+    return fail(err, "sched_setaffinity(cpus " + cpuText(cpus) + "): " + std::strerror(err));
   return 0;
 }
 
@@ -172,8 +174,8 @@ int msc_worker_pin_to_role(const char *role) {
       int err = mscale::worker::pinToCpus(tid, cpus);
       if (err && err != ESRCH) { // ESRCH: the thread ended meanwhile
         ::closedir(dir);
-        return fail(err, "cannot pin thread " + std::to_string(tid) + " to cpus " + cpuText(cpus) + " of role " +
-                             quoted(role) + ": " + std::strerror(err));
+        return fail(err, "sched_setaffinity(thread " + std::to_string(tid) + ", cpus " + cpuText(cpus) +
+                             "): " + std::strerror(err));
       }
       pinned.insert(tid);
       again = true;

@@ -36,6 +36,7 @@ typedef struct msc_worker_read {
   uint64_t length;
   void *buffer;   /* at least `length` bytes */
   int64_t result; /* bytes read (fewer than `length` only at the end of the file) or -errno */
+  int32_t failed_open; /* set to 1 when the failure was opening `path`, 0 otherwise */
 } msc_worker_read;
 
 MSC_WORKER_API int msc_worker_abi_version(void);

@@ -1,0 +1,440 @@
+"""Reading training data through the worker runtime's io_uring reader, on the plan's cores.
+
+``UringReader`` reads whole files or byte ranges into memory with the queue depth the plan gave the
+role kept in flight (``MSCALE_ROLE_<ROLE>_IO_DEPTH``, exported by ``mscale-exec``), through
+``libmscale_worker.so`` (C ABI in ``worker/mscale_worker.h``).  ``pin_to_role`` and
+``role_worker_init`` put a process (every thread of it) on the role's CPUs
+(``MSCALE_ROLE_<ROLE>_CPUS``); ``heartbeat`` reports progress on the supervisor's control page.
+All of it goes through the worker runtime, so the variable names and the page layout have one home.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import pathlib
+import stat
+import threading
+from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Union
+
+from mscale.errors import MScaleError, UsageError
+
+__all__ = ["DataError", "PlacementError", "UringReader", "heartbeat", "library", "pin_to_role",
+           "report_throughput", "role_cpus", "role_io_depth", "role_worker_init", "supervised",
+           "DEFAULT_QUEUE_DEPTH"]
+
+ABI_VERSION = 1
+LIBRARY_ENV = "MSCALE_WORKER_LIB"
+LIBRARY_NAMES = ("libmscale_worker.so.%d" % ABI_VERSION, "libmscale_worker.so")
+DEFAULT_QUEUE_DEPTH = 32  # when neither the caller nor the plan names one
+STEP_RESTORING = (1 << 64) - 1
+
+# A batch holds at most this many bytes of buffers (and files), so that reading a long list of
+# paths does not need all of them in memory twice; the queue is refilled across a batch's files.
+_BATCH_BYTES = 64 << 20
+_BATCH_FILES = 4096
+
+PathLike = Union[str, bytes, "os.PathLike[str]"]
+
+
+class DataError(MScaleError):
+    """Reading data through the worker runtime failed (its library, the reader, a file)."""
+
+
+class PlacementError(MScaleError):
+    """A process or thread cannot be put on its role's CPUs."""
+
+
+class _Read(ctypes.Structure):
+    _fields_ = [("path", ctypes.c_char_p), ("fd", ctypes.c_int), ("offset", ctypes.c_uint64),
+                ("length", ctypes.c_uint64), ("buffer", ctypes.c_void_p), ("result", ctypes.c_int64),
+                ("failed_open", ctypes.c_int32)]
+
+
+_lib: Optional[ctypes.CDLL] = None
+_lib_lock = threading.Lock()
+
+
+def library_candidates() -> List[str]:
+    """Where the library is looked for, in order: ``MSCALE_WORKER_LIB`` (the file, or a folder that
+    holds it); ``lib/`` beside the tools on ``MSCALE_BIN``; the build tree this package sits in
+    (``<repo>/build/lib``); ``lib/`` of the prefix the package is installed under; the loader's path
+    (bare names)."""
+    here = pathlib.Path(__file__).resolve().parent
+    env = os.environ.get(LIBRARY_ENV)
+    if env:
+        if os.path.isdir(env):
+            return [os.path.join(env, n) for n in LIBRARY_NAMES]
+        return [env]
+    dirs: List[pathlib.Path] = []
+    if os.environ.get("MSCALE_BIN"):
+        dirs.append(pathlib.Path(os.environ["MSCALE_BIN"]).parent / "lib")
+    dirs.append(here.parent.parent / "build" / "lib")
+    for parent in here.parents:  # <prefix>/lib/python3/dist-packages/mscale -> <prefix>/lib
+        if parent.name == "lib":
+            dirs.append(parent)
+            break
+    return [str(d / n) for d in dirs for n in LIBRARY_NAMES] + list(LIBRARY_NAMES)
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    c_int, c_uint, c_str, u64, p = ctypes.c_int, ctypes.c_uint, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_void_p
+    P = ctypes.POINTER
+    signatures = {
+        "msc_worker_abi_version": (c_int, []),
+        "msc_worker_last_error": (c_str, []),
+        "msc_worker_reader_open": (c_int, [c_uint, u64, P(p)]),
+        "msc_worker_reader_close": (None, [p]),
+        "msc_worker_reader_depth": (c_uint, [p]),
+        "msc_worker_reader_max_in_flight": (c_uint, [p]),
+        "msc_worker_reader_bytes_read": (u64, [p]),
+        "msc_worker_read_file": (c_int, [p, c_str, p, u64, P(u64)]),
+        "msc_worker_read_batch": (c_int, [p, P(_Read), u64, P(u64)]),
+        "msc_worker_role_io_depth": (c_int, [c_str, P(c_uint)]),
+        "msc_worker_role_cpus": (c_int, [c_str, P(c_uint), u64, P(u64)]),
+        "msc_worker_pin_thread_to_role": (c_int, [c_str]),
+        "msc_worker_pin_to_role": (c_int, [c_str]),
+        "msc_worker_supervised": (c_int, []),
+        "msc_worker_heartbeat": (None, [u64]),
+        "msc_worker_report_throughput": (None, [ctypes.c_double]),
+    }
+    for name, (restype, argtypes) in signatures.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = restype, argtypes
+
+
+def library() -> ctypes.CDLL:
+    """The worker runtime's library, loaded once; ``ERR_PY_040`` when none of the candidates loads
+    or the one that does speaks another ABI version."""
+    global _lib
+    with _lib_lock:
+        if _lib is not None:
+            return _lib
+        candidates = library_candidates()
+        reasons = []
+        for path in candidates:
+            if os.sep in path and not os.path.exists(path):
+                continue
+            try:
+                lib = ctypes.CDLL(path)
+            except OSError as e:
+                reasons.append(str(e))
+                continue
+            try:
+                version = lib.msc_worker_abi_version()
+            except AttributeError:
+                reasons.append("'%s' is not the worker runtime's library" % path)
+                continue
+            if version != ABI_VERSION:
+                reasons.append("'%s' has ABI version %d; this package needs %d" % (path, version, ABI_VERSION))
+                continue
+            _declare(lib)
+            _lib = lib
+            return lib
+        if os.environ.get(LIBRARY_ENV) and not reasons:
+            reasons.append("%s='%s' does not exist" % (LIBRARY_ENV, os.environ[LIBRARY_ENV]))
+        if not reasons:
+            reasons.append("'%s' is in none of %s and not on the loader's path"
+                           % (LIBRARY_NAMES[0], ", ".join(sorted({os.path.dirname(c) for c in candidates if os.sep in c}))))
+        raise DataError("ERR_PY_040", "; ".join(reasons))
+
+
+def _last_error(lib: ctypes.CDLL) -> str:
+    return (lib.msc_worker_last_error() or b"").decode("utf-8", "replace")
+
+
+def _path_bytes(path: PathLike) -> bytes:
+    return os.fsencode(path)
+
+
+def _name(path: bytes) -> str:
+    return os.fsdecode(path)
+
+
+def _role_bytes(role: str) -> bytes:
+    if not isinstance(role, str) or not role:
+        raise UsageError("ERR_PY_044", "a role must be a non-empty string, got %r" % (role,))
+    return role.encode("utf-8")
+
+
+# ---- the role's resources ---------------------------------------------------------------------
+
+def role_io_depth(role: str) -> Optional[int]:
+    """The io_uring depth mscale-exec gave ``role`` (``MSCALE_ROLE_<ROLE>_IO_DEPTH``), or None when
+    it gave none; ``ERR_PY_047`` when the variable is set but not a positive number."""
+    lib = library()
+    depth = ctypes.c_uint(0)
+    rc = lib.msc_worker_role_io_depth(_role_bytes(role), ctypes.byref(depth))
+    if rc == errno.ENOENT:
+        return None
+    if rc:
+        raise DataError("ERR_PY_047", role, _last_error(lib))
+    return depth.value
+
+
+def _role_cpus(role: str, unset_ok: bool) -> List[int]:
+    lib = library()
+    count = ctypes.c_uint64(0)
+    cpus = (ctypes.c_uint * 1024)()
+    while True:
+        rc = lib.msc_worker_role_cpus(_role_bytes(role), cpus, len(cpus), ctypes.byref(count))
+        if rc == errno.ENOENT and unset_ok:
+            return []
+        if rc:
+            raise PlacementError("ERR_PY_045", role, _last_error(lib))
+        if count.value <= len(cpus):
+            return list(cpus[:count.value])
+        cpus = (ctypes.c_uint * count.value)()
+
+
+def role_cpus(role: str) -> List[int]:
+    """The CPUs mscale-exec gave ``role`` (``MSCALE_ROLE_<ROLE>_CPUS``); empty when it gave none,
+    ``ERR_PY_045`` when the list does not parse."""
+    return _role_cpus(role, unset_ok=True)
+
+
+def pin_to_role(role: str, all_threads: bool = True) -> List[int]:
+    """Pins this process (every thread of it; threads started later inherit the mask) or, with
+    ``all_threads=False``, the calling thread to the CPUs of ``role``, and names the calling thread
+    after the role.  Returns the CPUs.  ``ERR_PY_045`` when the role has no CPUs here,
+    ``ERR_PY_046`` when the kernel refuses them."""
+    cpus = _role_cpus(role, unset_ok=False)
+    lib = library()
+    name = _role_bytes(role)
+    rc = lib.msc_worker_pin_to_role(name) if all_threads else lib.msc_worker_pin_thread_to_role(name)
+    if rc:
+        raise PlacementError("ERR_PY_046", role, _last_error(lib))
+    return cpus
+
+
+class RoleWorkerInit:
+    """A ``worker_init_fn`` for ``torch.utils.data.DataLoader``: pins each loader process (all its
+    threads) to the role's CPUs and names it after the role, then calls ``then(worker_id)`` if
+    given.  A class rather than a closure so that loaders started with ``spawn`` can pickle it."""
+
+    def __init__(self, role: str, then: Optional[Callable[[int], None]] = None) -> None:
+        _role_bytes(role)
+        self.role = role
+        self.then = then
+
+    def __call__(self, worker_id: int) -> None:
+        pin_to_role(self.role)
+        if self.then is not None:
+            self.then(worker_id)
+
+    def __repr__(self) -> str:
+        return "role_worker_init(%r)" % self.role
+
+
+def role_worker_init(role: str, then: Optional[Callable[[int], None]] = None) -> RoleWorkerInit:
+    """``DataLoader(..., num_workers=N, worker_init_fn=role_worker_init("image_loader"))``."""
+    return RoleWorkerInit(role, then)
+
+
+# ---- the control page -------------------------------------------------------------------------
+
+def supervised() -> bool:
+    """True when this process runs under mscale-exec and has its control page."""
+    return bool(library().msc_worker_supervised())
+
+
+def heartbeat(step: Optional[int]) -> None:
+    """Tells the supervisor the worker is alive: ``step`` is the last completed step, or None while
+    the worker restores a snapshot and does not know its step yet.  Call it at least once per
+    heartbeat interval (every step is fine: it is two stores to shared memory).  A no-op when the
+    process is not supervised."""
+    if step is None:
+        value = STEP_RESTORING
+    elif isinstance(step, int) and not isinstance(step, bool) and 0 <= step < STEP_RESTORING:
+        value = step
+    else:
+        raise UsageError("ERR_PY_044", "a heartbeat's step must be an int in [0, 2**64 - 1), got %r" % (step,))
+    library().msc_worker_heartbeat(value)
+
+
+def report_throughput(tflops: float) -> None:
+    """The worker's achieved TFLOP/s, for the supervisor's monitor where the GPU backend has no
+    per-slice counter."""
+    library().msc_worker_report_throughput(float(tflops))
+
+
+# ---- the reader -------------------------------------------------------------------------------
+
+def _check_depth(depth: object) -> int:
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth <= 0 or depth >= 1 << 32:
+        raise UsageError("ERR_PY_044", "queue_depth must be a positive int, got %r" % (depth,))
+    return depth
+
+
+def _check_range(offset: object, length: object) -> Tuple[int, int]:
+    for what, v in (("offset", offset), ("length", length)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0 or v >= 1 << 63:
+            raise UsageError("ERR_PY_044", "a byte range's %s must be an int in [0, 2**63), got %r" % (what, v))
+    if offset + length >= 1 << 63:  # type: ignore[operator]
+        raise UsageError("ERR_PY_044", "byte range %d+%d ends past 2**63" % (offset, length))
+    return offset, length  # type: ignore[return-value]
+
+
+class UringReader:
+    """Reads files and byte ranges with ``queue_depth`` reads in flight on one io_uring ring.
+
+    ``queue_depth`` defaults to the depth the plan gave ``role`` (``MSCALE_ROLE_<ROLE>_IO_DEPTH``),
+    else ``DEFAULT_QUEUE_DEPTH`` (32).  A read is split into pieces of ``chunk_bytes`` so that one
+    large file keeps the queue full too.  One reader serves one thread at a time (calls are
+    serialized); a process forked from the one that made it (a DataLoader worker) gets its own ring
+    on first use, since a ring cannot be shared across processes.
+    """
+
+    def __init__(self, queue_depth: Optional[int] = None, role: Optional[str] = None,
+                 chunk_bytes: int = 1 << 20) -> None:
+        if queue_depth is None and role is not None:
+            queue_depth = role_io_depth(role)
+        self.queue_depth = _check_depth(DEFAULT_QUEUE_DEPTH if queue_depth is None else queue_depth)
+        if isinstance(chunk_bytes, bool) or not isinstance(chunk_bytes, int) or not 0 < chunk_bytes <= 1 << 30:
+            raise UsageError("ERR_PY_044", "chunk_bytes must be an int in (0, 2**30], got %r" % (chunk_bytes,))
+        self.role = role
+        self.chunk_bytes = chunk_bytes
+        self._lib = library()
+        self._lock = threading.Lock()
+        self._handle: Optional[int] = None
+        self._pid = 0
+        self._closed = False
+        self._ring()
+
+    # The ring of this process, made on first use after a fork.
+    def _ring(self) -> int:
+        if self._closed:
+            raise UsageError("ERR_PY_044", "the reader is closed")
+        if self._handle is not None and self._pid == os.getpid():
+            return self._handle
+        handle = ctypes.c_void_p()
+        rc = self._lib.msc_worker_reader_open(self.queue_depth, self.chunk_bytes, ctypes.byref(handle))
+        if rc:
+            raise DataError("ERR_PY_041", self.queue_depth, _last_error(self._lib))
+        self._handle, self._pid = handle.value, os.getpid()
+        return self._handle  # type: ignore[return-value]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._handle is not None and self._pid == os.getpid():
+                self._lib.msc_worker_reader_close(self._handle)
+            self._handle, self._closed = None, True
+
+    def __enter__(self) -> "UringReader":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: the library may be gone already
+            pass
+
+    @property
+    def max_in_flight(self) -> int:
+        """The deepest the queue has been in this process."""
+        with self._lock:
+            return int(self._lib.msc_worker_reader_max_in_flight(self._ring()))
+
+    @property
+    def bytes_read(self) -> int:
+        with self._lock:
+            return int(self._lib.msc_worker_reader_bytes_read(self._ring()))
+
+    def read_file(self, path: PathLike) -> bytes:
+        """All of ``path`` (as much of it as there was when it was opened)."""
+        return self.read_many([path])[0]
+
+    def read_many(self, paths: Iterable[PathLike]) -> List[bytes]:
+        """All of each file of ``paths``, in order, read with the queue depth in flight across them."""
+        names = [_path_bytes(p) for p in paths]
+        sizes = [self._size_of(n) for n in names]
+        return self._read([(n, 0, s) for n, s in zip(names, sizes)], whole=True)
+
+    def read_ranges(self, ranges: Iterable[Tuple[PathLike, int, int]]) -> List[bytes]:
+        """``length`` bytes at ``offset`` of each ``(path, offset, length)``; ``ERR_PY_049`` when a
+        range reaches past the end of its file."""
+        items = []
+        for r in ranges:
+            path, offset, length = r
+            offset, length = _check_range(offset, length)
+            items.append((_path_bytes(path), offset, length))
+        return self._read(items, whole=False)
+
+    def read_into(self, requests: Sequence[Tuple[PathLike, int, int, int]]) -> None:
+        """Reads each ``(path, offset, length, address)`` into the memory at ``address`` (the
+        caller's, at least ``length`` bytes: a tensor's ``data_ptr()``), with the same checks as
+        ``read_ranges``."""
+        items = []
+        for path, offset, length, address in requests:
+            offset, length = _check_range(offset, length)
+            if length and not address:
+                raise UsageError("ERR_PY_044", "a read of %d bytes needs a buffer address" % length)
+            items.append((_path_bytes(path), offset, length, int(address)))
+        for start in range(0, len(items), _BATCH_FILES):
+            self._batch(items[start:start + _BATCH_FILES], whole=False)
+
+    @staticmethod
+    def _size_of(name: bytes) -> int:
+        try:
+            st = os.stat(name)
+        except OSError as e:
+            raise DataError("ERR_PY_042", _name(name), e.strerror) from None
+        if stat.S_ISDIR(st.st_mode):
+            raise DataError("ERR_PY_042", _name(name), os.strerror(errno.EISDIR))
+        return st.st_size
+
+    # Reads (name, offset, length) items into fresh buffers, in batches of bounded size.
+    def _read(self, items: List[Tuple[bytes, int, int]], whole: bool) -> List[bytes]:
+        out: List[bytes] = []
+        start = 0
+        while start < len(items):
+            end, total = start, 0
+            while end < len(items) and end - start < _BATCH_FILES and (end == start or total + items[end][2] <= _BATCH_BYTES):
+                total += items[end][2]
+                end += 1
+            buf = bytearray(total)
+            holder = (ctypes.c_char * total).from_buffer(buf) if total else None  # pins buf's memory
+            base = ctypes.addressof(holder) if holder is not None else 0
+            batch, at = [], 0
+            for name, offset, length in items[start:end]:
+                batch.append((name, offset, length, base + at))
+                at += length
+            results = self._batch(batch, whole)
+            del holder
+            view = memoryview(buf)
+            at = 0
+            for (name, offset, length, _), got in zip(batch, results):
+                out.append(bytes(view[at:at + got]))
+                at += length
+            view.release()
+            start = end
+        return out
+
+    # One call into the library; returns the byte counts, raising the coded error of the first failure.
+    def _batch(self, batch: List[Tuple[bytes, int, int, int]], whole: bool) -> List[int]:
+        reads = (_Read * len(batch))()
+        for r, (name, offset, length, address) in zip(reads, batch):
+            r.path, r.fd, r.offset, r.length, r.buffer = name, -1, offset, length, address or None
+        failed = ctypes.c_uint64(0)
+        with self._lock:
+            rc = self._lib.msc_worker_read_batch(self._ring(), reads, len(batch), ctypes.byref(failed))
+        if rc:
+            r = reads[failed.value]
+            name = _name(batch[failed.value][0])
+            if r.failed_open:
+                raise DataError("ERR_PY_042", name, os.strerror(rc))
+            raise DataError("ERR_PY_043", name, r.offset, os.strerror(rc))
+        results = [int(r.result) for r in reads]
+        if not whole:
+            for (name, offset, length, _), got in zip(batch, results):
+                if got < length:
+                    try:
+                        size = os.stat(name).st_size
+                    except OSError:
+                        size = offset + got
+                    raise DataError("ERR_PY_049", offset, offset + length, _name(name), size)
+        return results
