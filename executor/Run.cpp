@@ -7,6 +7,7 @@
 #include "admission/PlanRecheck.h"
 
 #include <csignal>
+#include <filesystem>
 #include <unistd.h>
 
 namespace msc::exec {
@@ -63,6 +64,12 @@ int runPlan(const RunOptions &o, Logger &log) {
   sup.command = o.command;
   sup.maxRestarts = o.maxRestarts;
   sup.resumeAfterNodeLoss = o.resume;
+  sup.nprocPerNode = o.nprocPerNode;
+  // Absolute: the worker may change directory before it reads the plan it runs under.
+  std::error_code cwdError;
+  sup.planPath = std::filesystem::absolute(o.planPath, cwdError).lexically_normal().string();
+  if (cwdError)
+    sup.planPath = o.planPath;
   sup.recheck = ro;
   std::string topologyArgument = o.topology;
   sup.loadTopology = [topologyArgument](DiagnosticEngine &d) {

@@ -3,7 +3,8 @@
 // instruction), supervise it (executor/Supervisor: heartbeats, fault recovery when the plan has a
 // recovery point, resizes), forward SIGINT/SIGTERM/SIGHUP/SIGQUIT to it, release everything when it
 // ends, and return its exit status (128 + signal when it was killed; 1 when the plan was refused or
-// recovery was impossible).
+// recovery was impossible). With --nproc-per-node N the worker is N ranks of one job, each in the
+// plan's resources, supervised as one (executor/WorkerGroup); the status is the failing rank's.
 #pragma once
 
 #include "executor/Logger.h"
@@ -24,6 +25,7 @@ struct RunOptions {
   bool dryRun = false;             // re-check only
   unsigned maxRestarts = 10;       // worker restarts after faults before giving up
   bool resume = false;             // a previous executor of this job was lost: resume from disk
+  unsigned nprocPerNode = 0;       // ranks of the job (1..kMaxRanksPerNode); 0: one worker, no rank environment
 };
 
 int runPlan(const RunOptions &options, Logger &log);

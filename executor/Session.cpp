@@ -6,6 +6,7 @@
 #include "executor/rdma/RdmaApplier.h"
 #include "executor/rdma/RdmaBackends.h"
 
+#include <algorithm>
 #include <csignal>
 #include <fcntl.h>
 #include <llvm/ADT/SmallVector.h>
@@ -105,11 +106,11 @@ bool Session::apply(DiagnosticEngine &diags) {
 }
 
 void Session::release(DiagnosticEngine &diags) {
-  if (worker_ > 0) {
-    ::kill(worker_, SIGKILL);
-    ::waitpid(worker_, nullptr, 0);
-    worker_ = -1;
-  }
+  for (pid_t pid : workers_)
+    ::kill(pid, SIGKILL);
+  for (pid_t pid : workers_)
+    ::waitpid(pid, nullptr, 0);
+  workers_.clear();
   ApplyContext ctx = context(diags);
   while (appliedCount_ > 0)
     appliers_[--appliedCount_]->rollback(ctx);
@@ -163,10 +164,13 @@ std::vector<Session::GpuSample> Session::gpuSamples() const {
   return out;
 }
 
+void Session::workerExited(pid_t pid) { workers_.erase(std::remove(workers_.begin(), workers_.end(), pid), workers_.end()); }
+
 void Session::killWorkerTree() {
-  if (worker_ <= 0)
+  if (workers_.empty())
     return;
-  ::kill(worker_, SIGKILL);
+  for (pid_t pid : workers_)
+    ::kill(pid, SIGKILL);
   std::string dir = cgroupV2();
   if (dir.empty())
     return;
@@ -239,6 +243,12 @@ bool Session::failOverRdma(std::vector<std::string> &moved, std::string &error) 
 
 bool Session::startWorker(const std::vector<std::string> &argv, const std::map<std::string, std::string> &extraEnv,
                           DiagnosticEngine &diags, const std::vector<int> &extraFds) {
+  return startWorkerProcess(argv, extraEnv, diags, extraFds, "") > 0;
+}
+
+pid_t Session::startWorkerProcess(const std::vector<std::string> &argv,
+                                  const std::map<std::string, std::string> &extraEnv, DiagnosticEngine &diags,
+                                  const std::vector<int> &extraFds, const std::string &label) {
   WorkerEnvironment env = env_;
   for (auto &[k, v] : extraEnv)
     env.variables[k] = v;
@@ -256,11 +266,12 @@ bool Session::startWorker(const std::vector<std::string> &argv, const std::map<s
   if (pid < 0) {
     if (diags.errorCount() == errorsBefore)
       diags.report(DiagCode::ERR_EXEC_009) << (argv.empty() ? std::string() : argv[0]) << error;
-    return false;
+    return -1;
   }
-  worker_ = pid;
-  log_.info(contract_, "worker " + std::to_string(pid) + " started: " + llvm::join(argv, " "));
-  return true;
+  workers_.push_back(pid);
+  log_.info(contract_, "worker " + std::to_string(pid) + (label.empty() ? "" : " (" + label + ")") +
+                           " started: " + llvm::join(argv, " "));
+  return pid;
 }
 
 pid_t spawnGated(const std::vector<std::string> &argv, const WorkerEnvironment &env,

@@ -54,14 +54,22 @@ public:
   // Starts argv in the contract (appliers' attach before exec). False with ERR_EXEC_009 / _003 / _004.
   bool startWorker(const std::vector<std::string> &argv, const std::map<std::string, std::string> &extraEnv,
                    DiagnosticEngine &diags, const std::vector<int> &extraFds = {});
-  // Rolls every applied applier back, in reverse order. Kills a worker still running. Idempotent.
+  // The same for one of several workers (the ranks of a job): returns its pid, or -1. `label` names
+  // it in the log ("rank 1"; empty for a single worker). The session keeps every worker it started
+  // until workerExited, so release() and killWorkerTree() reach all of them.
+  pid_t startWorkerProcess(const std::vector<std::string> &argv, const std::map<std::string, std::string> &extraEnv,
+                           DiagnosticEngine &diags, const std::vector<int> &extraFds, const std::string &label);
+  // Rolls every applied applier back, in reverse order. Kills workers still running. Idempotent.
   void release(DiagnosticEngine &diags);
 
   bool applied() const { return applied_; }
-  pid_t workerPid() const { return worker_; }
-  void workerExited() { worker_ = -1; }
-  // SIGKILL to the worker and, through cgroup.kill where the kernel has it, to every process it
-  // started (data-loader children must not outlive it and keep its files and control page).
+  // The worker (the first one still running when there are several); -1 when none runs.
+  pid_t workerPid() const { return workers_.empty() ? -1 : workers_.front(); }
+  const std::vector<pid_t> &workerPids() const { return workers_; }
+  void workerExited() { workers_.clear(); } // every worker has been waited for
+  void workerExited(pid_t pid);
+  // SIGKILL to the workers and, through cgroup.kill where the kernel has it, to every process they
+  // started (data-loader children must not outlive them and keep their files and control pages).
   void killWorkerTree();
   const std::string &contract() const { return contract_; }
   const std::string &planName() const { return planName_; }
@@ -107,7 +115,7 @@ private:
   std::vector<std::unique_ptr<Applier>> appliers_;
   size_t appliedCount_ = 0;
   bool applied_ = false;
-  pid_t worker_ = -1;
+  std::vector<pid_t> workers_; // started and not yet waited for, in start order
   std::unique_ptr<GpuBackend> gpu_;
   std::unique_ptr<RdmaBackend> rdma_;
 };

@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <utility>
 
 namespace msc::exec {
 
@@ -65,8 +66,6 @@ std::string ms(uint64_t ns) {
 // Plan durations have no upper bound: a wrapped sum would put the next wake-up in the past.
 uint64_t after(uint64_t now, uint64_t delta) { return delta > UINT64_MAX - now ? UINT64_MAX : now + delta; }
 
-int exitCodeOf(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
-
 // The first error among collected diagnostics, as one line ("error[CODE]: message").
 std::string firstError(const CollectingConsumer &c) {
   for (const Diagnostic &d : c.diags)
@@ -91,7 +90,8 @@ struct Supervisor::SliceWatch {
 };
 
 Supervisor::Supervisor(Session &session, Logger &log, SupervisorOptions options)
-    : session_(session), log_(log), options_(std::move(options)) {
+    : session_(session), log_(log), options_(std::move(options)),
+      group_(std::max(1u, options_.nprocPerNode), options_.nprocPerNode > 0) {
   const plan::FaultTolerance &ft = session_.plan().fault_tolerance();
   recoverable_ = ft.snapshot_every_steps() || ft.snapshot_interval_ns();
   heartbeatNs_ = ft.heartbeat_ns() ? ft.heartbeat_ns() : 200'000'000;
@@ -115,11 +115,7 @@ void Supervisor::resetControllers() {
                                       p.scaling(), std::max(1u, p.gpu_slices(i).slices_per_gpu())))});
 }
 
-Supervisor::~Supervisor() {
-  shutdown();
-  if (memoryTierFd_ >= 0)
-    ::close(memoryTierFd_);
-}
+Supervisor::~Supervisor() { shutdown(); }
 
 void Supervisor::shutdown() {
   if (!handOver_.active)
@@ -137,31 +133,30 @@ void Supervisor::record(const std::string &kind, const std::string &text) {
 bool Supervisor::startWorker(DiagnosticEngine &diags, const std::string &restartReason) {
   const plan::FaultTolerance &ft = session_.plan().fault_tolerance();
   std::map<std::string, std::string> env = options_.environment;
-  std::vector<int> fds;
   env["MSCALE_ATTEMPT"] = std::to_string(restarts_);
   if (!restartReason.empty()) {
     env["MSCALE_RESUME"] = "1";
     env["MSCALE_RESTART_REASON"] = restartReason;
   }
-  if (control_) {
-    control_->resetForNewWorker();
-    env["MSCALE_CONTROL_FD"] = std::to_string(control_->fd());
-    fds.push_back(control_->fd());
-  }
-  if (memoryTierFd_ >= 0) {
-    env["MSCALE_SNAPSHOT_MEMFD"] = std::to_string(memoryTierFd_);
-    fds.push_back(memoryTierFd_);
-  }
+  if (!options_.planPath.empty())
+    env["MSCALE_PLAN"] = options_.planPath;
+  // One directory for every rank: the ranks keep their parts apart below it (<dir>/rank-<r>).
   if (!ft.snapshot_dir().empty())
     env["MSCALE_SNAPSHOT_DIR"] = ft.snapshot_dir();
   if (ft.snapshot_every_steps())
     env["MSCALE_SNAPSHOT_EVERY"] = std::to_string(ft.snapshot_every_steps());
   if (ft.keep_snapshots())
     env["MSCALE_SNAPSHOT_KEEP"] = std::to_string(ft.keep_snapshots());
-  if (!session_.startWorker(options_.command, env, diags, fds))
+  RankLauncher launch = [this](const std::vector<std::string> &argv, const std::map<std::string, std::string> &rankEnv,
+                               const std::vector<int> &fds, const std::string &label, DiagnosticEngine &d) {
+    return session_.startWorkerProcess(argv, rankEnv, d, fds, label);
+  };
+  if (!group_.start(options_.command, env, launch, monotonicNs(), diags))
     return false;
-  lastBeats_ = 0;
-  lastBeatNs_ = monotonicNs();
+  if (group_.ranked())
+    log_.info(session_.contract(), "started " + std::to_string(group_.size()) + " rank(s): WORLD_SIZE " +
+                                       std::to_string(group_.size()) + ", MASTER_ADDR 127.0.0.1, MASTER_PORT " +
+                                       std::to_string(group_.masterPort()));
   return true;
 }
 
@@ -169,26 +164,37 @@ uint64_t Supervisor::hangAfterNs() const {
   return heartbeatNs_ > UINT64_MAX / misses_ ? UINT64_MAX : uint64_t(misses_) * heartbeatNs_;
 }
 
-std::string Supervisor::stepText() const {
-  uint64_t step = control_ ? control_->step() : 0;
+std::string Supervisor::stepText(std::optional<unsigned> rank) const {
+  uint64_t step = group_.step(rank);
   return step == mscale::worker::kStepRestoring ? std::string("restore") : "step " + std::to_string(step);
 }
 
+std::string Supervisor::rankText(std::optional<unsigned> rank) const {
+  return rank && group_.size() > 1 ? " (rank " + std::to_string(*rank) + ")" : std::string();
+}
+
 void Supervisor::raise(Fault fault, uint64_t now, uint64_t lastGoodNs) {
-  if (pendingFault_ || session_.workerPid() <= 0)
+  if (pendingFault_ || !group_.running())
     return;
-  log_.error(session_.contract(), std::string("fault ") + faultClassName(fault.kind) + " at " + stepText() + " (" +
-                                      fault.detail + "); stopping the worker");
+  bool several = group_.size() > 1;
+  log_.error(session_.contract(), std::string("fault ") + faultClassName(fault.kind) + " at " + stepText(fault.rank) +
+                                      " (" + fault.detail + "); stopping the " + (several ? "ranks" : "worker"));
   recovery_ = Recovery{};
   recovery_.fault = fault;
   recovery_.detectedNs = now;
   recovery_.lastGoodNs = lastGoodNs;
+  std::optional<unsigned> rank = fault.rank;
   pendingFault_ = std::move(fault);
-  session_.killWorkerTree();
+  // A fault of one rank: that rank is killed, the others get the grace a healthy rank deserves.
+  // A fault of the job's resources (a GPU, a port) leaves nothing worth a grace: all go at once.
+  if (several && rank)
+    group_.stop(rank, after(now, options_.rankStopGraceNs));
+  else
+    session_.killWorkerTree();
 }
 
 void Supervisor::heartbeatTick(uint64_t now) {
-  if (session_.workerPid() <= 0 || pendingFault_)
+  if (!group_.running() || pendingFault_)
     return;
   std::string period = std::to_string(misses_) + " heartbeats " + ms(heartbeatNs_) + " apart";
   if (GpuBackend *gpu = session_.gpuBackend()) {
@@ -225,16 +231,15 @@ void Supervisor::heartbeatTick(uint64_t now) {
       }
     }
   }
-  if (control_) {
-    uint64_t beats = control_->beats();
-    if (beats != lastBeats_) {
-      lastBeats_ = beats;
-      lastBeatNs_ = now;
-      everBeat_ = true;
-    } else if (beats > 0 && now - lastBeatNs_ >= hangAfterNs()) {
-      raise({FaultClass::WorkerHung, "no worker heartbeat for " + ms(now - lastBeatNs_) + ", " + period}, now,
-            lastBeatNs_);
-    }
+  if (group_.observeBeats(now))
+    everBeat_ = true;
+  if (std::optional<unsigned> hung = group_.hungRank(now, hangAfterNs())) {
+    uint64_t lastBeatNs = group_.rank(*hung).lastBeatNs;
+    Fault fault{FaultClass::WorkerHung, "no worker heartbeat for " + ms(now - lastBeatNs) + ", " + period};
+    if (group_.size() > 1)
+      fault.detail = "rank " + std::to_string(*hung) + ": " + fault.detail;
+    fault.rank = *hung;
+    raise(std::move(fault), now, lastBeatNs);
   }
 }
 
@@ -245,9 +250,10 @@ void Supervisor::noteProgress(uint64_t now) {
                                        ms(kRecoveryTimingLimitNs) + "; not timing it further");
     recovery_.active = false;
   }
-  if (!recovery_.active || !control_ || control_->beats() == 0)
-    return;
-  uint64_t step = control_->step();
+  std::optional<uint64_t> common = recovery_.active ? group_.commonStep() : std::nullopt;
+  if (!common)
+    return; // not timing, or not every rank has beaten yet
+  uint64_t step = *common;
   if (step == mscale::worker::kStepRestoring)
     return; // beating while it restores: progress, but not restored yet
   if (!recovery_.restoredNs) {
@@ -272,7 +278,7 @@ void Supervisor::noteProgress(uint64_t now) {
 
 void Supervisor::monitorTick(uint64_t now) {
   GpuBackend *gpu = session_.gpuBackend();
-  if (!gpu || session_.workerPid() <= 0 || pendingFault_ || handOver_.active)
+  if (!gpu || !group_.running() || pendingFault_ || handOver_.active)
     return;
   std::vector<HeldSlice> held = session_.heldSlices();
   for (SliceWatch &w : slices_) {
@@ -282,8 +288,8 @@ void Supervisor::monitorTick(uint64_t now) {
     std::optional<SliceSample> s = gpu->sample(h->id);
     if (!s)
       continue;
-    if (s->tflops <= 0 && control_) // the cuda driver has no per-slice counter: the worker's own figure
-      s->tflops = control_->reportedTflops();
+    if (s->tflops <= 0 && group_.hasPages()) // the cuda driver has no per-slice counter: the ranks' own figures
+      s->tflops = group_.reportedTflops();
     const plan::GpuSlice &entry = session_.plan().gpu_slices(int(w.entry));
     WindowSample ws{now, s->tflops, s->memoryBytes, s->utilisation, s->temperatureMilliC, std::max(1u, entry.slices())};
     lastSamples_[w.entry] = {entry.role(), gpu->name().str(), *s};
@@ -403,10 +409,10 @@ bool Supervisor::handOverTo(const plan::Plan &next, const std::string &head, con
   handOver_.active = true;
   handOver_.retiring = std::move(retiring);
   handOver_.deadlineNs = after(now, std::max<uint64_t>(after(windowNs_, windowNs_), 2'000'000'000));
-  if (control_) {
+  if (group_.hasPages()) {
     auto it = session_.environment().variables.find("MSCALE_GPU_SLICES");
     handOver_.generation =
-        control_->publishSlices(it == session_.environment().variables.end() ? std::string() : it->second);
+        group_.publishSlices(it == session_.environment().variables.end() ? std::string() : it->second);
     if (!handOver_.generation)
       log_.warn(session_.contract(), "the new MSCALE_GPU_SLICES does not fit the control page; the worker is not told");
   }
@@ -416,10 +422,10 @@ bool Supervisor::handOverTo(const plan::Plan &next, const std::string &head, con
 void Supervisor::handOverTick(uint64_t now) {
   if (!handOver_.active)
     return;
-  bool acked = control_ && handOver_.generation && control_->acknowledged(handOver_.generation);
+  bool acked = group_.hasPages() && handOver_.generation && group_.acknowledged(handOver_.generation);
   // Workers that never beat never acknowledge either; a restarted one that has not beaten yet will.
-  bool silent = !control_ || !everBeat_;
-  bool workerGone = session_.workerPid() <= 0;
+  bool silent = !group_.hasPages() || !everBeat_;
+  bool workerGone = !group_.running();
   if (!acked && !silent && !workerGone && now < handOver_.deadlineNs)
     return;
   std::string ids;
@@ -506,7 +512,7 @@ bool Supervisor::moveOffLostGpu(unsigned lost, DiagnosticEngine &diags) {
 
 bool Supervisor::recover(const Fault &fault, DiagnosticEngine &diags, int &status) {
   const std::string &contract = session_.contract();
-  std::string what = std::string(faultClassName(fault.kind)) + " at " + stepText();
+  std::string what = std::string(faultClassName(fault.kind)) + " at " + stepText(fault.rank);
   record("fault", what + " (" + fault.detail + ")");
   if (!recoverable_) {
     log_.error(contract, "fault " + what + " (" + fault.detail +
@@ -543,7 +549,8 @@ bool Supervisor::recover(const Fault &fault, DiagnosticEngine &diags, int &statu
       log_.info(contract, "rdma failover: " + m);
   }
   recovery_.movedNs = monotonicNs();
-  log_.info(contract, "restarting the worker after " + what + " from the newest snapshot (restart " +
+  std::string who = group_.size() > 1 ? "all " + std::to_string(group_.size()) + " ranks" : std::string("the worker");
+  log_.info(contract, "restarting " + who + " after " + what + " from the newest snapshot (restart " +
                           std::to_string(restarts_) + " of at most " + std::to_string(options_.maxRestarts) + ")");
   if (!startWorker(diags, what)) {
     status = 1;
@@ -556,16 +563,11 @@ bool Supervisor::recover(const Fault &fault, DiagnosticEngine &diags, int &statu
 
 bool Supervisor::start(DiagnosticEngine &diags) {
   const std::string &contract = session_.contract();
-  std::string error;
-  control_ = worker::ControlPageHost::create(error);
-  if (!control_)
-    log_.warn(contract, "no worker control page (" + error + "): worker heartbeats and slice hand-over notices are off");
-  if (recoverable_ && session_.plan().fault_tolerance().in_memory_tier()) {
-    // The memory tier belongs to the executor so that it outlives the worker it protects.
-    memoryTierFd_ = ::memfd_create("mscale-snapshots", MFD_CLOEXEC);
-    if (memoryTierFd_ < 0)
-      log_.warn(contract, std::string("no in-memory snapshot tier: memfd_create: ") + std::strerror(errno));
-  }
+  // The memory tier belongs to the executor so that it outlives the worker it protects.
+  std::vector<std::string> warnings;
+  group_.prepare(recoverable_ && session_.plan().fault_tolerance().in_memory_tier(), warnings);
+  for (const std::string &w : warnings)
+    log_.warn(contract, w);
   if (options_.resumeAfterNodeLoss)
     log_.info(contract, "resuming after a lost node: the in-memory tier went with it, the worker restores from disk");
   if (!startWorker(diags, options_.resumeAfterNodeLoss ? "node-lost" : ""))
@@ -579,19 +581,21 @@ bool Supervisor::start(DiagnosticEngine &diags) {
 uint64_t Supervisor::nextWakeNs(uint64_t now) const {
   uint64_t wake = std::min(nextHeartbeat_, nextWindow_);
   // Hand-over and resume are timed to the millisecond, while a worker runs to report them.
-  bool timing = recovery_.active && session_.workerPid() > 0 && control_ && control_->beats() > 0;
-  if ((handOver_.active && session_.workerPid() > 0) || timing)
+  bool timing = recovery_.active && group_.running() && group_.commonStep();
+  if ((handOver_.active && group_.running()) || timing)
     wake = std::min(wake, after(now, 1'000'000));
-  return wake;
+  return std::min(wake, group_.stopDeadlineNs()); // ranks that outlive their grace are killed on time
 }
 
 void Supervisor::forwardSignal(int sig) {
-  if (session_.workerPid() <= 0)
+  if (!group_.running())
     return;
-  log_.info(session_.contract(),
-            std::string("forwarding ") + strsignal(sig) + " to worker " + std::to_string(session_.workerPid()));
+  for (unsigned r = 0; r < group_.size(); ++r)
+    if (pid_t pid = group_.rank(r).pid; pid > 0)
+      log_.info(session_.contract(),
+                std::string("forwarding ") + strsignal(sig) + " to worker " + std::to_string(pid) + rankText(r));
   stopping_ = true;
-  ::kill(session_.workerPid(), sig);
+  group_.signalAll(sig);
 }
 
 void Supervisor::tick(uint64_t now) {
@@ -599,10 +603,11 @@ void Supervisor::tick(uint64_t now) {
     heartbeatTick(now);
     nextHeartbeat_ = after(now, heartbeatNs_);
   }
-  if (control_ && control_->beats() != lastBeats_ && !pendingFault_) {
-    lastBeats_ = control_->beats();
-    lastBeatNs_ = now;
+  if (!pendingFault_ && group_.observeBeats(now))
     everBeat_ = true;
+  if (group_.graceExpired(now)) {
+    log_.warn(session_.contract(), "ranks still running " + ms(options_.rankStopGraceNs) + " after SIGTERM: SIGKILL");
+    session_.killWorkerTree();
   }
   noteProgress(now);
   handOverTick(now);
@@ -613,43 +618,74 @@ void Supervisor::tick(uint64_t now) {
 }
 
 std::optional<int> Supervisor::onWorkerExit(int status, DiagnosticEngine &diags) {
+  return onWorkerExit(session_.workerPid(), status, diags);
+}
+
+std::optional<int> Supervisor::onWorkerExit(pid_t pid, int status, DiagnosticEngine &diags) {
   const std::string &contract = session_.contract();
   uint64_t now = monotonicNs();
-  pid_t pid = session_.workerPid();
-  session_.workerExited();
-  log_.info(contract, "worker " + std::to_string(pid) +
+  std::optional<unsigned> rank = group_.exited(pid, status);
+  if (!rank)
+    return std::nullopt; // not a worker of this contract
+  session_.workerExited(pid);
+  log_.info(contract, "worker " + std::to_string(pid) + rankText(rank) +
                           (WIFEXITED(status) ? " exited with status " + std::to_string(WEXITSTATUS(status))
                                              : std::string(" killed by ") + strsignal(WTERMSIG(status))));
   if (handOver_.active)
     handOverTick(now);
-  bool completed = WIFEXITED(status) && WEXITSTATUS(status) == 0; // even if a fault was raised meanwhile
-  std::optional<Fault> fault = completed ? std::nullopt : pendingFault_ ? pendingFault_ : classifyWorkerExit(status);
-  bool ours = pendingFault_.has_value() && !completed;
-  pendingFault_.reset();
-  if (stopping_ || !fault) {
-    recovery_.active = false;
-    if (!fault)
-      log_.info(contract, "worker completed" +
-                              (restarts_ ? " after " + std::to_string(restarts_) + " restart(s)" : std::string()));
-    return exitCodeOf(status);
+  bool completed = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  // The first rank to fail on its own ends the attempt of the whole job; later ends are the stop's.
+  if (!completed && !stopping_ && !pendingFault_ && !cannotResume_) {
+    bool several = group_.size() > 1;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == kWorkerExitNoSnapshot &&
+        (restarts_ > 0 || options_.resumeAfterNodeLoss)) {
+      cannotResume_ = *rank;
+    } else {
+      Fault fault = classifyWorkerExit(status).value_or(Fault{});
+      fault.rank = *rank;
+      if (several)
+        fault.detail = "rank " + std::to_string(*rank) + ": " + fault.detail;
+      log_.error(contract, std::string("fault ") + faultClassName(fault.kind) + " at " + stepText(rank) + " (" +
+                               fault.detail + ")" + (group_.running() ? "; stopping the other ranks" : ""));
+      recovery_ = Recovery{};
+      recovery_.fault = fault;
+      recovery_.detectedNs = now;
+      pendingFault_ = std::move(fault);
+    }
+    if (group_.running())
+      group_.stop(std::nullopt, after(now, options_.rankStopGraceNs));
   }
-  if (!ours && WIFEXITED(status) && WEXITSTATUS(status) == kWorkerExitNoSnapshot &&
-      (restarts_ > 0 || options_.resumeAfterNodeLoss)) {
+  if (group_.running())
+    return std::nullopt;
+  return finishAttempt(now, diags);
+}
+
+std::optional<int> Supervisor::finishAttempt(uint64_t now, DiagnosticEngine &diags) {
+  const std::string &contract = session_.contract();
+  bool completed = group_.allCompleted(); // even if a fault was raised meanwhile
+  std::optional<Fault> fault = completed ? std::nullopt : pendingFault_;
+  pendingFault_.reset();
+  std::optional<unsigned> noSnapshot = std::exchange(cannotResume_, std::nullopt);
+  int code = group_.failingStatus(fault ? fault->rank : noSnapshot);
+  if (completed || stopping_ || (!fault && !noSnapshot)) {
+    recovery_.active = false;
+    if (completed) {
+      std::string afterRestarts = restarts_ ? " after " + std::to_string(restarts_) + " restart(s)" : std::string();
+      log_.info(contract, group_.size() > 1
+                              ? "all " + std::to_string(group_.size()) + " ranks completed" + afterRestarts
+                              : "worker completed" + afterRestarts);
+    }
+    return code;
+  }
+  if (noSnapshot) {
+    std::string who = group_.size() > 1 ? "rank " + std::to_string(*noSnapshot) : std::string("it");
     diags.report(DiagCode::ERR_EXEC_022)
-        << contract << "it exited with status 3: no valid snapshot in any tier (see the worker's message)";
+        << contract << who + " exited with status 3: no valid snapshot in any tier (see the worker's message)";
     record("gave-up", "no valid snapshot");
     recovery_.active = false;
     return 1;
   }
-  if (!ours) {
-    log_.error(contract, std::string("fault ") + faultClassName(fault->kind) + " at " + stepText() + " (" +
-                             fault->detail + ")");
-    recovery_ = Recovery{};
-    recovery_.fault = *fault;
-    recovery_.detectedNs = now;
-  }
   recovery_.stoppedNs = now;
-  int code = exitCodeOf(status);
   if (!recover(*fault, diags, code)) {
     recovery_.active = false;
     return code;
@@ -671,14 +707,18 @@ int Supervisor::run(const sigset_t &signals, DiagnosticEngine &diags) {
       forwardSignal(sig);
       continue;
     }
-    int status = 0;
-    pid_t pid = session_.workerPid();
-    if (pid > 0 && ::waitpid(pid, &status, WNOHANG) == pid) {
-      if (std::optional<int> done = onWorkerExit(status, diags))
+    // Every rank that ended since the last wake-up (one SIGCHLD may stand for several).
+    bool reaped = false;
+    for (pid_t pid : group_.runningPids()) {
+      int status = 0;
+      if (::waitpid(pid, &status, WNOHANG) != pid)
+        continue;
+      reaped = true;
+      if (std::optional<int> done = onWorkerExit(pid, status, diags))
         return *done;
-      continue;
     }
-    tick(monotonicNs());
+    if (!reaped)
+      tick(monotonicNs());
   }
 }
 

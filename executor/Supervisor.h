@@ -1,5 +1,5 @@
-// The supervisor of one contract's worker (mscale-exec run): heartbeats on every GPU slice, RDMA
-// port and the worker itself; fault classification; recovery (a healthy GPU, the failover port,
+// The supervisor of one contract's worker, or of the ranks of one job (mscale-exec run
+// --nproc-per-node N: executor/WorkerGroup): heartbeats on every GPU slice, RDMA port and each rank; fault classification; recovery (a healthy GPU, the failover port,
 // a restart from the newest snapshot); the density/temperature monitor that resizes GPU slices
 // while the worker runs (hand-over: the new slice exists before the old one is released).
 //
@@ -7,14 +7,20 @@
 //   0 completed; 74 data read failed (nvme-io-error); 73 snapshot write found the disk full;
 //   3 nothing valid to resume from (the supervisor stops: never a silent fresh start).
 // Everything it decides goes to the log with its reason and numbers, and to history().
+//
+// Ranks: the group is the job. A rank that crashes, hangs (no beats on *its* page) or exits non-zero
+// is a fault of the job: the other ranks are stopped (SIGTERM, SIGKILL after a short grace) and,
+// when the plan has a recovery point, every rank is restarted (they agree among themselves on the
+// snapshot step to resume). The job completes when every rank has exited 0. With one worker (no
+// --nproc-per-node) everything, log lines included, is as it was before ranks existed.
 #pragma once
 
 #include "admission/PlanRecheck.h"
 #include "executor/Logger.h"
 #include "executor/ResizePolicy.h"
 #include "executor/Session.h"
+#include "executor/WorkerGroup.h"
 #include "hal/Topology.h"
-#include "worker/ControlPage.h"
 
 #include <csignal>
 #include <functional>
@@ -33,6 +39,7 @@ struct Fault {
   FaultClass kind = FaultClass::WorkerCrashed;
   std::string detail;  // "SIGKILL", "exit 74", "sim slice 3 on gpu 0 missed 3 heartbeats"
   unsigned gpu = 0;    // GpuLost: the GPU
+  std::optional<unsigned> rank = std::nullopt; // the rank it is of (its exit, its silence); none: the job's resources
 };
 
 // Worker exit statuses with a meaning to the supervisor (the worker side: WorkerApi.h users).
@@ -48,6 +55,14 @@ struct SupervisorOptions {
   std::map<std::string, std::string> environment; // extra worker environment (the submitter's)
   uint32_t maxRestarts = 10;
   bool resumeAfterNodeLoss = false; // the first worker resumes: an executor before this one was lost
+  // Ranks of one job (--nproc-per-node N, like torchrun): 0 is a single worker without the rank
+  // environment, as before; N >= 1 starts N ranks with RANK, WORLD_SIZE, MASTER_ADDR/PORT, ...
+  unsigned nprocPerNode = 0;
+  // How long the other ranks get to end after SIGTERM when one rank failed, before SIGKILL.
+  uint64_t rankStopGraceNs = 2'000'000'000;
+  // The plan file being run (absolute), exported as MSCALE_PLAN; empty: none to name (the agent's
+  // plans arrive as bytes).
+  std::string planPath;
   // The node the re-checks of resized or moved plans run against (the live node, reloaded).
   std::function<std::optional<hal::Topology>(DiagnosticEngine &)> loadTopology;
   admission::RecheckOptions recheck;
@@ -76,7 +91,10 @@ public:
   // The same, driven by an event loop that supervises many (the agent): start(), then
   // onWorkerExit() when waitpid reports the worker, and tick() whenever nextWakeNs() has come.
   bool start(DiagnosticEngine &diags);
-  // Recovers when it should. The final status when supervision is over; nullopt while a new worker runs.
+  // Recovers when it should. The final status when supervision is over; nullopt while a worker
+  // (a rank, a restarted group) still runs. `pid` is the worker waitpid reported; the form without
+  // it is for a single worker (session.workerPid()).
+  std::optional<int> onWorkerExit(pid_t pid, int waitStatus, DiagnosticEngine &diags);
   std::optional<int> onWorkerExit(int waitStatus, DiagnosticEngine &diags);
   void tick(uint64_t nowNs);
   uint64_t nextWakeNs(uint64_t nowNs) const;
@@ -89,13 +107,17 @@ public:
   void shutdown();
 
   const std::vector<HistoryEntry> &history() const { return history_; }
+  const WorkerGroup &workers() const { return group_; }
   // The monitor's latest sample of each GPU slice (status reads these: sampling advances a window).
   std::vector<Session::GpuSample> lastSamples() const;
   static uint64_t monotonicNs();
 
 private:
   struct SliceWatch;
+  // Starts every rank (one worker when there are no ranks) of a new attempt.
   bool startWorker(DiagnosticEngine &diags, const std::string &restartReason);
+  // Every rank of an attempt has ended: completion, a recovery, or the end of supervision.
+  std::optional<int> finishAttempt(uint64_t now, DiagnosticEngine &diags);
   void heartbeatTick(uint64_t now);
   void monitorTick(uint64_t now);
   void handOverTick(uint64_t now);
@@ -110,18 +132,20 @@ private:
                   std::string &error);
   void resetControllers();
   void record(const std::string &kind, const std::string &text);
-  std::string stepText() const; // "step 64", or "restore" while the worker restores
+  // "step 64", or "restore" while the worker restores: of `rank`, else of the job (the step every rank has done).
+  std::string stepText(std::optional<unsigned> rank = std::nullopt) const;
+  std::string rankText(std::optional<unsigned> rank) const; // " (rank 1)" where there are several, else ""
   uint64_t hangAfterNs() const;
   void noteProgress(uint64_t now);
 
   Session &session_;
   Logger &log_;
   SupervisorOptions options_;
-  std::unique_ptr<worker::ControlPageHost> control_;
-  int memoryTierFd_ = -1;
+  WorkerGroup group_; // the ranks (one for a single worker): pids, control pages, memory tiers
   bool recoverable_ = false;
   uint32_t restarts_ = 0;
-  std::optional<Fault> pendingFault_;   // raised while the worker ran: it is being stopped
+  std::optional<Fault> pendingFault_;   // this attempt failed: the ranks still running are being stopped
+  std::optional<unsigned> cannotResume_; // a restarted rank found no snapshot (exit 3): stop, ERR_EXEC_022
   bool stopping_ = false;               // a forwarded signal: the worker's end is not a fault
   uint64_t heartbeatNs_, windowNs_;
   uint32_t misses_;
@@ -129,7 +153,6 @@ private:
   std::vector<SliceWatch> slices_;
   std::map<uint64_t, uint32_t> qpMisses_;      // missed heartbeats by QP group id (GPU slices: id | 1<<63)
   std::map<uint64_t, uint64_t> lastGood_;      // the same keys: when they last answered
-  uint64_t lastBeats_ = 0, lastBeatNs_ = 0;
   bool everBeat_ = false; // some worker of this contract used the control page
   std::map<size_t, Session::GpuSample> lastSamples_;
   // Recovery timing: fault raised -> worker stopped -> moved -> started -> restored -> first step.

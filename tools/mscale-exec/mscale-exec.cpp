@@ -1,7 +1,8 @@
 // mscale-exec: the node side of a plan. Thin: parses options, the work is in executor/.
-//   mscale-exec run plan.msp [--log FILE] [--config node.yaml] -- CMD ARGS
+//   mscale-exec run plan.msp [--log FILE] [--config node.yaml] [--nproc-per-node N] -- CMD ARGS
 //   mscale-exec serve --socket PATH [--config node.yaml] [--metrics PORT|unix:PATH] [--log FILE]
 #include "executor/Run.h"
+#include "executor/WorkerGroup.h"
 #include "executor/agent/Agent.h"
 #include "support/Version.h"
 
@@ -31,6 +32,11 @@ cl::opt<bool> Strict("strict-fingerprint", cl::desc("Refuse a plan whose topolog
 cl::opt<bool> DryRun("check-only", cl::desc("Re-check the plan against the node and stop"), cl::sub(RunCmd));
 cl::opt<unsigned> MaxRestarts("max-restarts", cl::desc("Worker restarts after faults before giving up (default 10)"),
                               cl::init(10), cl::sub(RunCmd));
+// A string, not cl::opt<unsigned>: "0", "two" and "1000" get the tool's coded error, not LLVM's.
+cl::opt<std::string> NprocPerNode("nproc-per-node",
+                                  cl::desc("Run the worker command as N ranks of one job, like torchrun (RANK, "
+                                           "WORLD_SIZE, MASTER_ADDR/PORT; 1 to 256); supervised as one"),
+                                  cl::value_desc("N"), cl::sub(RunCmd));
 cl::opt<bool> Resume("resume", cl::desc("This job's previous executor was lost: the first worker resumes from the "
                                         "newest snapshot (the disk tier)"),
                      cl::sub(RunCmd));
@@ -109,6 +115,15 @@ int main(int argc, char **argv) {
       return 2;
     }
     exec::RunOptions o;
+    if (NprocPerNode.getNumOccurrences()) {
+      unsigned n = 0;
+      if (llvm::StringRef(NprocPerNode).getAsInteger(10, n) || n < 1 || n > exec::kMaxRanksPerNode) {
+        llvm::errs() << "mscale-exec: error[ERR_DRV_005]: invalid option value: --nproc-per-node '" << NprocPerNode
+                     << "': the number of ranks must be a whole number from 1 to " << exec::kMaxRanksPerNode << "\n";
+        return 2;
+      }
+      o.nprocPerNode = n;
+    }
     o.planPath = PlanPath;
     o.command.assign(Command.begin(), Command.end());
     if (!o.command.empty() && o.command.front() == "--")

@@ -1,0 +1,267 @@
+#include "executor/WorkerGroup.h"
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <netinet/in.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace msc::exec {
+
+std::optional<uint16_t> freeLoopbackPort(uint16_t avoid, std::string &error) {
+  // The kernel's ephemeral choice is random enough that a second try almost never repeats; a few
+  // tries keep `avoid` out for certain without a port range of our own to manage.
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      error = std::string("socket: ") + std::strerror(errno);
+      return std::nullopt;
+    }
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = 0;
+    socklen_t len = sizeof addr;
+    if (::bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &len) != 0) {
+      error = std::string("bind 127.0.0.1:0: ") + std::strerror(errno);
+      ::close(fd);
+      return std::nullopt;
+    }
+    ::close(fd);
+    uint16_t port = ntohs(addr.sin_port);
+    if (port != avoid)
+      return port;
+  }
+  error = "the kernel kept offering port " + std::to_string(avoid);
+  return std::nullopt;
+}
+
+WorkerGroup::WorkerGroup(unsigned size, bool rankEnvironment) : rankEnvironment_(rankEnvironment) {
+  ranks_.resize(std::max(1u, size));
+  for (unsigned r = 0; r < ranks_.size(); ++r)
+    ranks_[r].index = r;
+}
+
+WorkerGroup::~WorkerGroup() {
+  for (Rank &r : ranks_)
+    if (r.memoryTierFd >= 0)
+      ::close(r.memoryTierFd);
+}
+
+void WorkerGroup::prepare(bool memoryTier, std::vector<std::string> &warnings) {
+  for (Rank &r : ranks_) {
+    // One rank's name in a warning only where there are several (the single worker's lines stay).
+    std::string whose = ranks_.size() > 1 ? " for rank " + std::to_string(r.index) : std::string();
+    std::string error;
+    if (!r.control) {
+      r.control = worker::ControlPageHost::create(error);
+      if (!r.control)
+        warnings.push_back("no worker control page" + whose + " (" + error +
+                           "): worker heartbeats and slice hand-over notices are off");
+    }
+    if (memoryTier && r.memoryTierFd < 0) {
+      std::string name = ranks_.size() > 1 ? "mscale-snapshots-rank-" + std::to_string(r.index) : "mscale-snapshots";
+      r.memoryTierFd = ::memfd_create(name.c_str(), MFD_CLOEXEC);
+      if (r.memoryTierFd < 0)
+        warnings.push_back("no in-memory snapshot tier" + whose + ": memfd_create: " + std::strerror(errno));
+    }
+  }
+}
+
+bool WorkerGroup::start(const std::vector<std::string> &command, const std::map<std::string, std::string> &env,
+                        const RankLauncher &launch, uint64_t nowNs, DiagnosticEngine &diags) {
+  stopDeadlineNs_ = UINT64_MAX;
+  if (rankEnvironment_) {
+    std::string error;
+    std::optional<uint16_t> port = freeLoopbackPort(masterPort_, error);
+    if (!port) {
+      diags.report(DiagCode::ERR_EXEC_009) << (command.empty() ? std::string() : command[0])
+                                           << "no free loopback port for MASTER_PORT: " + error;
+      return false;
+    }
+    masterPort_ = *port;
+  }
+  std::string world = std::to_string(ranks_.size());
+  for (Rank &r : ranks_) {
+    r.pid = -1;
+    r.status.reset();
+    std::map<std::string, std::string> rankEnv = env;
+    std::vector<int> fds;
+    if (r.control) {
+      r.control->resetForNewWorker();
+      rankEnv["MSCALE_CONTROL_FD"] = std::to_string(r.control->fd());
+      fds.push_back(r.control->fd());
+    }
+    if (r.memoryTierFd >= 0) {
+      rankEnv["MSCALE_SNAPSHOT_MEMFD"] = std::to_string(r.memoryTierFd);
+      fds.push_back(r.memoryTierFd);
+    }
+    if (rankEnvironment_) {
+      // What torchrun --nproc-per-node exports (one node: local rank = rank), and the same under
+      // MSCALE_ names for code that must not mistake another launcher's variables for ours.
+      std::string rank = std::to_string(r.index);
+      for (const char *name : {"RANK", "LOCAL_RANK", "MSCALE_RANK"})
+        rankEnv[name] = rank;
+      for (const char *name : {"WORLD_SIZE", "LOCAL_WORLD_SIZE", "MSCALE_WORLD_SIZE"})
+        rankEnv[name] = world;
+      rankEnv["MASTER_ADDR"] = "127.0.0.1";
+      rankEnv["MASTER_PORT"] = std::to_string(masterPort_);
+    }
+    std::string label = ranks_.size() > 1 ? "rank " + std::to_string(r.index) : std::string();
+    r.pid = launch(command, rankEnv, fds, label, diags);
+    if (r.pid <= 0) {
+      r.pid = -1;
+      signalAll(SIGKILL); // a job without one of its ranks would only wait for it in its first collective
+      return false;
+    }
+    r.lastBeats = 0;
+    r.lastBeatNs = nowNs;
+  }
+  return true;
+}
+
+std::optional<unsigned> WorkerGroup::exited(pid_t pid, int waitStatus) {
+  for (Rank &r : ranks_)
+    if (pid > 0 && r.pid == pid) {
+      r.pid = -1;
+      r.status = waitStatus;
+      return r.index;
+    }
+  return std::nullopt;
+}
+
+void WorkerGroup::stop(std::optional<unsigned> killNow, uint64_t deadlineNs) {
+  for (Rank &r : ranks_)
+    if (r.pid > 0)
+      ::kill(r.pid, killNow && *killNow == r.index ? SIGKILL : SIGTERM);
+  stopDeadlineNs_ = deadlineNs;
+}
+
+bool WorkerGroup::graceExpired(uint64_t nowNs) {
+  if (nowNs < stopDeadlineNs_)
+    return false;
+  stopDeadlineNs_ = UINT64_MAX;
+  return running();
+}
+
+void WorkerGroup::signalAll(int sig) {
+  for (Rank &r : ranks_)
+    if (r.pid > 0)
+      ::kill(r.pid, sig);
+}
+
+bool WorkerGroup::running() const {
+  return std::any_of(ranks_.begin(), ranks_.end(), [](const Rank &r) { return r.pid > 0; });
+}
+
+std::vector<pid_t> WorkerGroup::runningPids() const {
+  std::vector<pid_t> out;
+  for (const Rank &r : ranks_)
+    if (r.pid > 0)
+      out.push_back(r.pid);
+  return out;
+}
+
+bool WorkerGroup::allCompleted() const {
+  return std::all_of(ranks_.begin(), ranks_.end(), [](const Rank &r) {
+    return r.status && WIFEXITED(*r.status) && WEXITSTATUS(*r.status) == 0;
+  });
+}
+
+int WorkerGroup::failingStatus(std::optional<unsigned> preferred) const {
+  auto code = [](int s) { return WIFEXITED(s) ? WEXITSTATUS(s) : 128 + WTERMSIG(s); };
+  if (preferred && *preferred < ranks_.size() && ranks_[*preferred].status)
+    return code(*ranks_[*preferred].status);
+  for (const Rank &r : ranks_)
+    if (r.status && code(*r.status) != 0)
+      return code(*r.status);
+  return 0;
+}
+
+bool WorkerGroup::observeBeats(uint64_t nowNs) {
+  bool beat = false;
+  for (Rank &r : ranks_) {
+    if (r.pid <= 0 || !r.control)
+      continue;
+    uint64_t beats = r.control->beats();
+    if (beats != r.lastBeats) {
+      r.lastBeats = beats;
+      r.lastBeatNs = nowNs;
+      beat = true;
+    }
+  }
+  return beat;
+}
+
+std::optional<unsigned> WorkerGroup::hungRank(uint64_t nowNs, uint64_t hangAfterNs) const {
+  for (const Rank &r : ranks_)
+    if (r.pid > 0 && r.control && r.lastBeats > 0 && nowNs - r.lastBeatNs >= hangAfterNs)
+      return r.index;
+  return std::nullopt;
+}
+
+bool WorkerGroup::hasPages() const {
+  return std::any_of(ranks_.begin(), ranks_.end(), [](const Rank &r) { return r.control != nullptr; });
+}
+
+uint64_t WorkerGroup::step(std::optional<unsigned> rank) const {
+  if (rank)
+    return *rank < ranks_.size() && ranks_[*rank].control ? ranks_[*rank].control->step() : 0;
+  std::optional<uint64_t> lowest;
+  for (const Rank &r : ranks_) {
+    if (!r.control)
+      continue;
+    uint64_t s = r.control->step();
+    if (s == mscale::worker::kStepRestoring)
+      return s;
+    lowest = std::min(lowest.value_or(s), s);
+  }
+  return lowest.value_or(0);
+}
+
+std::optional<uint64_t> WorkerGroup::commonStep() const {
+  if (!hasPages())
+    return std::nullopt;
+  for (const Rank &r : ranks_)
+    if (r.control && r.control->beats() == 0)
+      return std::nullopt;
+  return step(std::nullopt);
+}
+
+double WorkerGroup::reportedTflops() const {
+  double sum = 0;
+  for (const Rank &r : ranks_)
+    if (r.control)
+      sum += r.control->reportedTflops();
+  return sum;
+}
+
+uint64_t WorkerGroup::publishSlices(const std::string &slices) {
+  uint64_t generation = 0;
+  for (Rank &r : ranks_)
+    if (r.control)
+      generation = r.control->publishSlices(slices);
+  return generation;
+}
+
+bool WorkerGroup::acknowledged(uint64_t generation) const {
+  // A rank that has ended takes no notice any more; once none runs, the last word of each counts.
+  bool anyRunning = running(), any = false;
+  for (const Rank &r : ranks_) {
+    if (!r.control || (anyRunning && r.pid <= 0))
+      continue;
+    if (!r.control->acknowledged(generation))
+      return false;
+    any = true;
+  }
+  return any;
+}
+
+} // namespace msc::exec

@@ -1,0 +1,118 @@
+// The ranks of one job on this node (`mscale-exec run --nproc-per-node N`, like torchrun): each rank is
+// a worker process with its own control page and its own memory-tier memfd, so that ranks never share
+// a snapshot region and a rank's heartbeats say whether *that* rank makes progress. The group starts,
+// stops and restarts as one; the supervisor (executor/Supervisor) decides when.
+//
+// Lifetime: the pages and memfds are made once per job (prepare) and outlive every attempt, as the
+// single worker's did: the memory tier must survive the rank it protects. Processes are started
+// through a launcher (the session in mscale-exec: gated into the contract's cgroups) and reaped by
+// whoever waits for them (the supervisor), which reports each end back with exited().
+#pragma once
+
+#include "support/Diagnostic.h"
+#include "worker/ControlPage.h"
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace msc::exec {
+
+// At most this many ranks per node: more than any node has cores for, small enough that a typo
+// (--nproc-per-node 1000) is refused instead of forking a thousand interpreters.
+constexpr unsigned kMaxRanksPerNode = 256;
+
+// Starts one rank's process with `env` (added to the contract's environment) and `fds` inherited;
+// `label` names the rank in log lines ("" for a single worker). Returns the pid, or -1 with a
+// diagnostic reported.
+using RankLauncher = std::function<pid_t(const std::vector<std::string> &argv,
+                                         const std::map<std::string, std::string> &env, const std::vector<int> &fds,
+                                         const std::string &label, DiagnosticEngine &diags)>;
+
+// A free TCP port on 127.0.0.1 (the kernel's choice, bound and released), other than `avoid`: a
+// restarted group must not meet the previous attempt's rendezvous port, which may linger in
+// TIME_WAIT or in a rank that has not let go yet. nullopt with `error` when no socket can be had.
+std::optional<uint16_t> freeLoopbackPort(uint16_t avoid, std::string &error);
+
+class WorkerGroup {
+public:
+  struct Rank {
+    unsigned index = 0;
+    pid_t pid = -1;                                  // -1 once reaped (or before the first start)
+    std::optional<int> status;                       // this attempt's waitpid status, once reaped
+    std::unique_ptr<worker::ControlPageHost> control; // null when no page could be made
+    int memoryTierFd = -1;
+    uint64_t lastBeats = 0, lastBeatNs = 0;          // for hang detection, per rank
+  };
+
+  // `size` ranks; `rankEnvironment`: export RANK, WORLD_SIZE, MASTER_ADDR/PORT, ... (asked for with
+  // --nproc-per-node; a plain single worker gets none of them, as before).
+  WorkerGroup(unsigned size, bool rankEnvironment);
+  ~WorkerGroup();
+  WorkerGroup(const WorkerGroup &) = delete;
+  WorkerGroup &operator=(const WorkerGroup &) = delete;
+
+  // Once per job: each rank's control page and, with `memoryTier`, its memory-tier memfd. What
+  // cannot be had is only a warning (supervision degrades as it did for one worker): `warnings`.
+  void prepare(bool memoryTier, std::vector<std::string> &warnings);
+  // Starts every rank with `env` plus its own variables (pages, memfd, rank environment with a new
+  // MASTER_PORT). False when one cannot start: the ranks already started are sent SIGKILL (their
+  // reaping is left to the owner of the processes, as for any other end).
+  bool start(const std::vector<std::string> &command, const std::map<std::string, std::string> &env,
+             const RankLauncher &launch, uint64_t nowNs, DiagnosticEngine &diags);
+  // A waited-for pid ended: records its status and returns its rank; nullopt when not one of ours.
+  std::optional<unsigned> exited(pid_t pid, int waitStatus);
+
+  // Asks the running ranks to stop: SIGKILL to `killNow` (a hung rank will not act on SIGTERM),
+  // SIGTERM to the others so they can leave their collectives and files cleanly. Ranks still running
+  // at `deadlineNs` are the caller's to kill (graceExpired).
+  void stop(std::optional<unsigned> killNow, uint64_t deadlineNs);
+  // True once, when a stop's grace is over and ranks still run.
+  bool graceExpired(uint64_t nowNs);
+  uint64_t stopDeadlineNs() const { return stopDeadlineNs_; }
+  // Sends `sig` to every running rank.
+  void signalAll(int sig);
+
+  unsigned size() const { return unsigned(ranks_.size()); }
+  bool ranked() const { return rankEnvironment_; }
+  const Rank &rank(unsigned r) const { return ranks_[r]; }
+  bool running() const;                          // some rank has not been reaped
+  std::vector<pid_t> runningPids() const;
+  bool allCompleted() const;                     // every rank exited 0 in this attempt
+  // The status mscale-exec returns for an attempt that did not complete: `preferred`'s (the rank a
+  // fault named) when it ended, else the first rank's, in rank order, that did not exit 0.
+  int failingStatus(std::optional<unsigned> preferred) const;
+  uint16_t masterPort() const { return masterPort_; }
+
+  // Heartbeats: records each running rank's beats. True when some rank beat since the last call.
+  bool observeBeats(uint64_t nowNs);
+  // The first running rank that beat once and then not for `hangAfterNs`, with its silence.
+  std::optional<unsigned> hungRank(uint64_t nowNs, uint64_t hangAfterNs) const;
+  bool hasPages() const;
+  // The step of `rank`, or of the job (the step every rank has done; kStepRestoring while any rank
+  // restores). 0 without pages.
+  uint64_t step(std::optional<unsigned> rank) const;
+  // The job's step once every rank has beaten in this attempt; nullopt before (or without pages).
+  std::optional<uint64_t> commonStep() const;
+  // Sum of the ranks' own TFLOP/s figures (they share the plan's GPU slices).
+  double reportedTflops() const;
+  // Slice hand-over notices, to every rank's page. The pages' generations move in lockstep (every
+  // notice goes to all of them), so one generation names the notice; 0 when it does not fit.
+  uint64_t publishSlices(const std::string &slices);
+  // Every running rank took notice `generation` (when none runs: every rank did); false without pages.
+  bool acknowledged(uint64_t generation) const;
+
+private:
+  std::vector<Rank> ranks_;
+  bool rankEnvironment_;
+  uint16_t masterPort_ = 0;
+  uint64_t stopDeadlineNs_ = UINT64_MAX;
+};
+
+} // namespace msc::exec
