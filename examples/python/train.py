@@ -38,6 +38,7 @@ try:
 except ImportError:  # run from a source tree without the package installed
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(_HERE)), "python"))
     import mscale
+import mscale.io
 from mscale.data import StatefulDataLoader
 from mscale.scheduler import MScaleLRScheduler
 from vlm.data import CaptionDataset, collate

@@ -81,18 +81,18 @@ class _Heartbeat:
             from mscale import io as _io  # the worker runtime's C ABI; only needed under mscale-exec
             self._beat = _io.heartbeat
 
-    def __call__(self, step: int) -> None:
+    def __call__(self, step: Optional[int]) -> None:
         if self._beat:
             self._beat(step)
 
-    def during(self, step: int) -> "_BeatWhile":
+    def during(self, step: Optional[int]) -> "_BeatWhile":
         return _BeatWhile(self, step)
 
 
 class _BeatWhile:
-    RESTORING = 2**64 - 1  # worker::kStepRestoring
+    RESTORING = None  # the worker runtime's "restoring, step not known yet"
 
-    def __init__(self, beat: _Heartbeat, step: int) -> None:
+    def __init__(self, beat: _Heartbeat, step: Optional[int]) -> None:
         self._beat, self._step = beat, step
         self._done = threading.Event()
         self._thread: Optional[threading.Thread] = None

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Drives the fault matrix through mscale-exec: runs `mscale-exec run PLAN -- mscale-train-sim ...`
-and injects one fault per attempt at seeded random steps, from outside, the way they happen:
+(or, after `--`, any worker that logs as mscale-train-sim does to WORK/train.log and keeps its disk
+snapshots in WORK/snaps, e.g. examples/python/train.py) and injects one fault per attempt at seeded
+random steps, from outside, the way they happen:
 
   kill9      SIGKILL to the worker                         -> worker-crashed (SIGKILL)
   gpu        `gpu 0 fault lost` in the sim control file    -> gpu-lost, the slice moves to another GPU
@@ -69,16 +71,22 @@ def restart_offset(train_log, after):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--exec", required=True, help="mscale-exec")
-    ap.add_argument("--sim", required=True, help="mscale-train-sim")
+    ap.add_argument("--sim", help="mscale-train-sim (or give the worker command after --)")
     ap.add_argument("--plan", required=True)
     ap.add_argument("--topology", required=True)
     ap.add_argument("--work", required=True)
-    ap.add_argument("--data", required=True)
+    ap.add_argument("--data")
+    ap.add_argument("--heartbeat-timeout", type=float, default=60, help="seconds to wait for a step")
+    ap.add_argument("worker", nargs=argparse.REMAINDER, help="-- CMD ARGS: the worker instead of --sim")
     ap.add_argument("--steps", type=int, default=240)
     ap.add_argument("--every", type=int, default=10)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--faults", default=",".join(FAULTS))
     a = ap.parse_args()
+    if a.worker[:1] == ["--"]:
+        a.worker = a.worker[1:]
+    if bool(a.sim) == bool(a.worker):
+        ap.error("give either --sim (with --data) or a worker command after --")
     sys.stdout.reconfigure(line_buffering=True)
 
     os.makedirs(a.work, exist_ok=True)
@@ -101,8 +109,8 @@ def main():
             eio_args = ["--eio-at-step", "%d@%d" % (step, attempt)]
 
     env = dict(os.environ, MSCALE_SIM_CONTROL=control)
-    worker = [a.sim, "--data", a.data, "--steps", str(a.steps), "--snapshot-every", str(a.every),
-              "--snapshot-dir", snap_dir, "--log", train_log, "--step-delay-ms", "10", "--quiet"] + eio_args
+    worker = a.worker or [a.sim, "--data", a.data, "--steps", str(a.steps), "--snapshot-every", str(a.every),
+                          "--snapshot-dir", snap_dir, "--log", train_log, "--step-delay-ms", "10", "--quiet"] + eio_args
 
     def start(resume):
         cmd = [a.exec, "run", "--log", exec_log, "--topology", a.topology] + \
@@ -115,7 +123,7 @@ def main():
         if f == "eio":  # fires by itself at its step: wait for the restart it causes
             offset = restart_offset(train_log, offset + 1)
             continue
-        if not wait_for_step(train_log, offset, step, proc):
+        if not wait_for_step(train_log, offset, step, proc, a.heartbeat_timeout):
             print("mscale-exec ended (status %s) before step %d of fault %s" % (proc.poll(), step, f))
             return 1
         before = log_size(train_log)
