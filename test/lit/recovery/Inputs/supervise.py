@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "scripts", "recovery"))
 from trainlog import corrupt_first_blob, newest_disk_snapshot, steps_logged
 
 KILL_STYLE = {"kill9", "node-loss", "corrupt"}
