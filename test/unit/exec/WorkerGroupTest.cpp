@@ -1,0 +1,331 @@
+// The ranks of one job (mscale-exec run --nproc-per-node N): what each rank is given, how the group
+// stops and restarts, and the supervisor treating the group as the job. No root needed: the ranks
+// are plain processes (an unapplied session has no cgroups to put them in).
+#include "executor/Session.h"
+#include "executor/Supervisor.h"
+#include "executor/WorkerGroup.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace msc;
+using namespace msc::exec;
+
+namespace {
+
+// A private directory per test, removed at the end.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/msc-worker-group-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
+  std::string read(const std::string &name) const {
+    std::ifstream in(path + "/" + name);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  bool has(const std::string &name) const { return ::access((path + "/" + name).c_str(), F_OK) == 0; }
+};
+
+// Starts ranks as plain children (the session's gate attaches them to cgroups; here there are none).
+RankLauncher plainLauncher() {
+  return [](const std::vector<std::string> &argv, const std::map<std::string, std::string> &env,
+            const std::vector<int> &fds, const std::string &, DiagnosticEngine &) {
+    WorkerEnvironment we;
+    we.variables = env;
+    we.inheritedFds = fds;
+    std::string error;
+    return spawnGated(argv, we, [](pid_t) { return true; }, error);
+  };
+}
+
+std::vector<std::string> shell(const std::string &script) { return {"/bin/sh", "-c", script}; }
+
+// Waits for every running rank and tells the group, as the supervisor does.
+void reapAll(WorkerGroup &group) {
+  for (pid_t pid : group.runningPids()) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    group.exited(pid, status);
+  }
+}
+
+void waitFor(const TempDir &dir, const std::string &name) {
+  for (int i = 0; i < 500 && !dir.has(name); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(dir.has(name)) << name;
+}
+
+} // namespace
+
+TEST(WorkerGroup, FreeLoopbackPortIsNotTheOneToAvoid) {
+  std::string error;
+  std::optional<uint16_t> first = freeLoopbackPort(0, error);
+  ASSERT_TRUE(first) << error;
+  EXPECT_NE(*first, 0);
+  for (int i = 0; i < 20; ++i) {
+    std::optional<uint16_t> next = freeLoopbackPort(*first, error);
+    ASSERT_TRUE(next) << error;
+    EXPECT_NE(*next, *first);
+  }
+}
+
+TEST(WorkerGroup, EachRankGetsItsOwnPageMemoryTierAndTheRankEnvironment) {
+  TempDir dir;
+  WorkerGroup group(3, /*rankEnvironment=*/true);
+  std::vector<std::string> warnings;
+  group.prepare(/*memoryTier=*/true, warnings);
+  EXPECT_TRUE(warnings.empty());
+  CollectingConsumer sink;
+  DiagnosticEngine diags(nullptr, sink);
+  std::string script = "echo \"$RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $MSCALE_RANK $MSCALE_WORLD_SIZE "
+                       "$MASTER_ADDR $MASTER_PORT $MSCALE_CONTROL_FD $MSCALE_SNAPSHOT_MEMFD $SHARED\" > " +
+                       dir.path + "/rank-$RANK";
+  ASSERT_TRUE(group.start(shell(script), {{"SHARED", "all"}}, plainLauncher(), 0, diags));
+  EXPECT_EQ(group.runningPids().size(), 3u);
+  reapAll(group);
+  EXPECT_TRUE(group.allCompleted());
+  EXPECT_FALSE(group.running());
+  std::string port = std::to_string(group.masterPort());
+  for (unsigned r = 0; r < 3; ++r) {
+    const WorkerGroup::Rank &rank = group.rank(r);
+    ASSERT_TRUE(rank.control);
+    ASSERT_GE(rank.memoryTierFd, 0);
+    for (unsigned other = 0; other < r; ++other) {
+      EXPECT_NE(group.rank(other).control->fd(), rank.control->fd());
+      EXPECT_NE(group.rank(other).memoryTierFd, rank.memoryTierFd); // never a shared snapshot region
+    }
+    std::string rs = std::to_string(r);
+    EXPECT_EQ(dir.read("rank-" + rs), rs + " " + rs + " 3 3 " + rs + " 3 127.0.0.1 " + port + " " +
+                                          std::to_string(rank.control->fd()) + " " +
+                                          std::to_string(rank.memoryTierFd) + " all\n");
+  }
+}
+
+TEST(WorkerGroup, ASingleWorkerWithoutRanksGetsNoRankEnvironment) {
+  TempDir dir;
+  WorkerGroup group(1, /*rankEnvironment=*/false);
+  std::vector<std::string> warnings;
+  group.prepare(/*memoryTier=*/false, warnings);
+  CollectingConsumer sink;
+  DiagnosticEngine diags(nullptr, sink);
+  ASSERT_TRUE(group.start(shell("echo \"${RANK-none} ${MASTER_PORT-none} ${MSCALE_SNAPSHOT_MEMFD-none}\" > " +
+                                dir.path + "/out"),
+                          {}, plainLauncher(), 0, diags));
+  reapAll(group);
+  EXPECT_EQ(dir.read("out"), "none none none\n");
+  EXPECT_EQ(group.masterPort(), 0);
+}
+
+TEST(WorkerGroup, StopKillsTheNamedRankTermsTheOthersAndKillsStragglersAfterTheGrace) {
+  TempDir dir;
+  WorkerGroup group(3, true);
+  std::vector<std::string> warnings;
+  group.prepare(false, warnings);
+  CollectingConsumer sink;
+  DiagnosticEngine diags(nullptr, sink);
+  // Rank 1 ignores SIGTERM (ignored signals stay ignored across exec), as a rank stuck in a
+  // collective that masks it would.
+  std::string script = "if [ $RANK = 1 ]; then trap '' TERM; fi; touch " + dir.path + "/ready-$RANK; exec sleep 30";
+  ASSERT_TRUE(group.start(shell(script), {}, plainLauncher(), 0, diags));
+  for (int r = 0; r < 3; ++r)
+    waitFor(dir, "ready-" + std::to_string(r));
+  group.stop(/*killNow=*/2u, /*deadlineNs=*/1000);
+  EXPECT_EQ(group.stopDeadlineNs(), 1000u);
+  for (unsigned r : {0u, 2u}) {
+    int status = 0;
+    pid_t pid = group.rank(r).pid;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_EQ(group.exited(pid, status), r);
+    ASSERT_TRUE(WIFSIGNALED(status));
+    EXPECT_EQ(WTERMSIG(status), r == 2 ? SIGKILL : SIGTERM);
+  }
+  EXPECT_TRUE(group.running());
+  EXPECT_FALSE(group.graceExpired(999));
+  EXPECT_TRUE(group.graceExpired(1000));
+  EXPECT_FALSE(group.graceExpired(2000)); // once: the caller kills then
+  group.signalAll(SIGKILL);
+  reapAll(group);
+  EXPECT_FALSE(group.allCompleted());
+  EXPECT_EQ(group.failingStatus(2u), 128 + SIGKILL); // the rank the fault named
+  EXPECT_EQ(group.failingStatus(std::nullopt), 128 + SIGTERM); // else the first that failed
+}
+
+TEST(WorkerGroup, ARestartGetsANewMasterPortAndKeepsEachRanksPagesAndMemoryTier) {
+  TempDir dir;
+  WorkerGroup group(2, true);
+  std::vector<std::string> warnings;
+  group.prepare(true, warnings);
+  CollectingConsumer sink;
+  DiagnosticEngine diags(nullptr, sink);
+  std::string script = "echo $MASTER_PORT $MSCALE_SNAPSHOT_MEMFD > " + dir.path + "/rank-$RANK.$MSCALE_ATTEMPT";
+  ASSERT_TRUE(group.start(shell(script), {{"MSCALE_ATTEMPT", "0"}}, plainLauncher(), 0, diags));
+  uint16_t firstPort = group.masterPort();
+  int memfd1 = group.rank(1).memoryTierFd;
+  reapAll(group);
+  group.prepare(true, warnings); // a second prepare keeps what exists
+  EXPECT_EQ(group.rank(1).memoryTierFd, memfd1);
+  ASSERT_TRUE(group.start(shell(script), {{"MSCALE_ATTEMPT", "1"}}, plainLauncher(), 0, diags));
+  reapAll(group);
+  EXPECT_NE(group.masterPort(), firstPort);
+  EXPECT_EQ(dir.read("rank-1.0"), std::to_string(firstPort) + " " + std::to_string(memfd1) + "\n");
+  EXPECT_EQ(dir.read("rank-1.1"), std::to_string(group.masterPort()) + " " + std::to_string(memfd1) + "\n");
+}
+
+TEST(WorkerGroup, HeartbeatsAreWatchedPerRank) {
+  WorkerGroup group(2, true);
+  std::vector<std::string> warnings;
+  group.prepare(false, warnings);
+  CollectingConsumer sink;
+  DiagnosticEngine diags(nullptr, sink);
+  ASSERT_TRUE(group.start({"/bin/sleep", "30"}, {}, plainLauncher(), /*nowNs=*/0, diags));
+  // The ranks' side of their pages, as WorkerApi.h's heartbeat() writes them.
+  auto map = [&](unsigned r) {
+    void *p = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, group.rank(r).control->fd(), 0);
+    EXPECT_NE(p, MAP_FAILED);
+    return static_cast<mscale::worker::ControlPage *>(p);
+  };
+  mscale::worker::ControlPage *page0 = map(0), *page1 = map(1);
+  EXPECT_FALSE(group.observeBeats(10));
+  EXPECT_FALSE(group.commonStep()); // nobody has beaten
+  page1->step = 41;
+  page1->beats = 1;
+  EXPECT_TRUE(group.observeBeats(100));
+  EXPECT_FALSE(group.commonStep()); // rank 0 has not beaten yet
+  EXPECT_EQ(group.step(1u), 41u);
+  // Rank 0 never beat: it is not hung; rank 1 beat once and fell silent.
+  EXPECT_FALSE(group.hungRank(249, 150));
+  EXPECT_EQ(group.hungRank(250, 150), 1u);
+  page0->step = 40;
+  page0->beats = 1;
+  page1->beats = 2;
+  EXPECT_TRUE(group.observeBeats(300));
+  EXPECT_FALSE(group.hungRank(449, 150));
+  EXPECT_EQ(group.commonStep(), 40u); // the step every rank has done
+  page1->step = mscale::worker::kStepRestoring;
+  EXPECT_EQ(group.step(std::nullopt), mscale::worker::kStepRestoring);
+  // Hand-over notices reach every rank; acknowledged once all running ranks took them.
+  uint64_t g = group.publishSlices("trainer@0:64:0:0");
+  ASSERT_NE(g, 0u);
+  page0->ackGeneration = g;
+  EXPECT_FALSE(group.acknowledged(g));
+  page1->ackGeneration = g;
+  EXPECT_TRUE(group.acknowledged(g));
+  ::munmap(page0, 4096);
+  ::munmap(page1, 4096);
+  group.signalAll(SIGKILL);
+  reapAll(group);
+}
+
+namespace {
+
+// The supervisor over an unapplied session: ranks are plain children, the log goes to a file.
+struct SupervisedJob {
+  TempDir dir;
+  Logger log{"test", /*toStderr=*/false};
+  plan::Plan plan;
+  std::unique_ptr<Session> session;
+  CollectingConsumer sink;
+  DiagnosticEngine diags{nullptr, sink};
+
+  explicit SupervisedJob(bool recoverable) {
+    std::string error;
+    EXPECT_TRUE(log.openFile(dir.path + "/exec.log", error)) << error;
+    plan.mutable_provenance()->set_contract("ranks");
+    if (recoverable) {
+      plan.mutable_fault_tolerance()->set_snapshot_every_steps(10);
+      plan.mutable_fault_tolerance()->set_in_memory_tier(true);
+    }
+    plan.mutable_fault_tolerance()->set_heartbeat_ns(50'000'000);
+    session = std::make_unique<Session>(plan, "ranks", "ranks.msp", log, SessionOptions{});
+  }
+  int run(SupervisorOptions options) {
+    sigset_t sigs, old;
+    sigemptyset(&sigs);
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD})
+      sigaddset(&sigs, s);
+    ::sigprocmask(SIG_BLOCK, &sigs, &old);
+    Supervisor supervisor(*session, log, std::move(options));
+    int code = supervisor.run(sigs, diags);
+    ::sigprocmask(SIG_SETMASK, &old, nullptr);
+    return code;
+  }
+  std::string logText() const { return dir.read("exec.log"); }
+};
+
+} // namespace
+
+TEST(WorkerGroup, SupervisorRestartsEveryRankWhenOneIsKilledAndCompletesWhenAllExitZero) {
+  SupervisedJob job(/*recoverable=*/true);
+  SupervisorOptions o;
+  o.nprocPerNode = 2;
+  o.planPath = "/plans/ranks.msp";
+  // Rank 1 kills itself on the first attempt; rank 0 would run for a minute unless stopped.
+  o.command = shell("echo \"$MSCALE_ATTEMPT ${MSCALE_RESUME-0} $MSCALE_PLAN\" > " + job.dir.path +
+                    "/rank-$RANK.$MSCALE_ATTEMPT; if [ $MSCALE_ATTEMPT = 0 ]; then if [ $RANK = 1 ]; then "
+                    "kill -9 $$; fi; exec sleep 60; fi");
+  EXPECT_EQ(job.run(std::move(o)), 0);
+  std::string log = job.logText();
+  EXPECT_NE(log.find("fault worker-crashed at step 0 (rank 1: SIGKILL); stopping the other ranks"), std::string::npos)
+      << log;
+  EXPECT_NE(log.find("(rank 0) killed by Terminated"), std::string::npos) << log;
+  EXPECT_NE(log.find("restarting all 2 ranks after worker-crashed at step 0 from the newest snapshot (restart 1 of "
+                     "at most 10)"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("all 2 ranks completed after 1 restart(s)"), std::string::npos) << log;
+  // Rank 0's first attempt may be stopped before it writes anything: only rank 1's is certain.
+  EXPECT_EQ(job.dir.read("rank-1.0"), "0 0 /plans/ranks.msp\n");
+  for (const char *rank : {"0", "1"})
+    EXPECT_EQ(job.dir.read(std::string("rank-") + rank + ".1"), "1 1 /plans/ranks.msp\n");
+  EXPECT_TRUE(job.session->workerPids().empty());
+}
+
+TEST(WorkerGroup, SupervisorKillsARankThatIgnoresSigtermAfterTheGraceAndReturnsTheFailingRanksStatus) {
+  SupervisedJob job(/*recoverable=*/false); // no recovery point: the fault ends the job
+  SupervisorOptions o;
+  o.nprocPerNode = 3;
+  o.rankStopGraceNs = 100'000'000;
+  o.command = shell("if [ $RANK = 2 ]; then sleep 0.2; exit 7; fi; trap '' TERM; exec sleep 60");
+  auto started = std::chrono::steady_clock::now();
+  EXPECT_EQ(job.run(std::move(o)), 7);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(20));
+  std::string log = job.logText();
+  EXPECT_NE(log.find("fault worker-crashed at step 0 (rank 2: exit 7); stopping the other ranks"), std::string::npos)
+      << log;
+  EXPECT_NE(log.find("ranks still running 100.0 ms after SIGTERM: SIGKILL"), std::string::npos) << log;
+  EXPECT_NE(log.find("the plan has no recovery point"), std::string::npos) << log;
+  EXPECT_TRUE(job.session->workerPids().empty());
+}
+
+TEST(WorkerGroup, SupervisorGivesUpAfterTheRestartBudgetWithEveryRankStopped) {
+  SupervisedJob job(true);
+  SupervisorOptions o;
+  o.nprocPerNode = 2;
+  o.maxRestarts = 1;
+  o.command = shell("if [ $RANK = 0 ]; then exit 5; fi; exec sleep 60");
+  EXPECT_EQ(job.run(std::move(o)), 1);
+  std::string log = job.logText();
+  EXPECT_NE(log.find("restarting all 2 ranks after worker-crashed at step 0 from the newest snapshot (restart 1 of "
+                     "at most 1)"),
+            std::string::npos)
+      << log;
+  bool gaveUp = false;
+  for (const Diagnostic &d : job.sink.diags)
+    gaveUp |= d.code == DiagCode::ERR_EXEC_023;
+  EXPECT_TRUE(gaveUp);
+  EXPECT_TRUE(job.session->workerPids().empty());
+}
