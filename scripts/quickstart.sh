@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Sets everything up and runs the main job on this machine: compile the example contracts
 # against the live topology and against a recorded 4xA100 node, print the diagnostics and the
-# plans, and write the plans to build/plans/.
+# plans, and write the plans to build/plans/; then train the example PyTorch job under mscale-exec,
+# kill its worker once, and show the recovery and that the result equals an uninterrupted run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh || exit 1
 # A fresh clone has no build/ yet. Only the tools run below are built (the unit tests and benchmarks
 # are scripts/test.sh's business).
 mkdir -p build
-echo "quickstart: building mscalec, mscale-plan, mscale-cli (log: build/quickstart-build.log)"
-scripts/build.sh release mscalec mscale-plan mscale-cli >build/quickstart-build.log 2>&1 || {
+echo "quickstart: building mscalec, mscale-plan, mscale-cli, mscale-exec and the worker runtime (log: build/quickstart-build.log)"
+scripts/build.sh release mscalec mscale-plan mscale-cli mscale-exec mscale_snapshot mscale_worker \
+  >build/quickstart-build.log 2>&1 || {
   tail -30 build/quickstart-build.log; echo "quickstart: build failed"; exit 1; }
 
 bin=build/bin
@@ -48,5 +50,9 @@ if [[ -f $fixture ]]; then
 else
   echo "(recorded topologies not found at $fixture; skipped)"
 fi
-# The job itself ran: refused contracts are results, not failures of the quickstart.
+
+echo
+echo "== the example PyTorch job: a fault, the recovery, the same result (examples/python/)"
+examples/python/recovery_demo.sh build build/recovery-demo || status=1
+# Refused contracts are results, not failures of the quickstart; a failed recovery is.
 exit $status
