@@ -177,9 +177,10 @@ def _compile(argv_tail: List[str], topology: str, plans: pathlib.Path) -> Tuple[
     return done.returncode, diagnostics, done.stderr
 
 
-def _compile_file(path: pathlib.Path, topology: str, profile: Optional[str],
-                  location: Optional[Location]) -> Tuple[Dict[str, str], List[Diagnostic]]:
-    """Compiles every contract of ``path``; ({contract: plan path}, warnings) or a ContractError."""
+def _compile_file(path: pathlib.Path, topology: str, profile: Optional[str], location: Optional[Location],
+                  label: Optional[str] = None) -> Tuple[Dict[str, str], List[Diagnostic]]:
+    """Compiles every contract of ``path``; ({contract: plan path}, warnings) or a ContractError
+    that names the contract ``label`` (default: the file's name)."""
     try:
         with open(path, "rb") as f:
             f.read(1)
@@ -188,7 +189,7 @@ def _compile_file(path: pathlib.Path, topology: str, profile: Optional[str],
     plans = pathlib.Path(tempfile.mkdtemp(dir=_workdir(), prefix="file-"))
     tail = (["--profile", profile] if profile else []) + [str(path)]
     status, diagnostics, _ = _compile(tail, topology, plans)
-    _raise_if_refused(status, diagnostics, path.stem, topology, location)
+    _raise_if_refused(status, diagnostics, label or path.name, topology, location)
     return {p.stem: str(p) for p in sorted(plans.glob("*.msp"))}, diagnostics
 
 
@@ -212,7 +213,7 @@ def check_file(path: PathLike, topology: str = "live", name: Optional[str] = Non
     Raises ``ContractError`` (``ERR_PY_003``) with the compiler's diagnostics in the ``.msc`` file,
     ``ERR_PY_006`` when the file cannot be read, ``ERR_PY_007`` when ``name`` is not in it."""
     file = pathlib.Path(path)
-    plans, warnings = _compile_file(file, str(topology), profile, None)
+    plans, warnings = _compile_file(file, str(topology), profile, None, name)
     if name is not None and name not in plans:
         raise ContractError("ERR_PY_007", name, file, notes=_holds(plans))
     chosen = [name] if name is not None else list(plans)
@@ -394,7 +395,7 @@ class Contract:
 
     def _check_file(self, topology: str) -> CheckResult:
         path = self._file_path()
-        plans, warnings = _compile_file(path, topology, self._profile, self._location(("file",), "value"))
+        plans, warnings = _compile_file(path, topology, self._profile, self._location(("file",), "value"), self._name)
         name = self._name
         if name is None:
             if len(plans) != 1:
