@@ -9,11 +9,9 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cinttypes>
 #include <cstring>
 #include <ctime>
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <utility>
