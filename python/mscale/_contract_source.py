@@ -130,7 +130,8 @@ _STEPS = re.compile(r"(?:steps?[_-]?\s*(\d+)|(\d+)\s*steps?)", re.I)
 _CALL = re.compile(r"(hugepages|every)\s*\([^;{}\"\n]*\)")
 
 
-def _got(value: Any) -> str:
+def got(value: Any) -> str:
+    """What ERR_PY_002 says it got: the type and a short repr."""
     text = repr(value)
     if len(text) > 40:
         text = text[:37] + "..."
@@ -138,7 +139,7 @@ def _got(value: Any) -> str:
 
 
 def _wrong(path: KeyPath, kind: str, value: Any) -> SpecProblem:
-    return SpecProblem("ERR_PY_002", dotted(path), EXPECTED[kind], _got(value), path=path)
+    return SpecProblem("ERR_PY_002", dotted(path), EXPECTED[kind], got(value), path=path)
 
 
 def _is_int(value: Any) -> bool:
@@ -355,7 +356,7 @@ def _check_keys(given: Iterable[str], known: Mapping[str, Any], path: KeyPath, w
                 extra: Sequence[str] = ()) -> None:
     for key in given:
         if not isinstance(key, str):
-            raise SpecProblem("ERR_PY_002", dotted(path), "a dict with str keys", _got(key), path=path)
+            raise SpecProblem("ERR_PY_002", dotted(path), "a dict with str keys", got(key), path=path)
         if key not in known and key not in extra:
             raise SpecProblem("ERR_PY_001", key, where, path=path + (key,),
                               notes=did_you_mean(key, list(known) + list(extra)))
@@ -399,7 +400,7 @@ def generate(name: str, profile: Optional[str], compute: Mapping[str, Any], sect
         for role, values in roles.items():
             if not isinstance(role, str) or not is_identifier(role):
                 raise SpecProblem("ERR_PY_002", "io_topology", "a dict whose keys are role names (%s)"
-                                  % EXPECTED["identifier"], _got(role), path=("io_topology",))
+                                  % EXPECTED["identifier"], got(role), path=("io_topology",))
             _section(w, "    ", role, values, schema.get("role", {}), ("io_topology", role), extra=(POOL_COUNT_KEY,))
             if isinstance(values, Mapping) and POOL_COUNT_KEY in values and "memory_pool" not in values:
                 raise SpecProblem("ERR_PY_010", "'%s' needs 'memory_pool' in the same role" % POOL_COUNT_KEY,

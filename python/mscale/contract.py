@@ -511,19 +511,19 @@ def mscale_contract(_function: Optional[Callable[..., Any]] = None, /, *,
         raise usage("ERR_PY_010", "file= names an existing contract; '%s' cannot be added to it" % given[0],
                     path=(given[0],))
     if name is not None and not (isinstance(name, str) and gen.is_identifier(name)):
-        raise usage("ERR_PY_002", "name", "a contract name (%s)" % gen.EXPECTED["identifier"], gen._got(name),
+        raise usage("ERR_PY_002", "name", "a contract name (%s)" % gen.EXPECTED["identifier"], gen.got(name),
                     path=("name",), part="value")
     profile = None
     if compute_profile is not None:
         # The language's names use '_'; 'mlvm-heavy' is how people write them. Whether the profile
         # exists is the compiler's to say (with its own did-you-mean).
         if not isinstance(compute_profile, str) or not gen.is_identifier(compute_profile.replace("-", "_")):
-            raise usage("ERR_PY_002", "compute_profile", gen.EXPECTED["profile"], gen._got(compute_profile),
+            raise usage("ERR_PY_002", "compute_profile", gen.EXPECTED["profile"], gen.got(compute_profile),
                         path=("compute_profile",), part="value")
         profile = compute_profile.replace("-", "_")
     for key, value in (("file", file), ("topology", topology), ("agent_socket", agent_socket)):
         if value is not None and not isinstance(value, (str, os.PathLike)):
-            raise usage("ERR_PY_002", key, "a str or path", gen._got(value), path=(key,), part="value")
+            raise usage("ERR_PY_002", key, "a str or path", gen.got(value), path=(key,), part="value")
     return Contract(site, profile=profile, compute=fields,
                     sections={k: v for k, v in sections.items() if v is not None}, name=name, file=file,
                     topology=os.fspath(topology), agent_socket=agent_socket)

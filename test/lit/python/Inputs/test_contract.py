@@ -8,7 +8,6 @@ import os
 import pathlib
 import stat
 import subprocess
-import sys
 import tempfile
 import unittest
 from unittest import mock
