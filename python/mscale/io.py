@@ -34,6 +34,7 @@ STEP_RESTORING = (1 << 64) - 1
 # paths does not need all of them in memory twice; the queue is refilled across a batch's files.
 _BATCH_BYTES = 64 << 20
 _BATCH_FILES = 4096
+_SCRATCH_KEPT = 8 << 20
 
 PathLike = Union[str, bytes, "os.PathLike[str]"]
 
@@ -296,10 +297,11 @@ class UringReader:
         self.role = role
         self.chunk_bytes = chunk_bytes
         self._lib = library()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # _read holds it across its batches (they share the scratch buffer)
         self._handle: Optional[int] = None
         self._pid = 0
         self._closed = False
+        self._scratch = bytearray()
         self._ring()
 
     # The ring of this process, made on first use after a fork.
@@ -389,6 +391,10 @@ class UringReader:
 
     # Reads (name, offset, length) items into fresh buffers, in batches of bounded size.
     def _read(self, items: List[Tuple[bytes, int, int]], whole: bool) -> List[bytes]:
+        with self._lock:
+            return self._read_locked(items, whole)
+
+    def _read_locked(self, items: List[Tuple[bytes, int, int]], whole: bool) -> List[bytes]:
         out: List[bytes] = []
         start = 0
         while start < len(items):
@@ -396,7 +402,7 @@ class UringReader:
             while end < len(items) and end - start < _BATCH_FILES and (end == start or total + items[end][2] <= _BATCH_BYTES):
                 total += items[end][2]
                 end += 1
-            buf = bytearray(total)
+            buf = self._scratch_of(total)
             holder = (ctypes.c_char * total).from_buffer(buf) if total else None  # pins buf's memory
             base = ctypes.addressof(holder) if holder is not None else 0
             batch, at = [], 0
@@ -412,7 +418,17 @@ class UringReader:
                 at += length
             view.release()
             start = end
+        if len(self._scratch) > _SCRATCH_KEPT:
+            self._scratch = bytearray()
         return out
+
+    # The buffer batches are read into before they are cut into bytes. Kept between calls (up to
+    # _SCRATCH_KEPT bytes): a fresh one would be page-faulted in again on every call, which costs
+    # more than the reads themselves when the files are small and in the page cache.
+    def _scratch_of(self, size: int) -> bytearray:
+        if len(self._scratch) < size:
+            self._scratch = bytearray(size)
+        return self._scratch
 
     # One call into the library; returns the byte counts, raising the coded error of the first failure.
     def _batch(self, batch: List[Tuple[bytes, int, int, int]], whole: bool) -> List[int]:
