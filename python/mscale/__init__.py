@@ -13,13 +13,21 @@ This package grows module by module (issue 13):
 * ``mscale.resume`` -- ``ExactResume``: model, optimizer, scheduler, loader position, RNG states and
   loss scale captured at the plan's recovery points into the worker runtime's snapshot store, and
   restored on restart; ``mscale_snapshot()`` / ``mscale_restore()`` for explicit use.
+* ``mscale.contract`` -- ``@mscale_contract``: the contract a training function needs, compiled by the
+  project's own compiler; ``ContractError`` carries its diagnostics at the decorator's lines.
+* ``mscale.io``, ``mscale.gds`` -- the worker runtime's io_uring reader at the plan's queue depth, role
+  placement of loader threads and processes, the heartbeat; ``GDSLoader``.
 * ``mscale.errors`` -- the package's coded errors (``error[ERR_PY_NNN]: ...``).
 """
 
+from mscale.contract import ContractError, mscale_contract
 from mscale.data import StatefulDataLoader, StatefulSampler
 from mscale.errors import MScaleError, ResumeError, SnapshotError, UsageError
 from mscale.resume import ExactResume, exit_status_of, mscale_restore, mscale_snapshot
+from mscale.gds import GDSLoader
+from mscale.io import UringReader, pin_to_role, role_worker_init
 from mscale.scheduler import MScaleLRScheduler
 
-__all__ = ["ExactResume", "MScaleError", "MScaleLRScheduler", "ResumeError", "SnapshotError", "StatefulDataLoader",
-           "StatefulSampler", "UsageError", "exit_status_of", "mscale_restore", "mscale_snapshot"]
+__all__ = ["ContractError", "ExactResume", "GDSLoader", "MScaleError", "MScaleLRScheduler", "ResumeError",
+           "SnapshotError", "StatefulDataLoader", "StatefulSampler", "UringReader", "UsageError", "exit_status_of",
+           "mscale_contract", "mscale_restore", "mscale_snapshot", "pin_to_role", "role_worker_init"]

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import ctypes
 import os
-import pathlib
-from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
+from mscale import _native
 from mscale.errors import SnapshotError
 
 ABI_VERSION = 1
@@ -26,25 +26,6 @@ _p = ctypes.c_void_p
 class _Options(ctypes.Structure):
     _fields_ = [("disk_dir", ctypes.c_char_p), ("memory_tier", ctypes.c_int), ("memory_fd", ctypes.c_int),
                 ("memory_name", ctypes.c_char_p), ("keep", ctypes.c_uint32), ("memory_slots", ctypes.c_uint32)]
-
-
-def library_candidates(file_name: str, env_var: str) -> List[str]:
-    """Where the package looks for one of the worker runtime's libraries, in order: the file named by
-    ``env_var``; ``lib/`` beside the tools on ``MSCALE_BIN``; the build tree this package sits in
-    (``<repo>/build/lib``); the installed prefix (``<prefix>/lib``); the dynamic loader's path."""
-    here = pathlib.Path(__file__).resolve().parent
-    out: List[str] = []
-    if os.environ.get(env_var):
-        return [os.environ[env_var]]
-    if os.environ.get("MSCALE_BIN"):
-        out.append(str(pathlib.Path(os.environ["MSCALE_BIN"]).parent / "lib" / file_name))
-    out.append(str(here.parent.parent / "build" / "lib" / file_name))
-    for parent in here.parents:  # <prefix>/lib/python3/dist-packages/mscale -> <prefix>/lib
-        if parent.name == "lib":
-            out.append(str(parent / file_name))
-            break
-    out.append(file_name)
-    return out
 
 
 def _declare(lib: ctypes.CDLL) -> None:
@@ -82,31 +63,16 @@ _lib: Optional[ctypes.CDLL] = None
 
 
 def library() -> ctypes.CDLL:
-    """The loaded library (once per process); ERR_PY_020 when none can be loaded."""
+    """The loaded library (once per process; the search: ``mscale._native``, with
+    ``MSCALE_SNAPSHOT_LIB`` as the override); ERR_PY_020 when none can be loaded."""
     global _lib
-    if _lib is not None:
-        return _lib
-    tried: List[str] = []
-    for candidate in library_candidates("libmscale_snapshot.so", "MSCALE_SNAPSHOT_LIB"):
-        if os.sep in candidate and not os.path.exists(candidate):
-            tried.append("no file '%s'" % candidate)
-            continue
+    if _lib is None:
         try:
-            lib = ctypes.CDLL(candidate)
-        except OSError as e:
-            tried.append(str(e))
-            continue
-        try:
-            _declare(lib)
-        except AttributeError as e:
-            raise SnapshotError("ERR_PY_020", "'%s' lacks a function this package calls (%s)" % (candidate, e))
-        version = lib.msc_snap_abi_version()
-        if version != ABI_VERSION:
-            raise SnapshotError("ERR_PY_020", "'%s' has ABI version %d; this package speaks %d"
-                                % (candidate, version, ABI_VERSION))
-        _lib = lib
-        return lib
-    raise SnapshotError("ERR_PY_020", "; ".join(tried) or "libmscale_snapshot.so not found")
+            _lib = _native.load(("libmscale_snapshot.so",), "MSCALE_SNAPSHOT_LIB", "msc_snap_abi_version",
+                                ABI_VERSION, _declare)
+        except _native.LoadFailure as e:
+            raise SnapshotError("ERR_PY_020", str(e))
+    return _lib
 
 
 def _last_error() -> str:

@@ -13,11 +13,11 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import pathlib
 import stat
 import threading
 from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
+from mscale import _native
 from mscale.errors import MScaleError, UsageError
 
 __all__ = ["DataError", "PlacementError", "UringReader", "heartbeat", "library", "pin_to_role",
@@ -57,28 +57,6 @@ _lib: Optional[ctypes.CDLL] = None
 _lib_lock = threading.Lock()
 
 
-def library_candidates() -> List[str]:
-    """Where the library is looked for, in order: ``MSCALE_WORKER_LIB`` (the file, or a folder that
-    holds it); ``lib/`` beside the tools on ``MSCALE_BIN``; the build tree this package sits in
-    (``<repo>/build/lib``); ``lib/`` of the prefix the package is installed under; the loader's path
-    (bare names)."""
-    here = pathlib.Path(__file__).resolve().parent
-    env = os.environ.get(LIBRARY_ENV)
-    if env:
-        if os.path.isdir(env):
-            return [os.path.join(env, n) for n in LIBRARY_NAMES]
-        return [env]
-    dirs: List[pathlib.Path] = []
-    if os.environ.get("MSCALE_BIN"):
-        dirs.append(pathlib.Path(os.environ["MSCALE_BIN"]).parent / "lib")
-    dirs.append(here.parent.parent / "build" / "lib")
-    for parent in here.parents:  # <prefix>/lib/python3/dist-packages/mscale -> <prefix>/lib
-        if parent.name == "lib":
-            dirs.append(parent)
-            break
-    return [str(d / n) for d in dirs for n in LIBRARY_NAMES] + list(LIBRARY_NAMES)
-
-
 def _declare(lib: ctypes.CDLL) -> None:
     c_int, c_uint, c_str, u64, p = ctypes.c_int, ctypes.c_uint, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_void_p
     P = ctypes.POINTER
@@ -106,39 +84,17 @@ def _declare(lib: ctypes.CDLL) -> None:
 
 
 def library() -> ctypes.CDLL:
-    """The worker runtime's library, loaded once; ``ERR_PY_040`` when none of the candidates loads
-    or the one that does speaks another ABI version."""
+    """The worker runtime's library, loaded once (the search: ``mscale._native``, with
+    ``MSCALE_WORKER_LIB`` as the override); ``ERR_PY_040`` when none of the candidates loads or the
+    one that does speaks another ABI version."""
     global _lib
     with _lib_lock:
-        if _lib is not None:
-            return _lib
-        candidates = library_candidates()
-        reasons = []
-        for path in candidates:
-            if os.sep in path and not os.path.exists(path):
-                continue
+        if _lib is None:
             try:
-                lib = ctypes.CDLL(path)
-            except OSError as e:
-                reasons.append(str(e))
-                continue
-            try:
-                version = lib.msc_worker_abi_version()
-            except AttributeError:
-                reasons.append("'%s' is not the worker runtime's library" % path)
-                continue
-            if version != ABI_VERSION:
-                reasons.append("'%s' has ABI version %d; this package needs %d" % (path, version, ABI_VERSION))
-                continue
-            _declare(lib)
-            _lib = lib
-            return lib
-        if os.environ.get(LIBRARY_ENV) and not reasons:
-            reasons.append("%s='%s' does not exist" % (LIBRARY_ENV, os.environ[LIBRARY_ENV]))
-        if not reasons:
-            reasons.append("'%s' is in none of %s and not on the loader's path"
-                           % (LIBRARY_NAMES[0], ", ".join(sorted({os.path.dirname(c) for c in candidates if os.sep in c}))))
-        raise DataError("ERR_PY_040", "; ".join(reasons))
+                _lib = _native.load(LIBRARY_NAMES, LIBRARY_ENV, "msc_worker_abi_version", ABI_VERSION, _declare)
+            except _native.LoadFailure as e:
+                raise DataError("ERR_PY_040", str(e))
+        return _lib
 
 
 def _last_error(lib: ctypes.CDLL) -> str:

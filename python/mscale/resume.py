@@ -33,7 +33,6 @@ import os
 import random
 import sys
 import threading
-import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import torch
