@@ -12,7 +12,7 @@ saying how each attempt started, and ``final step S params SHA256`` at the end: 
 
 With ``WORLD_SIZE`` > 1 (``mscale-exec run --nproc-per-node 2``, or torchrun) the ranks train one
 model with ``DistributedDataParallel`` over gloo: every rank reads the same global batch order and
-takes its share of each batch; each rank writes ``<log>.rank<R>``.
+takes its share of each batch; rank 0 writes ``--log``, rank R > 0 ``<log>.rank<R>``.
 
 ``--checkpoint FILE`` replaces the snapshot store with a plain ``torch.save`` of the same state every
 ``--every`` steps and ``torch.load`` on start: the baseline the benchmark compares recovery against.
@@ -121,7 +121,8 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument("--every", type=int, help="snapshot cadence in steps; default: the plan's")
     ap.add_argument("--no-snapshots", action="store_true", help="train without exact-resume state")
     ap.add_argument("--checkpoint", help="the torch.save/torch.load baseline instead of the snapshot store")
-    ap.add_argument("--timing", help="append 'first-step <unix seconds>' and per-step times here")
+    ap.add_argument("--timing", help="append 'first-step <unix seconds> started <unix seconds>' of this attempt "
+                    "and 'loop-seconds S steps N' of the training loop here (the benchmark reads them)")
     a = ap.parse_args(argv)
     started = time.time()
 
@@ -152,7 +153,7 @@ def main(argv: Sequence[str]) -> int:
                                 num_workers=a.workers, drop_last=True, collate_fn=collate, **extra)
     trained = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
 
-    log_path = a.log + (".rank%d" % rank if world > 1 else "")
+    log_path = a.log + (".rank%d" % rank if rank > 0 else "")  # rank 0 writes the log the tools watch
     log = open(log_path, "a", buffering=1)
     if os.environ.get("MSCALE_RESTART_REASON"):
         log.write("# restart after fault %s\n" % os.environ["MSCALE_RESTART_REASON"])
@@ -170,6 +171,7 @@ def main(argv: Sequence[str]) -> int:
 
     model.train()  # dropout on
     timing = open(a.timing, "a", buffering=1) if a.timing else None
+    loop_started, first = time.time(), step
     while step <= a.steps:
         epoch = loader.epoch
         for batch in loader:
@@ -191,6 +193,8 @@ def main(argv: Sequence[str]) -> int:
                 break
     if state:
         state.close()
+    if timing:
+        timing.write("loop-seconds %.6f steps %d\n" % (time.time() - loop_started, a.steps - first + 1))
     log.write("final step %d params %s\n" % (a.steps, parameter_digest(model)))
     log.close()
     if world > 1:

@@ -33,11 +33,12 @@ def log_size(path):
     return os.path.getsize(path) if os.path.exists(path) else 0
 
 
-def worker_of(exec_pid):
+def worker_of(exec_pid, index=0):
+    """The executor's `index`-th worker process (with --nproc-per-node: rank `index`, started in order)."""
     try:
         with open("/proc/%d/task/%d/children" % (exec_pid, exec_pid)) as f:
-            kids = f.read().split()
-        return int(kids[0]) if kids else None
+            kids = sorted(int(k) for k in f.read().split())
+        return kids[index] if len(kids) > index else None
     except FileNotFoundError:
         return None
 
@@ -82,6 +83,8 @@ def main():
     ap.add_argument("--every", type=int, default=10)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--faults", default=",".join(FAULTS))
+    ap.add_argument("--exec-arg", action="append", default=[], help="an option for `mscale-exec run` (repeatable)")
+    ap.add_argument("--victim", type=int, default=0, help="which worker process kill9/hang hit (a rank)")
     a = ap.parse_args()
     if a.worker[:1] == ["--"]:
         a.worker = a.worker[1:]
@@ -113,7 +116,7 @@ def main():
                           "--snapshot-dir", snap_dir, "--log", train_log, "--step-delay-ms", "10", "--quiet"] + eio_args
 
     def start(resume):
-        cmd = [a.exec, "run", "--log", exec_log, "--topology", a.topology] + \
+        cmd = [a.exec, "run", "--log", exec_log, "--topology", a.topology] + a.exec_arg + \
               (["--resume"] if resume else []) + [a.plan, "--"] + worker
         return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -128,7 +131,7 @@ def main():
             return 1
         before = log_size(train_log)
         if f == "kill9":
-            os.kill(worker_of(proc.pid), signal.SIGKILL)
+            os.kill(worker_of(proc.pid, a.victim), signal.SIGKILL)
         elif f == "gpu":
             with open(control, "a") as c:
                 c.write("gpu 0 fault lost\n")
@@ -136,7 +139,7 @@ def main():
             with open(control, "a") as c:
                 c.write("rdma mlx5_0 1 down\n")
         elif f == "hang":
-            os.kill(worker_of(proc.pid), signal.SIGSTOP)
+            os.kill(worker_of(proc.pid, a.victim), signal.SIGSTOP)
         elif f == "node-loss":
             proc.kill()
             proc.wait()

@@ -112,8 +112,9 @@ class TinyVLM(nn.Module):
         self.norm = nn.LayerNorm(dim)
         self.head = nn.Linear(dim, vocab, bias=False)
         length = self.num_patches + max_tokens
-        # Not persistent: it is a function of the shape, so a state_dict need not carry it.
-        self.register_buffer("blocked", torch.ones(length, length, dtype=torch.bool).triu(1),
+        # Not persistent: it is a function of the shape, so a state_dict need not carry it. uint8, not
+        # bool: DistributedDataParallel broadcasts buffers at start and gloo has no bool type.
+        self.register_buffer("blocked", torch.ones(length, length, dtype=torch.uint8).triu(1),
                              persistent=False)
         self.apply(self._init_weights)
         nn.init.normal_(self.vision_pos, std=0.02)
@@ -150,7 +151,7 @@ class TinyVLM(nn.Module):
         text = self.token_embed(tokens) + self.text_pos[:, :length]
         x = self.drop(torch.cat([image, text], dim=1))
         total = self.num_patches + length
-        blocked = self.blocked[:total, :total]
+        blocked = self.blocked[:total, :total].bool()
         for block in self.blocks:
             x = block(x, blocked)
         return self.head(self.norm(x[:, self.num_patches:]))
