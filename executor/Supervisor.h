@@ -60,8 +60,8 @@ struct SupervisorOptions {
   unsigned nprocPerNode = 0;
   // How long the other ranks get to end after SIGTERM when one rank failed, before SIGKILL.
   uint64_t rankStopGraceNs = 2'000'000'000;
-  // The plan file being run (absolute), exported as MSCALE_PLAN; empty: none to name (the agent's
-  // plans arrive as bytes).
+  // The plan file being run (absolute), exported as MSCALE_PLAN: the one `run` was given, or the
+  // agent's state file of the contract; empty: none to name (an agent without a state directory).
   std::string planPath;
   // The node the re-checks of resized or moved plans run against (the live node, reloaded).
   std::function<std::optional<hal::Topology>(DiagnosticEngine &)> loadTopology;

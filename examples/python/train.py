@@ -109,6 +109,9 @@ class TorchSaveCheckpoint:
         pass
 
 
+# Under mscale-exec the decorator checks that the plan being run is this contract's, compiled for
+# this node; alone, it checks that the node could honour it and says that nothing enforces it.
+@mscale.mscale_contract(file=os.path.join(_HERE, "train.msc"), name="tiny_vlm")
 def main(argv: Sequence[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", required=True, help="a data set made by make_dataset.py")

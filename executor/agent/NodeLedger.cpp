@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <dirent.h>
+#include <filesystem>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -64,6 +65,10 @@ admission::Held NodeLedger::heldExcept(const std::string &contract) const {
   return admission::heldByPlans(plans, /*hugepagesTakenFromFree=*/true);
 }
 
+std::string NodeLedger::statePath(const std::string &contract) const {
+  return options_.config.stateDir + "/" + contract + ".msp";
+}
+
 bool NodeLedger::persist(const Contract &c, DiagnosticEngine &diags) {
   if (options_.config.stateDir.empty())
     return true;
@@ -72,7 +77,7 @@ bool NodeLedger::persist(const Contract &c, DiagnosticEngine &diags) {
     diags.report(DiagCode::ERR_EXEC_018) << dir << errnoText(errno);
     return false;
   }
-  return plan::writePlanFile(c.session->plan(), dir + "/" + c.session->contract() + ".msp", diags);
+  return plan::writePlanFile(c.session->plan(), statePath(c.session->contract()), diags);
 }
 
 void NodeLedger::loadState(DiagnosticEngine &diags) {
@@ -123,6 +128,8 @@ std::unique_ptr<Supervisor> NodeLedger::makeSupervisor(Session &session, std::ve
   SupervisorOptions o;
   o.command = std::move(command);
   o.environment = std::move(environment);
+  if (!options_.config.stateDir.empty()) // the worker's MSCALE_PLAN: kept current across resizes
+    o.planPath = std::filesystem::absolute(statePath(session.contract())).string();
   o.recheck = admission::RecheckOptions{planName, options_.config.strictFingerprint,
                                         options_.config.hugepageAutoAllocate};
   o.loadTopology = [topology = options_.topology](DiagnosticEngine &d) {
@@ -170,19 +177,21 @@ const NodeLedger::Contract *NodeLedger::admit(const plan::Plan &plan, const std:
     return nullptr;
   bool withWorker = !command.empty();
   c->supervisor = makeSupervisor(*c->session, command, std::move(environment), planName);
+  // Persisted before the worker starts: the state file is the plan its MSCALE_PLAN names.
+  if (!persist(*c, diags)) {
+    c->session->release(diags);
+    return nullptr;
+  }
   if (withWorker) {
     if (!c->supervisor->start(diags)) {
+      if (!options_.config.stateDir.empty())
+        ::unlink(statePath(name).c_str());
       c->session->release(diags);
       return nullptr;
     }
     c->command = std::move(command);
     c->workerState = WorkerState::Running;
     c->lastPid = c->session->workerPid();
-  }
-  if (!persist(*c, diags)) {
-    c->supervisor->shutdown();
-    c->session->release(diags);
-    return nullptr;
   }
   log_.info(name, "admitted plan '" + planName + "'");
   return (contracts_[name] = std::move(c)).get();
@@ -195,7 +204,7 @@ void NodeLedger::release(const std::string &contract, DiagnosticEngine &diags) {
   it->second->supervisor->shutdown();
   it->second->session->release(diags);
   if (!options_.config.stateDir.empty())
-    ::unlink((options_.config.stateDir + "/" + contract + ".msp").c_str());
+    ::unlink(statePath(contract).c_str());
   contracts_.erase(it);
 }
 

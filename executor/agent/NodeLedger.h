@@ -74,6 +74,8 @@ public:
 
 private:
   void reapWorkers();
+  // The plan file of `contract` in the state directory (only meaningful when one is configured).
+  std::string statePath(const std::string &contract) const;
   bool persist(const Contract &c, DiagnosticEngine &diags);
   SessionOptions sessionOptions() const;
   std::unique_ptr<Supervisor> makeSupervisor(Session &session, std::vector<std::string> command,

@@ -429,6 +429,8 @@ class Contract:
                 raise
             if running:
                 result = dataclasses.replace(result, mode="exec")
+                print("mscale: contract '%s' is the plan mscale-exec runs ('%s')" % (result.contract, running),
+                      file=sys.stderr)
             elif socket:
                 result = dataclasses.replace(result, mode="agent", contract_id=contract_id)
                 print("mscale: contract '%s' submitted to the agent at '%s' as '%s'"
