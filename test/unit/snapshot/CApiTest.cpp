@@ -62,6 +62,8 @@ TEST_F(CApiTest, RoundTripThroughDlopen) {
   SYM(msc_snap_restored_loss_scale);
   SYM(msc_snap_restored_free);
   SYM(msc_snap_destroy_memory_tier);
+  SYM(msc_snap_restore_at_most);
+  SYM(msc_snap_list_steps);
   ASSERT_FALSE(HasFailure());
   EXPECT_EQ(msc_snap_abi_version(), MSC_SNAP_ABI_VERSION);
 
@@ -113,6 +115,17 @@ TEST_F(CApiTest, RoundTripThroughDlopen) {
   EXPECT_EQ(scale, 8192);
   EXPECT_EQ(nHist, 2u);
   msc_snap_restored_free(r);
+
+  // The steps present, newest first (memory and disk each hold 10 and 20), and a step bound.
+  uint64_t steps[8] = {};
+  ASSERT_EQ(msc_snap_list_steps(store, steps, 8), 4u);
+  EXPECT_EQ(steps[0], 20u);
+  EXPECT_EQ(steps[3], 10u);
+  EXPECT_EQ(msc_snap_list_steps(store, nullptr, 0), 4u);
+  ASSERT_EQ(msc_snap_restore_at_most(store, 19, &r), 0);
+  EXPECT_EQ(msc_snap_restored_step(r), 10u);
+  msc_snap_restored_free(r);
+  EXPECT_EQ(msc_snap_restore_at_most(store, 5, &r), 3); // ERR_SNAP_003: nothing that old
 
   msc_snap_destroy_memory_tier(store); // node loss: the disk tier answers
   ASSERT_EQ(msc_snap_restore(store, &r), 0);

@@ -193,6 +193,21 @@ TEST_F(SnapshotTest, NewestAcrossTiersWins) {
   EXPECT_EQ(r.find("model")->owned[0], 30);
 }
 
+// The all-ranks rule of a distributed job: a rank restores the newest step every rank committed,
+// even when it has newer ones itself; a bound below every snapshot is "nothing to restore".
+TEST_F(SnapshotTest, RestoreAtMostAStep) {
+  auto store = open(options());
+  ASSERT_TRUE(store->save(meta(10), blobs(10)).ok());
+  ASSERT_TRUE(store->save(meta(20), blobs(20)).ok());
+  Restored r;
+  ASSERT_TRUE(store->restoreAtMost(15, r).ok());
+  EXPECT_EQ(r.meta.step, 10u);
+  EXPECT_EQ(r.find("model")->owned[0], 10);
+  ASSERT_TRUE(store->restoreAtMost(20, r).ok());
+  EXPECT_EQ(r.meta.step, 20u);
+  EXPECT_EQ(store->restoreAtMost(9, r).code, ErrorCode::ERR_SNAP_003);
+}
+
 TEST_F(SnapshotTest, KeepsTheLastK) {
   auto o = options(true, true);
   o.keep = 2;
