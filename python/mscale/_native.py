@@ -67,3 +67,23 @@ def load(names: Sequence[str], env_var: str, version_symbol: str, abi_version: i
         reasons.append("'%s' is in none of %s and not on the loader's path" % (
             names[0], ", ".join(sorted({os.path.dirname(c) for c in candidates if os.sep in c}))))
     raise LoadFailure("; ".join(reasons))
+
+
+class ClosesOnExit:
+    """``with`` support and a best-effort close at garbage collection for the objects that hold a
+    library handle (readers, loaders, stores); the subclass defines ``close()``."""
+
+    def close(self) -> None:  # overridden
+        raise NotImplementedError
+
+    def __enter__(self):  # type: ignore[no-untyped-def]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: the library may be gone already
+            pass

@@ -112,7 +112,7 @@ class NothingToRestore(Exception):
         self.skipped = skipped
 
 
-class Store:
+class Store(_native.ClosesOnExit):
     """One snapshot store: a disk tier in ``directory`` and, unless ``memory_tier`` is False, the
     in-memory tier (the executor's memfd from ``MSCALE_SNAPSHOT_MEMFD``, else a shared-memory region
     named after the directory)."""
@@ -132,12 +132,6 @@ class Store:
         if self._handle:
             library().msc_snap_close(self._handle)
             self._handle = _p()
-
-    def __del__(self) -> None:  # a store left open at exit keeps nothing the OS does not reclaim
-        try:
-            self.close()
-        except Exception:  # interpreter shutdown: the library may already be gone
-            pass
 
     def destroy_memory_tier(self) -> None:
         library().msc_snap_destroy_memory_tier(self._handle)

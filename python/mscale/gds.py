@@ -20,6 +20,7 @@ from typing import Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 import torch
 
+from mscale import _native
 from mscale.errors import MScaleError, UsageError
 from mscale.io import DataError, UringReader
 
@@ -173,7 +174,7 @@ def _check_range(offset: object, length: object) -> None:
             raise UsageError("ERR_PY_044", "a byte range's %s must be a non-negative int, got %r" % (what, v))
 
 
-class GDSLoader:
+class GDSLoader(_native.ClosesOnExit):
     """Reads ``path`` (all of it, or byte ranges) into uint8 tensors.
 
     ``gds_device`` is the NVMe the contract put the data on (``None``: any device); GDS is used only
@@ -248,17 +249,6 @@ class GDSLoader:
         if self._reader is not None:
             self._reader.close()
 
-    def __enter__(self) -> "GDSLoader":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # interpreter shutdown
-            pass
 
     def read(self, offset: int = 0, length: Optional[int] = None) -> torch.Tensor:
         """``length`` bytes at ``offset`` (default: to the end of the file)."""

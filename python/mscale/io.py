@@ -233,7 +233,7 @@ def _check_range(offset: object, length: object) -> Tuple[int, int]:
     return offset, length  # type: ignore[return-value]
 
 
-class UringReader:
+class UringReader(_native.ClosesOnExit):
     """Reads files and byte ranges with ``queue_depth`` reads in flight on one io_uring ring.
 
     ``queue_depth`` defaults to the depth the plan gave ``role`` (``MSCALE_ROLE_<ROLE>_IO_DEPTH``),
@@ -279,17 +279,6 @@ class UringReader:
                 self._lib.msc_worker_reader_close(self._handle)
             self._handle, self._closed = None, True
 
-    def __enter__(self) -> "UringReader":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # interpreter shutdown: the library may be gone already
-            pass
 
     @property
     def max_in_flight(self) -> int:
