@@ -125,7 +125,8 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument("--no-snapshots", action="store_true", help="train without exact-resume state")
     ap.add_argument("--checkpoint", help="the torch.save/torch.load baseline instead of the snapshot store")
     ap.add_argument("--timing", help="append 'first-step <unix seconds> started <unix seconds>' of this attempt "
-                    "and 'loop-seconds S steps N' of the training loop here (the benchmark reads them)")
+                    "and 'loop-seconds S steps N snapshot-seconds T snapshots K' of the training loop here "
+                    "(the benchmark reads them)")
     a = ap.parse_args(argv)
     started = time.time()
 
@@ -175,6 +176,7 @@ def main(argv: Sequence[str]) -> int:
     model.train()  # dropout on
     timing = open(a.timing, "a", buffering=1) if a.timing else None
     loop_started, first = time.time(), step
+    snapshot_seconds, snapshots = 0.0, 0  # the training thread's time in snapshots (the benchmark's)
     while step <= a.steps:
         epoch = loader.epoch
         for batch in loader:
@@ -190,14 +192,18 @@ def main(argv: Sequence[str]) -> int:
             if timing and step == _first_step_of(state):
                 timing.write("first-step %.6f started %.6f\n" % (time.time(), started))
             if state:
-                state.step_done(step)
+                before = time.perf_counter()
+                if state.step_done(step):
+                    snapshot_seconds += time.perf_counter() - before
+                    snapshots += 1
             step += 1
             if step > a.steps:
                 break
     if state:
         state.close()
     if timing:
-        timing.write("loop-seconds %.6f steps %d\n" % (time.time() - loop_started, a.steps - first + 1))
+        timing.write("loop-seconds %.6f steps %d snapshot-seconds %.6f snapshots %d\n" % (
+            time.time() - loop_started, a.steps - first + 1, snapshot_seconds, snapshots))
     log.write("final step %d params %s\n" % (a.steps, parameter_digest(model)))
     log.close()
     if world > 1:
