@@ -189,7 +189,7 @@ def main(argv: Sequence[str]) -> int:
             scheduler.step()
             log.write("step %d epoch %d ids %s loss %s lr %s scale 1\n" % (
                 step, epoch, ",".join(str(int(i)) for i in batch["ids"]), loss.item().hex(), float(lr).hex()))
-            if timing and step == _first_step_of(state):
+            if timing and step == first:
                 timing.write("first-step %.6f started %.6f\n" % (time.time(), started))
             if state:
                 before = time.perf_counter()
@@ -223,11 +223,6 @@ def _log_start(log: Any, state: Any, step: int, loader: StatefulDataLoader) -> N
         log.write("# resume step %d from file snapshot %d\n" % (step, step - 1))
     else:
         log.write("# start step 1 (%s)\n" % ("no snapshot" if state else "snapshots off"))
-
-
-def _first_step_of(state: Any) -> int:
-    restored = getattr(state, "restored_from", None)
-    return restored.step + 1 if restored is not None else 1
 
 
 def _share(batch: Dict[str, Any], rank: int, world: int) -> Dict[str, Any]:
