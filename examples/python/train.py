@@ -118,7 +118,8 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--batch-size", type=int, default=8, help="the global batch (split over the ranks)")
-    ap.add_argument("--workers", type=int, default=0, help="data-loader worker processes")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="data-loader worker processes (on the image_loader role's cores under mscale-exec)")
     ap.add_argument("--log", required=True, help="the per-step log (appended to)")
     ap.add_argument("--snapshot-dir", help="default: the plan's (MSCALE_SNAPSHOT_DIR)")
     ap.add_argument("--every", type=int, help="snapshot cadence in steps; default: the plan's")
