@@ -29,4 +29,7 @@ function(msc_tool name)
   target_compile_options(${name} PRIVATE ${MSC_WARNING_FLAGS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS})
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
+  # Installed as <prefix>/bin/<tool>, beside <prefix>/share/megascale/stdlib (driver's default) and
+  # <prefix>/lib (the worker libraries the Python package loads).
+  install(TARGETS ${name} RUNTIME DESTINATION bin COMPONENT tools)
 endfunction()

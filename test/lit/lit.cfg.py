@@ -23,6 +23,7 @@ config.environment.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error
 config.substitutions.append(("%fixtures", config.msc_fixtures_dir))
 config.substitutions.append(("%stdlib", os.path.join(config.msc_src_root, "stdlib")))
 config.substitutions.append(("%examples", os.path.join(config.msc_src_root, "examples")))
+config.substitutions.append(("%obj_root", config.msc_obj_root))
 config.substitutions.append(("%python", shutil.which("python3") or "python3"))
 # The mscale Python package runs on Debian's interpreter (python3-torch lives there, not in a
 # python3 that PATH may put first), importable from the source tree.
