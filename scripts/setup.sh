@@ -8,6 +8,9 @@ packages=(
   libboost-dev cmake ninja-build pkg-config python3 ccache
   # The mscale Python package and its tests run on Debian's interpreter (/usr/bin/python3).
   python3-torch python3-numpy python3-pil
+  # The cluster (cluster/): a real etcd 3.4 for its members and etcdctl, gRPC C++ and its protoc
+  # plugin for the client, and etcd's own .proto files (cluster/etcd generates from them).
+  etcd-server etcd-client libgrpc++-dev protobuf-compiler-grpc golang-etcd-server-dev
 )
 missing=()
 for p in "${packages[@]}"; do
