@@ -3,6 +3,7 @@
 #include "admission/Rules.h"
 #include "support/Units.h"
 
+#include <llvm/ADT/STLExtras.h>
 #include <llvm/Support/MathExtras.h>
 
 #include <map>
@@ -155,6 +156,22 @@ void checkQueuePairs(const Claims &claims, const Held &held, const RuleContext &
 }
 
 } // namespace
+
+const Claims *gpuHolder(const Held &held, const PciAddress &gpu) {
+  for (const Claims &other : held.contracts)
+    for (const RoleClaims &role : other.roles)
+      if (role.gpu && role.gpu->found && role.gpu->pci == gpu)
+        return &other;
+  return nullptr;
+}
+
+const Claims *coreHolder(const Held &held, unsigned core) {
+  for (const Claims &other : held.contracts)
+    for (const RoleClaims &role : other.roles)
+      if (llvm::is_contained(role.physicalCores, core))
+        return &other;
+  return nullptr;
+}
 
 void checkAgainstHeld(const Claims &claims, const Held &held, const RuleContext &ctx,
                       const std::vector<HugepageReservation> &reservations) {

@@ -60,4 +60,10 @@ void checkRdmaPorts(const Claims &claims, const RuleContext &ctx);
 void checkAgainstHeld(const Claims &claims, const Held &held, const RuleContext &ctx,
                       const std::vector<HugepageReservation> &reservations = {});
 
+// Who already holds a resource, for placement that binds unnamed requests (`gpu = any`,
+// `cpu_cores = N local`) around what is admitted: the first admitted contract holding a slice of
+// the GPU, or the physical core (named by its first PU); null when none does.
+const Claims *gpuHolder(const Held &held, const PciAddress &gpu);
+const Claims *coreHolder(const Held &held, unsigned core);
+
 } // namespace msc::admission

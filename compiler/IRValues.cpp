@@ -224,9 +224,32 @@ std::optional<double> ValueConverter::convert<FieldKind::Real>(const ast::Value 
   return value;
 }
 
+// `N local`: N whole physical cores that placement binds near the role's device. The grammar reads
+// `local` as the unit of the number, so it arrives as a quantity.
+std::optional<ir::CpuCores> ValueConverter::localCores(const ast::Value &v, const FieldInfo &f) {
+  auto count = integer(v, v.text, v.range, f);
+  if (!count)
+    return std::nullopt;
+  if (*count < 1 || *count > 4096) {
+    diags_.report(DiagCode::ERR_SEM_009, v.range) << (v.text + " local") << f.name << "1..4096 whole cores";
+    return std::nullopt;
+  }
+  ir::CpuCores cores;
+  cores.localCores = static_cast<uint32_t>(*count);
+  return cores;
+}
+
 template <>
-std::optional<std::vector<uint32_t>> ValueConverter::convert<FieldKind::CpuList>(const ast::Value &v,
-                                                                                 const FieldInfo &f) {
+std::optional<ir::CpuCores> ValueConverter::convert<FieldKind::CpuList>(const ast::Value &v, const FieldInfo &f) {
+  if (v.kind == ast::Value::Kind::Number && v.unit == "local")
+    return localCores(v, f);
+  if (v.kind == ast::Value::Kind::Number && !v.unit.empty() && !dimensionOfUnit(v.unit)) {
+    DiagBuilder d = diags_.report(DiagCode::ERR_SEM_006, v.unitRange);
+    d << v.unit << ("'" + f.name.str() + "'");
+    if (closestMatch(v.unit, {"local"}))
+      d.noteWithFixIt(Location{v.unitRange, {}, 0}, "did you mean 'local'?", {v.unitRange, "local"});
+    return std::nullopt;
+  }
   std::vector<const ast::Value *> items;
   if (v.kind == ast::Value::Kind::List) {
     for (const auto &e : v.elements)
@@ -279,7 +302,7 @@ std::optional<std::vector<uint32_t>> ValueConverter::convert<FieldKind::CpuList>
     diags_.report(DiagCode::ERR_SEM_009, v.range) << "[]" << f.name << "at least one CPU";
     return std::nullopt;
   }
-  return cpus;
+  return ir::CpuCores(cpus.begin(), cpus.end());
 }
 
 template <>
@@ -331,7 +354,14 @@ std::optional<ir::GpuRef> ValueConverter::convert<FieldKind::GpuRef>(const ast::
     ref.uuid = v.text;
     return ref;
   }
-  mismatch(v, f);
+  if (v.kind == ast::Value::Kind::Ident && v.text == "any") {
+    ref.form = ir::GpuRef::Form::Any;
+    return ref;
+  }
+  DiagBuilder d = diags_.report(DiagCode::ERR_SEM_005, v.range);
+  d << f.name << ir::fieldKindName(f.kind) << describe(v);
+  if (v.kind == ast::Value::Kind::Ident && closestMatch(v.text, {"any"}))
+    d.noteWithFixIt(Location{v.range, {}, 0}, "did you mean 'any'?", {v.range, "any"});
   return std::nullopt;
 }
 
@@ -343,6 +373,11 @@ std::optional<ir::RdmaPortRef> ValueConverter::convert<FieldKind::RdmaPort>(cons
     return std::nullopt;
   }
   ir::RdmaPortRef ref;
+  // A bare `nearest` asks placement to bind the HCA; a device is named by a string or other word.
+  if (v.kind == ast::Value::Kind::Ident && v.text == "nearest") {
+    ref.nearest = true;
+    return ref;
+  }
   auto [device, port] = llvm::StringRef(v.text).rsplit(':');
   ref.device = device.str();
   if (device.empty()) {

@@ -49,6 +49,7 @@ private:
   // A number with a unit of `dim`, in base units.
   std::optional<uint64_t> quantity(const ast::Value &v, const FieldInfo &f, Dimension dim);
   std::optional<PciAddress> pciOf(const ast::Value &v, const FieldInfo &f, bool &domainGiven);
+  std::optional<ir::CpuCores> localCores(const ast::Value &v, const FieldInfo &f);
   std::optional<uint32_t> cpuNumber(llvm::StringRef text, llvm::SMRange range, const FieldInfo &f);
 
   DiagnosticEngine &diags_;

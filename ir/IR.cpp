@@ -13,10 +13,10 @@ llvm::StringRef fieldKindName(FieldKind kind) {
   case FieldKind::Percent: return "a percentage (e.g. 15%)";
   case FieldKind::Bandwidth: return "a bandwidth (e.g. 100Gbps)";
   case FieldKind::Real: return "a number";
-  case FieldKind::CpuList: return "a list of CPU numbers or ranges (e.g. [2, 4..7])";
+  case FieldKind::CpuList: return "a list of CPU numbers or ranges (e.g. [2, 4..7]), or N local";
   case FieldKind::PciBus: return "a PCIe domain and bus (e.g. \"0000:81\")";
-  case FieldKind::GpuRef: return "a GPU index, PCI address or UUID";
-  case FieldKind::RdmaPort: return "an RDMA port (e.g. \"mlx5_0:1\")";
+  case FieldKind::GpuRef: return "a GPU index, PCI address or UUID, or any";
+  case FieldKind::RdmaPort: return "an RDMA port (e.g. \"mlx5_0:1\"), or nearest";
   case FieldKind::HugepagePool: return "hugepages(PAGE_SIZE, count = N)";
   case FieldKind::RecoveryPoint: return "every(N steps) or every(DURATION)";
   case FieldKind::StringList: return "a list of names";

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace msc::ir {
@@ -36,7 +37,8 @@ enum class FieldKind {
 llvm::StringRef fieldKindName(FieldKind kind); // "an integer", "a size", ... for diagnostics
 
 struct GpuRef {
-  enum class Form { Index, Pci, Uuid };
+  // Any: `gpu = any`, a GPU the placement binds on the node (passes/Binding.h); the others name one.
+  enum class Form { Index, Pci, Uuid, Any };
   Form form = Form::Index;
   uint32_t index = 0;
   PciAddress pci;
@@ -46,9 +48,21 @@ struct GpuRef {
 };
 
 struct RdmaPortRef {
-  std::string device; // "mlx5_0"
+  std::string device; // "mlx5_0"; empty when `nearest` until placement binds it
   uint32_t port = 1;  // ports are numbered from 1
+  bool nearest = false; // `rdma_port = nearest`: the HCA closest to the role's GPU by PCIe path
   bool operator==(const RdmaPortRef &) const = default;
+};
+
+// A role's cpu_cores: logical CPUs as listed, or `N local`: N whole physical cores near the role's
+// device, which placement binds on the node (passes/Binding.h). A vector underneath so that the
+// listed form reads as the CPU list it always was.
+struct CpuCores : std::vector<uint32_t> {
+  using std::vector<uint32_t>::vector;
+  CpuCores() = default;
+  explicit CpuCores(const std::vector<uint32_t> &cpus) : std::vector<uint32_t>(cpus) {}
+  uint32_t localCores = 0; // N of `N local`; the list is empty until bound
+  bool operator==(const CpuCores &) const = default;
 };
 
 struct HugepagePool {
@@ -73,7 +87,7 @@ template <> struct KindType<FieldKind::Temperature> { using type = MilliCelsius;
 template <> struct KindType<FieldKind::Percent> { using type = PartsPerMillion; };
 template <> struct KindType<FieldKind::Bandwidth> { using type = BitsPerSecond; };
 template <> struct KindType<FieldKind::Real> { using type = double; };
-template <> struct KindType<FieldKind::CpuList> { using type = std::vector<uint32_t>; };
+template <> struct KindType<FieldKind::CpuList> { using type = CpuCores; };
 template <> struct KindType<FieldKind::PciBus> { using type = msc::PciBus; };
 template <> struct KindType<FieldKind::GpuRef> { using type = GpuRef; };
 template <> struct KindType<FieldKind::RdmaPort> { using type = RdmaPortRef; };
@@ -92,6 +106,14 @@ struct Origin {
 template <typename T> struct Field {
   T value{};
   Origin origin;
+
+  // A field of a wider value kind, e.g. a plain CPU list as a role's cpu_cores (CpuCores): code
+  // that builds IR by hand keeps writing the list it always wrote.
+  template <typename U>
+    requires(!std::is_same_v<T, U> && std::is_constructible_v<U, const T &>)
+  operator Field<U>() const {
+    return Field<U>{U(value), origin};
+  }
 };
 
 #define MSC_DECLARE_FIELD(NAME, KIND, MIN, MAX, CHOICES, DOC)                                   \

@@ -50,6 +50,12 @@ std::string formatValue(const std::vector<uint32_t> &cpus) {
   return out + "]";
 }
 
+std::string formatValue(const CpuCores &cpus) {
+  if (cpus.localCores && cpus.empty())
+    return std::to_string(cpus.localCores) + " local";
+  return formatValue(static_cast<const std::vector<uint32_t> &>(cpus));
+}
+
 std::string formatValue(const msc::PciBus &v) { return "\"" + v.str() + "\""; }
 
 std::string formatValue(const GpuRef &v) {
@@ -57,11 +63,16 @@ std::string formatValue(const GpuRef &v) {
   case GpuRef::Form::Index: return std::to_string(v.index);
   case GpuRef::Form::Pci: return v.pci.str();
   case GpuRef::Form::Uuid: return formatValue(v.uuid);
+  case GpuRef::Form::Any: return "any";
   }
   return "";
 }
 
-std::string formatValue(const RdmaPortRef &v) { return "\"" + v.device + ":" + std::to_string(v.port) + "\""; }
+std::string formatValue(const RdmaPortRef &v) {
+  if (v.nearest && v.device.empty())
+    return "nearest";
+  return "\"" + v.device + ":" + std::to_string(v.port) + "\"";
+}
 
 std::string formatValue(const HugepagePool &v) {
   return "hugepages(" + formatBytes(v.pageSize) + ", count = " + std::to_string(v.count) + ")";

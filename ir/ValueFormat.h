@@ -17,6 +17,7 @@ std::string formatValue(MilliCelsius v);
 std::string formatValue(PartsPerMillion v);
 std::string formatValue(BitsPerSecond v);
 std::string formatValue(const std::vector<uint32_t> &cpus); // "[2..5, 8]"
+std::string formatValue(const CpuCores &cpus);              // the list, or "4 local"
 std::string formatValue(const msc::PciBus &v);
 std::string formatValue(const GpuRef &v);
 std::string formatValue(const RdmaPortRef &v);

@@ -113,8 +113,9 @@ plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement,
     if (f.rdma_port) {
       plan::RdmaSetting *rd = out.add_rdma();
       rd->set_role(role.name);
-      rd->set_device(f.rdma_port->value.device);
-      rd->set_port(f.rdma_port->value.port);
+      // From the placement: `rdma_port = nearest` names its device only once bound.
+      rd->set_device(r->rdmaDevice);
+      rd->set_port(r->rdmaPort);
       rd->set_queue_pairs(queuePairsOf(contract, role));
       rd->set_max_outstanding(static_cast<uint32_t>(valueOr(f.max_outstanding, int64_t(128))));
       rd->set_retry_count(static_cast<uint32_t>(valueOr(f.retry_count, int64_t(7))));

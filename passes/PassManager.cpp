@@ -1,5 +1,6 @@
 #include "passes/PassManager.h"
 
+#include "passes/Binding.h"
 #include "passes/ContractClaims.h"
 #include "passes/Passes.h"
 #include "passes/Resolve.h"
@@ -49,9 +50,22 @@ CheckedContract PassManager::check(const ir::Contract &contract, const hal::Topo
                                    const admission::Held &held, DiagnosticEngine &diags,
                                    const Instrumentation &instrumentation) {
   CheckedContract out;
-  out.placement = place(contract, topology);
-  out.claims = claimsOf(contract, out.placement, topology);
-  PassContext ctx{contract, topology, held, diags, out.placement, out.claims, out.decisions};
+  // Requests that name no device are bound on the node first; everything after sees the bound
+  // contract, so a bound GPU, HCA or core is placed, claimed and checked like a named one.
+  std::optional<BoundContract> bound;
+  if (topology && hasUnboundRequests(contract))
+    bound = bindContract(contract, *topology, held, diags);
+  const ir::Contract &checked = bound ? bound->contract : contract;
+  out.placement = place(checked, topology);
+  if (bound)
+    for (RolePlacement &r : out.placement.roles)
+      if (auto it = bound->bindings.find(r.role); it != bound->bindings.end()) {
+        r.gpuBound = it->second.gpu;
+        r.rdmaBound = it->second.rdma;
+        r.cpusBound = it->second.cpus;
+      }
+  out.claims = claimsOf(checked, out.placement, topology);
+  PassContext ctx{checked, topology, held, diags, out.placement, out.claims, out.decisions};
   out.accepted = run(ctx, instrumentation);
   return out;
 }

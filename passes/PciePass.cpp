@@ -12,18 +12,6 @@ namespace msc::passes {
 
 namespace {
 
-std::string rootComplexName(const hal::Topology &topo, hal::VertexId bridge) {
-  if (bridge == hal::NoVertex)
-    return "no root complex";
-  if (const auto *info = topo.vertex(bridge).as<hal::HostBridgeInfo>()) {
-    std::string out;
-    llvm::raw_string_ostream os(out);
-    os << llvm::format("%04x:[%02x-%02x]", info->domain, info->firstBus, info->lastBus);
-    return out;
-  }
-  return topo.label(bridge);
-}
-
 bool bridgeServes(const hal::Topology &topo, hal::VertexId bridge, const PciBus &bus) {
   if (bridge == hal::NoVertex)
     return false;
@@ -34,17 +22,6 @@ bool bridgeServes(const hal::Topology &topo, hal::VertexId bridge, const PciBus 
 hal::VertexId gpuVertex(const hal::Topology &topo, const GpuPlacement &gpu) {
   auto ref = topo.gpuByPci(gpu.pci);
   return ref ? ref->vertex : hal::NoVertex;
-}
-
-// A port that is up, or whose state the topology does not know.
-bool hasUsablePort(const hal::Topology &topo, hal::VertexId rdma) {
-  const auto *info = topo.vertex(rdma).as<hal::RdmaInfo>();
-  if (!info || info->ports.empty())
-    return true;
-  for (const hal::RdmaPort &p : info->ports)
-    if (p.state.empty() || llvm::StringRef(p.state).contains_insensitive("active"))
-      return true;
-  return false;
 }
 
 class PciePass : public Pass {

@@ -7,6 +7,7 @@
 #include "passes/Resolve.h"
 
 #include <llvm/ADT/STLExtras.h>
+#include <llvm/Support/Format.h>
 
 #include <algorithm>
 #include <set>
@@ -37,8 +38,15 @@ void Placement::print(llvm::raw_ostream &os, llvm::ArrayRef<admission::HugepageR
   os << "placement {\n";
   for (const RolePlacement &r : roles) {
     os << "  role " << r.role << " {\n";
-    if (!r.cpus.empty())
-      os << "    cpus = " << list(r.cpus) << "\n    physical_cores = " << list(r.physicalCores) << "\n";
+    auto bound = [&](const std::string &why) {
+      if (!why.empty())
+        os << " (bound: " << why << ")";
+    };
+    if (!r.cpus.empty()) {
+      os << "    cpus = " << list(r.cpus);
+      bound(r.cpusBound);
+      os << "\n    physical_cores = " << list(r.physicalCores) << "\n";
+    }
     if (r.numaNode)
       os << "    numa_node = " << *r.numaNode << "\n";
     if (r.gpu) {
@@ -47,6 +55,7 @@ void Placement::print(llvm::raw_ostream &os, llvm::ArrayRef<admission::HugepageR
         os << " \"" << r.gpu->model << "\"";
       if (r.gpu->numaNode)
         os << " numa " << *r.gpu->numaNode;
+      bound(r.gpuBound);
       os << "\n";
       if (r.smSlices)
         os << "    sm_slices = " << r.smSlices << "\n";
@@ -61,6 +70,7 @@ void Placement::print(llvm::raw_ostream &os, llvm::ArrayRef<admission::HugepageR
       os << "    rdma = " << r.rdmaDevice << ":" << r.rdmaPort;
       if (r.rdmaNumaNode)
         os << " numa " << *r.rdmaNumaNode;
+      bound(r.rdmaBound);
       os << "\n";
     }
     if (r.poolNumaNode)
@@ -89,8 +99,31 @@ std::optional<hal::GpuRef> resolveGpu(const hal::Topology &topo, const ir::GpuRe
       if (llvm::is_contained(gpu.info->aliases, ref.uuid))
         return gpu;
     return std::nullopt;
+  case ir::GpuRef::Form::Any: return std::nullopt; // names no GPU until binding (passes/Binding.h) does
   }
   return std::nullopt;
+}
+
+std::string rootComplexName(const hal::Topology &topo, hal::VertexId bridge) {
+  if (bridge == hal::NoVertex)
+    return "no root complex";
+  if (const auto *info = topo.vertex(bridge).as<hal::HostBridgeInfo>()) {
+    std::string out;
+    llvm::raw_string_ostream os(out);
+    os << llvm::format("%04x:[%02x-%02x]", info->domain, info->firstBus, info->lastBus);
+    return out;
+  }
+  return topo.label(bridge);
+}
+
+bool hasUsablePort(const hal::Topology &topo, hal::VertexId rdma) {
+  const auto *info = topo.vertex(rdma).as<hal::RdmaInfo>();
+  if (!info || info->ports.empty())
+    return true;
+  for (const hal::RdmaPort &p : info->ports)
+    if (p.state.empty() || llvm::StringRef(p.state).contains_insensitive("active"))
+      return true;
+  return false;
 }
 
 std::string blockDeviceName(llvm::StringRef path) {

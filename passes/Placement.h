@@ -40,6 +40,9 @@ struct RolePlacement {
   unsigned rdmaPort = 0;
   std::optional<unsigned> rdmaNumaNode;
   std::optional<unsigned> poolNumaNode; // hugepage pool's node
+  // What binding chose for `gpu = any`, `rdma_port = nearest`, `cpu_cores = N local`, and why
+  // ("any; PIX with mlx5_2"); empty for what the contract names (passes/Binding.h).
+  std::string gpuBound, rdmaBound, cpusBound;
 };
 
 struct Placement {

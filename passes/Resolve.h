@@ -18,6 +18,10 @@ std::string blockDeviceName(llvm::StringRef path);
 unsigned smsForSlices(const hal::Topology &topo, const GpuPlacement &gpu, unsigned division, unsigned slices);
 // Resolves every role of `contract` on `topo` (best effort, no diagnostics).
 Placement place(const ir::Contract &contract, const hal::Topology *topo);
+// "0000:[00-3f]": a host bridge as `nvidia-smi topo` users read it; "no root complex" for none.
+std::string rootComplexName(const hal::Topology &topo, hal::VertexId bridge);
+// An RDMA device with a port that is up, or whose port states the topology does not know.
+bool hasUsablePort(const hal::Topology &topo, hal::VertexId rdma);
 // The GPU a role without its own GPU feeds: the contract's only GPU, if it has exactly one.
 const GpuPlacement *fedGpu(const Placement &placement, const RolePlacement &role);
 
