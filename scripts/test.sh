@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test and ends with one line "N passed, N failed" (exit 1 on any failure):
 #   - unit tests (GoogleTest, through ctest) and the lit suite, in the release build and in the
-#     ASan+UBSan build;
+#     ASan+UBSan build; the etcd tests among them (ctest label etcd) start and stop a 3-member etcd
+#     of their own through scripts/with-etcd.sh;
 #   - every libFuzzer target for MSC_FUZZ_SECONDS (default 60) from its seed corpus;
 #   - scripts/quickstart.sh in a fresh clone (one test).
 # MSC_TEST_FLAVOURS="release quickstart asan fuzz" chooses what runs. The quickstart comes right
