@@ -46,6 +46,8 @@ plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement,
   prov->set_profile(contract.profile);
   for (const std::string &p : contract.chain)
     prov->add_profile_chain(p);
+  if (contract.body.compute.nodes)
+    prov->set_nodes(static_cast<uint32_t>(contract.body.compute.nodes->value));
 
   const ir::ComputeFields &compute = contract.body.compute;
   unsigned division = compute.gpu_sm_slices && compute.gpu_sm_slices->value > 0
@@ -80,6 +82,7 @@ plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement,
       if (f.gpu && f.gpu->value.form == ir::GpuRef::Form::Uuid)
         s->set_uuid(f.gpu->value.uuid);
       s->set_numa_node(numaOr(r->gpu->numaNode));
+      s->set_bound(r->gpuBound);
     }
     if (!r->cpus.empty() || !r->blockDevice.empty() || f.io_depth || f.threads || f.decoder || f.gds) {
       plan::IoBinding *b = out.add_io_bindings();
@@ -99,6 +102,7 @@ plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement,
       b->set_io_limit_bps(f.io_limit ? f.io_limit->value.value : 0);
       b->set_decoder(valueOr(f.decoder, std::string()));
       b->set_gpu_direct_storage(valueOr(f.gds, false));
+      b->set_cpus_bound(r->cpusBound);
     }
     if (f.memory_pool) {
       plan::MemoryPool *m = out.add_memory_pools();
@@ -126,6 +130,7 @@ plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement,
         rd->set_failover_port(f.failover_port->value.port);
       }
       rd->set_numa_node(numaOr(r->rdmaNumaNode));
+      rd->set_bound(r->rdmaBound);
     }
   }
 

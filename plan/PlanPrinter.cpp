@@ -39,6 +39,9 @@ llvm::StringRef mechanismName(GpuSlice::Mechanism m) {
   }
 }
 
+// What placement bound for a request that named no device, and why.
+std::string bound(const std::string &why) { return why.empty() ? "" : " (bound: " + why + ")"; }
+
 } // namespace
 
 void dumpPlan(const Plan &plan, llvm::raw_ostream &os) {
@@ -49,6 +52,8 @@ void dumpPlan(const Plan &plan, llvm::raw_ostream &os) {
   os << "  compiler   " << p.compiler_version() << "\n";
   os << "  topology   " << (p.topology_name().empty() ? "(unnamed)" : p.topology_name()) << " "
      << llvm::format_hex(p.topology_fingerprint(), 18) << "\n";
+  if (p.nodes() > 1)
+    os << "  nodes      " << p.nodes() << " (this plan is one node's)\n";
   if (!p.profile().empty()) {
     os << "  profile    " << p.profile();
     if (p.profile_chain_size() > 1) {
@@ -71,7 +76,7 @@ void dumpPlan(const Plan &plan, llvm::raw_ostream &os) {
       if (s.memory_limit_bytes())
         os << ", memory limit " << formatBytes({s.memory_limit_bytes()});
       os << ", priority " << s.stream_priority() << ", " << mechanismName(s.mechanism()) << ", numa "
-         << numa(s.numa_node()) << "\n";
+         << numa(s.numa_node()) << bound(s.bound()) << "\n";
     }
   }
   if (plan.io_bindings_size()) {
@@ -93,7 +98,7 @@ void dumpPlan(const Plan &plan, llvm::raw_ostream &os) {
         os << ", decoder " << b.decoder();
       if (b.gpu_direct_storage())
         os << ", gds";
-      os << "\n";
+      os << bound(b.cpus_bound()) << "\n";
     }
   }
   if (plan.memory_pools_size()) {
@@ -114,7 +119,7 @@ void dumpPlan(const Plan &plan, llvm::raw_ostream &os) {
          << ", timeout " << formatDuration({r.timeout_ns()}) << ", numa " << numa(r.numa_node());
       if (!r.failover_device().empty())
         os << ", failover " << r.failover_device() << ":" << r.failover_port();
-      os << "\n";
+      os << bound(r.bound()) << "\n";
     }
   }
   const FaultTolerance &ft = plan.fault_tolerance();
