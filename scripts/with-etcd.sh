@@ -11,13 +11,22 @@ here=$(cd "$(dirname "$0")" && pwd)
 (($#)) || { echo "usage: with-etcd.sh CMD [ARGS...]" >&2; exit 2; }
 cluster_dir=$(mktemp -d "${TMPDIR:-/tmp}/msc-etcd.XXXXXX") || exit 1
 rc=1
+# A trap cannot run when this script is SIGKILLed (ctest does that on a timeout), and the members
+# are not our children once cluster-up.sh returns. A guard in a session of its own outlives us:
+# it polls for this script and stops the cluster when it is gone without cleaning up.
+setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done
+                [[ -d $3 ]] && { "$2/cluster-down.sh" "$3"; rm -rf "$3"; }' \
+  with-etcd-guard $$ "$here" "$cluster_dir" </dev/null >/dev/null 2>&1 &
+guard_pid=$!
 cleanup() {
-  "$here/cluster-down.sh" "$cluster_dir"
+  kill "$guard_pid" 2>/dev/null
+  # The members' last words before they are stopped (afterwards they are only about stopping).
   if ((rc != 0)); then
     for log in "$cluster_dir"/m*.log; do
       [[ -e $log ]] && { echo "--- $(basename "$log") (last lines)"; tail -5 "$log"; } >&2
     done
   fi
+  "$here/cluster-down.sh" "$cluster_dir"
   if [[ ${MSC_ETCD_KEEP:-0} == 1 ]]; then
     echo "with-etcd: kept $cluster_dir" >&2
   else
