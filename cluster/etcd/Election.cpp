@@ -1,6 +1,7 @@
 #include "cluster/etcd/Election.h"
 
 #include "cluster/etcd/ClientImpl.h"
+#include "cluster/etcd/Lease.h"
 
 namespace msc::etcd {
 namespace {
@@ -39,6 +40,24 @@ Result<LeaderKey> Election::campaign(int64_t lease, const std::string &value, Mi
     return status;
   const auto &leader = response.leader();
   return LeaderKey{leader.name(), leader.key(), leader.rev(), leader.lease()};
+}
+
+Result<LeaderKey> Election::campaign(LeaseKeepAlive &keepAlive, const std::string &value, Milliseconds timeout) {
+  const auto start = Clock::now();
+  if (!keepAlive.waitRenewed(timeout)) {
+    if (keepAlive.lost())
+      return keepAlive.lostStatus();
+    return Status::make(ErrorCode::ERR_ETCD_003, {"Campaign of election '" + name_ + "' (waiting for the "
+                                                  "lease's first renewal)",
+                                                  std::to_string(timeout.count()),
+                                                  impl_->endpoints[impl_->preferredIndex()].address});
+  }
+  const auto left = std::max(Milliseconds(1), timeout - std::chrono::duration_cast<Milliseconds>(Clock::now() - start));
+  auto won = campaign(keepAlive.leaseId(), value, left);
+  // A victory under a lease that expired while we waited is no leadership: the key went with it.
+  if (won && keepAlive.lost())
+    return keepAlive.lostStatus();
+  return won;
 }
 
 Status Election::proclaim(const LeaderKey &leader, const std::string &value) {

@@ -29,6 +29,8 @@ struct LeaderKey {
 };
 
 // Proclamations of an election's leaders, in order (Election::observe).
+class LeaseKeepAlive;
+
 class ElectionObserver {
 public:
   ~ElectionObserver(); // stops observing
@@ -58,6 +60,10 @@ public:
   const std::string &name() const { return name_; }
 
   // Blocks until this candidate leads (or `timeout`: ERR_ETCD_003; the candidacy is withdrawn).
+  // The form to use: campaigns under the lease `keepAlive` renews, only once a renewal was
+  // confirmed, and reports ERR_ETCD_006 instead of a victory when the lease was lost meanwhile.
+  Result<LeaderKey> campaign(LeaseKeepAlive &keepAlive, const std::string &value, Milliseconds timeout);
+  // The raw call, for a lease kept alive by other means.
   Result<LeaderKey> campaign(int64_t lease, const std::string &value, Milliseconds timeout);
   // Publishes a new value as the leader; ERR_ETCD_008 when `leader` no longer leads.
   Status proclaim(const LeaderKey &leader, const std::string &value);

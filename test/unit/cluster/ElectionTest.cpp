@@ -31,7 +31,7 @@ struct Candidate {
     EXPECT_TRUE(keepAlive->waitRenewed(3000ms));
   }
   Result<LeaderKey> campaign(const std::string &election, const std::string &value, Milliseconds timeout) {
-    return client->election(election).campaign(lease.id, value, timeout);
+    return client->election(election).campaign(*keepAlive, value, timeout);
   }
 };
 
@@ -100,6 +100,16 @@ TEST(EtcdElection, ACampaignThatWaitsPastItsDeadlineIsCodedAndWithdrawn) {
   auto nobody = first.client->election(name).leader();
   ASSERT_FALSE(nobody.ok());
   EXPECT_EQ(nobody.status().str(), "error[ERR_ETCD_009]: election '" + name + "' has no leader");
+}
+
+TEST(EtcdElection, NoCampaignUnderALostLease) {
+  MSC_REQUIRE_ETCD();
+  Candidate candidate;
+  ASSERT_TRUE(candidate.client->revokeLease(candidate.lease.id).ok());
+  ASSERT_TRUE(candidate.keepAlive->waitLost(4000ms));
+  auto won = candidate.campaign(testPrefix() + "controllers", "a", 2000ms);
+  ASSERT_FALSE(won.ok());
+  EXPECT_EQ(won.status().code, ErrorCode::ERR_ETCD_006) << won.status().str();
 }
 
 TEST(EtcdFencing, ADeposedLeadersWritesAreRefused) {
