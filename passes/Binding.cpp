@@ -285,12 +285,14 @@ private:
         why.gpu += "; " + link + " with " + pick.pair.hca;
       if (nvme != hal::NoVertex && pick.pair.oneRootComplex)
         why.gpu += "; one root complex with '" + nvmeName + "'";
+      annotate(f.gpu->origin, why.gpu);
     }
     if (wantHca) {
       f.rdma_port->value.device = pick.pair.hca;
       f.rdma_port->value.port = portOf(topo_, pick.hca);
       usedHcas_.insert(pick.pair.hca);
       why.rdma = "nearest; " + link + " from GPU " + std::to_string(pick.gpu->index);
+      annotate(f.rdma_port->origin, why.rdma);
     }
   }
 
@@ -410,6 +412,12 @@ private:
       coreTakenBy_.emplace(core, role.name);
     out_.bindings[role.name].cpus =
         std::to_string(wanted) + " local; NUMA node " + std::to_string(node) + " of " + device;
+    annotate(f.cpu_cores->origin, out_.bindings[role.name].cpus);
+  }
+
+  // The IR printer writes a value's origin beside it: a bound value says what it was bound from.
+  static void annotate(ir::Origin &origin, const std::string &why) {
+    origin.declaration += ", bound: " + why;
   }
 
   const hal::Topology &topo_;

@@ -55,7 +55,9 @@ CheckedContract PassManager::check(const ir::Contract &contract, const hal::Topo
   std::optional<BoundContract> bound;
   if (topology && hasUnboundRequests(contract))
     bound = bindContract(contract, *topology, held, diags);
-  const ir::Contract &checked = bound ? bound->contract : contract;
+  if (bound)
+    out.bound = bound->contract;
+  const ir::Contract &checked = out.bound ? *out.bound : contract;
   out.placement = place(checked, topology);
   if (bound)
     for (RolePlacement &r : out.placement.roles)

@@ -70,6 +70,13 @@ contract four uses profile mlvm_light {
     EXPECT_EQ(f.rdma_port->value.device, "mlx5_" + std::to_string(i));
     EXPECT_EQ(bound.bindings[bound.contract.body.roles[i].name].gpu, "any; PIX with mlx5_" + std::to_string(i));
   }
+  // Printed, the bound contract names the devices and says where they came from.
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  ir::print(bound.contract, os);
+  EXPECT_NE(text.find("gpu = 2"), std::string::npos) << text;
+  EXPECT_NE(text.find("// contract four, bound: any; PIX with mlx5_2"), std::string::npos) << text;
+  EXPECT_NE(text.find("rdma_port = \"mlx5_2:1\""), std::string::npos) << text;
 }
 
 } // namespace
