@@ -73,7 +73,10 @@ Status statusFromGrpc(const grpc::Status &status, const std::string &what, const
                       Milliseconds timeout) {
   if (status.ok())
     return {};
-  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
+  // The server's own copy of our deadline can fire first; etcd then answers with Go's context error
+  // (code UNKNOWN), which is the same timeout.
+  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+      status.error_message() == "context deadline exceeded")
     return Status::make(ErrorCode::ERR_ETCD_003, {what, std::to_string(timeout.count()), endpoint});
   if (isNoLeader(status))
     return Status::make(ErrorCode::ERR_ETCD_004, {endpoint, what});

@@ -45,7 +45,7 @@ Status LeaseKeepAlive::lostStatus() const {
 
 bool LeaseKeepAlive::waitLost(Milliseconds timeout) {
   std::unique_lock lock(mutex_);
-  return changed_.wait_for(lock, timeout, [&] { return !lost_.ok(); });
+  return changed_.wait_for(lock, timeout, [&] { return lossReported_; });
 }
 
 bool LeaseKeepAlive::waitRenewed(Milliseconds timeout) {
@@ -66,12 +66,16 @@ void LeaseKeepAlive::declareLost(Status status) {
   std::function<void(const Status &)> callback;
   {
     std::lock_guard lock(mutex_);
-    lost_ = std::move(status);
+    lost_ = status;
     callback = onLost_;
-    changed_.notify_all();
   }
+  // The callback runs before waitLost() returns: whoever waits for the loss can rely on what the
+  // callback did (e.g. a leader that stepped down).
   if (callback)
-    callback(lost_);
+    callback(status);
+  std::lock_guard lock(mutex_);
+  lossReported_ = true;
+  changed_.notify_all();
 }
 
 void LeaseKeepAlive::run() {

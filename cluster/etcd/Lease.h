@@ -36,7 +36,8 @@ public:
   void onLost(std::function<void(const Status &)> callback);
   bool lost() const;
   Status lostStatus() const; // ok while not lost
-  // Blocks until the lease is lost or `timeout` passes; true when lost.
+  // Blocks until the lease is lost (and the onLost callback, if any, has run) or `timeout` passes;
+  // true when lost.
   bool waitLost(Milliseconds timeout);
   // Blocks until etcd confirmed at least one renewal (the keep-alive runs) or the lease was lost.
   bool waitRenewed(Milliseconds timeout);
@@ -56,6 +57,7 @@ private:
   std::condition_variable changed_;
   bool stopping_ = false;
   Status lost_;
+  bool lossReported_ = false; // lost_ is set and the onLost callback has returned
   int64_t renewals_ = 0;
   std::function<void(const Status &)> onLost_;
   grpc::ClientContext *activeStream_ = nullptr; // cancelled by stop()
