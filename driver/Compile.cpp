@@ -57,11 +57,14 @@ bool prepareNode(const CompileOptions &options, DiagnosticEngine &diags, Node &n
 
 // place -> claims -> passes -> lower, for one contract. Returns the plan when the stage asks for
 // one and the contract is accepted.
+// `bound` receives the contract with what named no device bound on the node (`gpu = any`, ...), when
+// it had any: `--emit=ir` prints that, so the bindings and their reasons are visible.
 std::optional<plan::Plan> compileContract(const ir::Contract &contract, Node &node, const CompileOptions &options,
-                                          DiagnosticEngine &diags) {
+                                          DiagnosticEngine &diags, std::optional<ir::Contract> &bound) {
   const hal::Topology *topo = node.topology ? &*node.topology : nullptr;
   passes::Instrumentation instrumentation{options.printAfter, options.timePasses, options.instrumentation};
   passes::CheckedContract checked = node.pipeline.check(contract, topo, node.held, diags, instrumentation);
+  bound = std::move(checked.bound);
   if (!checked.accepted || options.stage != EmitStage::Plan)
     return std::nullopt;
   if (!topo) {
@@ -119,11 +122,14 @@ CompileResult compile(const CompileOptions &options, llvm::SourceMgr &sm, Diagno
     // The frontend's output is verified before anything else sees it; a failure is our bug.
     for (const std::string &problem : ir::verify(*module))
       llvm::errs() << "internal error: IR verifier: " << problem << "\n";
-    for (const ir::Contract &contract : module->contracts) {
+    for (ir::Contract &contract : module->contracts) {
       if (!options.onlyContract.empty() && contract.name != options.onlyContract)
         continue;
-      if (std::optional<plan::Plan> plan = compileContract(contract, node, options, diags))
+      std::optional<ir::Contract> bound;
+      if (std::optional<plan::Plan> plan = compileContract(contract, node, options, diags, bound))
         plans.push_back(std::move(*plan));
+      if (bound && options.stage == EmitStage::Ir)
+        contract = std::move(*bound);
     }
     if (options.stage == EmitStage::Ir)
       ir::print(*module, text);

@@ -106,14 +106,6 @@ struct Origin {
 template <typename T> struct Field {
   T value{};
   Origin origin;
-
-  // A field of a wider value kind, e.g. a plain CPU list as a role's cpu_cores (CpuCores): code
-  // that builds IR by hand keeps writing the list it always wrote.
-  template <typename U>
-    requires(!std::is_same_v<T, U> && std::is_constructible_v<U, const T &>)
-  operator Field<U>() const {
-    return Field<U>{U(value), origin};
-  }
 };
 
 #define MSC_DECLARE_FIELD(NAME, KIND, MIN, MAX, CHOICES, DOC)                                   \

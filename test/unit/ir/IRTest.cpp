@@ -68,7 +68,7 @@ TEST(MergeInto, FalseAndZeroAreValuesNotAbsence) {
 TEST(MergeInto, RolesMergeByNameAndKeepFirstDeclarationOrder) {
   Body base;
   Role data = role("data", "profile base");
-  data.fields.cpu_cores = field(std::vector<uint32_t>{1}, "profile base");
+  data.fields.cpu_cores = field(CpuCores(std::vector<uint32_t>{1}), "profile base");
   data.fields.io_depth = field<int64_t>(8, "profile base");
   base.roles.push_back(data);
   base.roles.push_back(role("net", "profile base"));
@@ -156,7 +156,7 @@ Module wellFormed() {
   c.profile = "light";
   c.chain = {"light", "base"};
   Role data = role("data", "contract train");
-  data.fields.cpu_cores = field(std::vector<uint32_t>{2, 3}, "contract train");
+  data.fields.cpu_cores = field(CpuCores(std::vector<uint32_t>{2, 3}), "contract train");
   data.fields.memory_pool = field(HugepagePool{Bytes{2u << 20}, 16}, "contract train");
   c.body.roles.push_back(data);
   c.body.faultTolerance.recovery_point = field(RecoveryPoint{128, {}}, "contract train");
