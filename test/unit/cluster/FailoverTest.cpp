@@ -1,10 +1,14 @@
 // The client while etcd members die (issue 14: "an etcd member killed, then the etcd leader"). Runs
 // in a cluster of its own (ctest entry cluster.etcd_failover): it SIGKILLs members.
 //  1. the raft leader is killed: the two members left elect a new leader and the client, which was
-//     talking to the dead one first, keeps serving reads and writes;
+//     talking to the dead one first, keeps serving reads and writes; its watch and its lease
+//     keep-alive move to a live member;
 //  2. one more member is killed: the last one has no quorum. With hasleader every call fails fast
 //     with ERR_ETCD_004 (not at its deadline), while serializable reads are still answered.
 #include "EtcdTestSupport.h"
+
+#include "cluster/etcd/Lease.h"
+#include "cluster/etcd/Watch.h"
 
 #include <thread>
 
@@ -27,6 +31,13 @@ TEST(EtcdFailover, MemberThenLeaderKilled) {
   // 1 s, the election timeout.
   auto client = connectTo(endpoints, 1000ms);
   ASSERT_TRUE(client->put("failover/before", "1").ok());
+  // A watch and a lease keep-alive, both streaming from the leader, must move to another member.
+  auto watch = client->watch("failover/", WatchOptions{prefixEnd("failover/"), 0, false});
+  ASSERT_TRUE(watch.ok()) << watch.status().str();
+  auto lease = client->grantLease(5);
+  ASSERT_TRUE(lease.ok()) << lease.status().str();
+  auto keepAlive = client->keepAlive(*lease);
+  ASSERT_TRUE(keepAlive->waitRenewed(3000ms));
 
   testing::killMember(static_cast<size_t>(leader));
   auto killed = std::chrono::steady_clock::now();
@@ -45,6 +56,22 @@ TEST(EtcdFailover, MemberThenLeaderKilled) {
   auto read = client->range("failover/before");
   ASSERT_TRUE(read.ok()) << read.status().str();
   EXPECT_EQ(read->kvs.size(), 1u);
+  // The watch resumed on a live member after the last revision it delivered: the write made
+  // after the failover arrives, once.
+  std::vector<WatchEvent> events;
+  auto watching = std::chrono::steady_clock::now();
+  while (events.empty() && testing::secondsSince(watching) < 5) {
+    auto batch = (*watch)->next(500ms);
+    ASSERT_TRUE(batch.ok()) << batch.status().str();
+    events.insert(events.end(), batch->begin(), batch->end());
+  }
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kv.key, "failover/after-leader");
+  EXPECT_EQ(events[0].kv.modRevision, *put);
+  // The keep-alive renewed through another member in time: the lease (TTL 5 s) is alive.
+  EXPECT_FALSE(keepAlive->lost()) << keepAlive->lostStatus().str();
+  auto ttl = client->leaseTimeToLive(lease->id);
+  EXPECT_TRUE(ttl.ok()) << ttl.status().str();
 
   // Two of three serve; now kill the new leader: the survivor is alone.
   const int newLeader = testing::raftLeader(*client);
