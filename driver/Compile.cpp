@@ -139,6 +139,25 @@ CompileResult compile(const CompileOptions &options, llvm::SourceMgr &sm, Diagno
   return result;
 }
 
+std::optional<ir::Module> loadContracts(const CompileOptions &options, llvm::SourceMgr &sm, DiagnosticEngine &diags) {
+  if (options.inputs.size() != 1) {
+    diags.report(DiagCode::ERR_DRV_005) << "expected one contract file, got " + std::to_string(options.inputs.size());
+    return std::nullopt;
+  }
+  FrontendOptions frontend;
+  frontend.includeDirs = options.includeDirs;
+  frontend.stdlibDir = options.stdlibDir.empty() ? defaultStdlibDir() : options.stdlibDir;
+  frontend.profileOverride = options.profileOverride;
+  frontend.profileOverrideContract = options.onlyContract;
+  std::optional<ir::Module> module = compileContractFile(options.inputs.front(), frontend, sm, diags);
+  if (module)
+    for (const std::string &problem : ir::verify(*module))
+      llvm::errs() << "internal error: IR verifier: " << problem << "\n";
+  if (diags.hasErrors())
+    return std::nullopt;
+  return module;
+}
+
 ExitStatus exitStatusOf(const CompileResult &result, const DiagnosticEngine &diags) {
   if (result.setupFailed || diags.emitted(DiagCode::ERR_DRV_001) || diags.emitted(DiagCode::ERR_DRV_004) ||
       diags.emitted(DiagCode::ERR_DRV_005))

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "hal/Topology.h"
+#include "ir/IR.h"
 #include "plan/plan.pb.h"
 #include "support/Diagnostic.h"
 
@@ -50,6 +51,11 @@ struct CompileResult {
 // Every problem is a diagnostic in `diags`; the result holds what was produced. Plans are
 // produced only when no contract had an error.
 CompileResult compile(const CompileOptions &options, llvm::SourceMgr &sm, DiagnosticEngine &diags);
+
+// The frontend alone (parse, sema, profile resolution, IR verification) over options.inputs: what
+// a caller that checks one contract against many nodes (cluster/placement) runs once, then hands
+// each node's check the IR. Returns nullopt after any error.
+std::optional<ir::Module> loadContracts(const CompileOptions &options, llvm::SourceMgr &sm, DiagnosticEngine &diags);
 
 // The tools' exit status after a compile: 0 accepted, 1 the input has errors, 2 a usage or I/O
 // error (an unreadable file, a bad option, a topology or admitted plan that did not load).

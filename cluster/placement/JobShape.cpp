@@ -1,0 +1,63 @@
+#include "cluster/placement/JobShape.h"
+
+namespace msc::cluster {
+
+JobShape shapeOf(const ir::Contract &contract) {
+  JobShape s;
+  const ir::Body &body = contract.body;
+  if (body.compute.nodes && body.compute.nodes->value > 0)
+    s.nodes = static_cast<unsigned>(body.compute.nodes->value);
+  for (const ir::Role &role : body.roles) {
+    const ir::RoleFields &f = role.fields;
+    if (f.gpu) {
+      ++s.gpus;
+      if (f.gpu->value.form == ir::GpuRef::Form::Any)
+        ++s.anyGpus;
+    }
+    if (f.cpu_cores && f.cpu_cores->value.localCores)
+      s.localCores += f.cpu_cores->value.localCores;
+    if (f.rdma_port && f.rdma_port->value.nearest)
+      s.wantsHca = true;
+    if (!s.ioHeavy && f.io_queue) {
+      s.ioHeavy = true;
+      s.ioReason = "role '" + role.name + "' reads " + f.io_queue->value;
+    }
+    if (!s.ioHeavy && f.gds && f.gds->value) {
+      s.ioHeavy = true;
+      s.ioReason = "role '" + role.name + "' uses GPU Direct Storage";
+    }
+  }
+  if (!s.ioHeavy && body.policy.cross_domain_io && !body.policy.cross_domain_io->value) {
+    s.ioHeavy = true;
+    s.ioReason = "the contract sets cross_domain_io = false";
+  }
+  return s;
+}
+
+std::string prefilter(const JobShape &shape, const NodeCapacity &capacity) {
+  // Only `gpu = any` needs a GPU nobody holds: a named GPU may be shared in slices with an admitted
+  // contract, which the node's check decides. Roles share GPUs only when they name them, so every
+  // `any` role needs a free one of its own.
+  if (capacity.freeGpus < shape.anyGpus)
+    return std::to_string(capacity.freeGpus) + " free GPUs, the job needs " + std::to_string(shape.anyGpus) +
+           " per node";
+  if (capacity.freeCores < shape.localCores)
+    return std::to_string(capacity.freeCores) + " free cores, the job needs " + std::to_string(shape.localCores) +
+           " per node";
+  if (shape.wantsHca && capacity.usableHcas == 0)
+    return "no RDMA device with a usable port";
+  return {};
+}
+
+ir::Contract strictVariant(const ir::Contract &contract) {
+  ir::Contract strict = contract;
+  ir::PolicyFields &policy = strict.body.policy;
+  const std::string why = "placement: one PCIe domain per node";
+  if (!policy.affinity_policy)
+    policy.affinity_policy = ir::Field<std::string>{"pcie_domain_first", ir::Origin{why, {}, {}}};
+  if (!policy.cross_domain_io || policy.cross_domain_io->value)
+    policy.cross_domain_io = ir::Field<bool>{false, ir::Origin{why, {}, {}}};
+  return strict;
+}
+
+} // namespace msc::cluster

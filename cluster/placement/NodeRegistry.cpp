@@ -1,0 +1,82 @@
+#include "cluster/placement/NodeRegistry.h"
+
+#include "admission/PlanRecheck.h"
+#include "admission/Rules.h"
+#include "passes/Resolve.h"
+
+#include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/StringExtras.h>
+
+#include <set>
+
+namespace msc::cluster {
+
+NodeCapacity capacityOf(const hal::Topology &topology, const admission::Held &held) {
+  NodeCapacity c;
+  for (const hal::GpuRef &gpu : topology.gpus())
+    if (!admission::gpuHolder(held, gpu.info->pci))
+      ++c.freeGpus;
+  std::set<unsigned> cores;
+  for (unsigned pu : topology.pus())
+    cores.insert(topology.firstPuOfCore(pu));
+  for (unsigned core : cores)
+    if (!admission::coreHolder(held, core))
+      ++c.freeCores;
+  for (hal::VertexId v : topology.verticesOf(hal::VertexKind::RdmaDevice))
+    if (passes::hasUsablePort(topology, v))
+      ++c.usableHcas;
+  return c;
+}
+
+bool NodeRegistry::add(std::string name, std::shared_ptr<const hal::Topology> topology, DiagnosticEngine &diags) {
+  if (byName_.count(name)) {
+    diags.report(DiagCode::ERR_PLACE_004) << name;
+    return false;
+  }
+  auto node = std::make_unique<NodeState>();
+  node->name = name;
+  node->topology = std::move(topology);
+  node->capacity = capacityOf(*node->topology, node->held);
+  byName_.emplace(std::move(name), std::move(node));
+  reorder();
+  return true;
+}
+
+bool NodeRegistry::admit(llvm::StringRef name, plan::Plan plan, llvm::StringRef what, DiagnosticEngine &diags) {
+  auto it = byName_.find(name);
+  if (it == byName_.end()) {
+    DiagBuilder d = diags.report(DiagCode::ERR_PLACE_003);
+    d << name << what;
+    std::vector<llvm::StringRef> names;
+    for (const auto &[known, node] : byName_)
+      names.push_back(known);
+    if (std::optional<std::string> near = closestMatch(name, names))
+      d.note(Location::none(), "did you mean '" + *near + "'?");
+    d.note(Location::none(), names.empty() ? std::string("no node is registered")
+                                           : "registered nodes: " + llvm::join(names, ", "));
+    return false;
+  }
+  NodeState &node = *it->second;
+  node.admitted.push_back(std::move(plan));
+  std::vector<const plan::Plan *> plans;
+  for (const plan::Plan &p : node.admitted)
+    plans.push_back(&p);
+  // As the compiler does with --admitted: a recorded topology cannot know whether it was taken
+  // before or after the admitted pools were allocated, so they are subtracted from the free pages.
+  node.held = admission::heldByPlans(plans, /*hugepagesTakenFromFree=*/false);
+  node.capacity = capacityOf(*node.topology, node.held);
+  return true;
+}
+
+const NodeState *NodeRegistry::find(llvm::StringRef name) const {
+  auto it = byName_.find(name);
+  return it == byName_.end() ? nullptr : it->second.get();
+}
+
+void NodeRegistry::reorder() {
+  ordered_.clear();
+  for (const auto &[name, node] : byName_)
+    ordered_.push_back(node.get());
+}
+
+} // namespace msc::cluster

@@ -1,0 +1,59 @@
+// The nodes a controller may place jobs on: each one's topology and what the plans already admitted
+// there hold. Placement (Placer.h) reads it; whoever admits a plan on a node (the controller, the
+// mscale-place tool) records it here, so the next placement sees the node as it now is.
+#pragma once
+
+#include "admission/Claims.h"
+#include "hal/Topology.h"
+#include "plan/plan.pb.h"
+#include "support/Diagnostic.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace msc::cluster {
+
+// What is left on a node, counted once per change of the node and not per placement: the
+// prefilter compares it with what a contract needs before any node's full check runs.
+struct NodeCapacity {
+  unsigned freeGpus = 0;   // GPUs no admitted plan holds
+  unsigned freeCores = 0;  // physical cores no admitted plan holds (online or not: the check decides)
+  unsigned usableHcas = 0; // RDMA devices with a port that is up or of unknown state
+};
+
+struct NodeState {
+  std::string name;
+  // Shared: 1,000 simulated nodes of a dozen recorded machines need a dozen topologies, and a
+  // Topology is expensive to copy (Boost 1.74's adjacency_list copies itself even on a move).
+  std::shared_ptr<const hal::Topology> topology;
+  std::vector<plan::Plan> admitted;
+  admission::Held held; // the admitted plans' claims (admission::heldByPlans)
+  NodeCapacity capacity;
+};
+
+// What a topology offers with `held` taken away.
+NodeCapacity capacityOf(const hal::Topology &topology, const admission::Held &held);
+
+class NodeRegistry {
+public:
+  // Registers a node; ERR_PLACE_004 when the name is taken (the first registration stays).
+  bool add(std::string name, std::shared_ptr<const hal::Topology> topology, DiagnosticEngine &diags);
+  // Records a plan admitted on `node` (ERR_PLACE_003 for a name not registered; `what` says where the
+  // name came from, e.g. "--admitted"). Recorded topologies still count the plan's hugepages free.
+  bool admit(llvm::StringRef node, plan::Plan plan, llvm::StringRef what, DiagnosticEngine &diags);
+
+  const NodeState *find(llvm::StringRef name) const;
+  // By name: the order every tie in a placement falls back on.
+  const std::vector<const NodeState *> &nodes() const { return ordered_; }
+  size_t size() const { return byName_.size(); }
+
+private:
+  void reorder();
+
+  std::map<std::string, std::unique_ptr<NodeState>, std::less<>> byName_;
+  std::vector<const NodeState *> ordered_;
+};
+
+} // namespace msc::cluster

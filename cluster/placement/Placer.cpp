@@ -1,0 +1,210 @@
+#include "cluster/placement/Placer.h"
+
+#include "passes/Lowering.h"
+
+#include <llvm/ADT/STLExtras.h>
+#include <llvm/ADT/StringExtras.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <tuple>
+
+namespace msc::cluster {
+
+namespace {
+
+// At most this many nodes are named one by one in the notes of ERR_PLACE_001; 1,000 nodes that all
+// fail would bury the reason, so the rest are counted.
+constexpr size_t kNamedNodes = 8;
+
+struct Candidate {
+  const NodeState *node;
+  unsigned spareGpus, spareCores; // left free after the job: best fit takes the smallest
+};
+
+// A node the full check refused, with what it reported (its last try's, for a compute-heavy job
+// the try with the contract as written).
+struct Refusal {
+  const NodeState *node;
+  std::vector<Diagnostic> diags;
+  unsigned errors() const {
+    return static_cast<unsigned>(llvm::count_if(diags, [](const Diagnostic &d) { return d.severity == Severity::Error; }));
+  }
+  const Diagnostic *firstError() const {
+    for (const Diagnostic &d : diags)
+      if (d.severity == Severity::Error)
+        return &d;
+    return nullptr;
+  }
+};
+
+std::string firstErrorText(const Refusal &r) {
+  const Diagnostic *d = r.firstError();
+  return d ? d->message : std::string("refused");
+}
+
+std::string nameList(const std::vector<const NodeState *> &nodes) {
+  std::vector<llvm::StringRef> names;
+  for (size_t i = 0; i < nodes.size() && i < kNamedNodes; ++i)
+    names.push_back(nodes[i]->name);
+  std::string text = llvm::join(names, ", ");
+  if (nodes.size() > kNamedNodes)
+    text += " and " + std::to_string(nodes.size() - kNamedNodes) + " more";
+  return text;
+}
+
+} // namespace
+
+Placer::Placer(const NodeRegistry &registry, std::string compilerVersion)
+    : registry_(registry), version_(std::move(compilerVersion)), pipeline_(passes::PassManager::defaultPipeline()) {}
+
+PlacementResult Placer::place(const ir::Contract &contract, DiagnosticEngine &diags) {
+  PlacementResult result;
+  result.shape = shapeOf(contract);
+  const JobShape &shape = result.shape;
+  const unsigned wanted = shape.nodes;
+  if (wanted > registry_.size()) {
+    DiagBuilder d = diags.report(DiagCode::ERR_PLACE_002, contract.nameRange);
+    d << contract.name << wanted << static_cast<uint64_t>(registry_.size());
+    if (contract.body.compute.nodes)
+      d.note(Location{contract.body.compute.nodes->origin.range, {}, 0}, "nodes = " + std::to_string(wanted) + " set here");
+    return result;
+  }
+
+  // The prefilter: counts only, so that the full check runs on a handful of nodes, not all of them.
+  std::vector<Candidate> candidates;
+  std::map<std::string, std::vector<const NodeState *>> turnedAway; // by reason
+  for (const NodeState *node : registry_.nodes()) {
+    std::string why = prefilter(shape, node->capacity);
+    if (!why.empty()) {
+      turnedAway[why].push_back(node);
+      ++result.prefiltered;
+      continue;
+    }
+    candidates.push_back({node, node->capacity.freeGpus - shape.anyGpus, node->capacity.freeCores - shape.localCores});
+  }
+  // Best fit keeps whole nodes free for the jobs that need them; the registry's name order breaks ties.
+  std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate &a, const Candidate &b) {
+    return std::tie(a.spareGpus, a.spareCores) < std::tie(b.spareGpus, b.spareCores);
+  });
+
+  // One node's full check, and its plan when it accepts.
+  auto tryNode = [&](const ir::Contract &variant, const NodeState &node,
+                     std::vector<Diagnostic> &reported) -> std::optional<NodePlacement> {
+    CollectingConsumer sink;
+    DiagnosticEngine scratch(diags.sourceMgr(), sink);
+    ++result.checked;
+    passes::CheckedContract checked = pipeline_.check(variant, node.topology.get(), node.held, scratch);
+    // Binding reports before the passes run, so `accepted` (the passes' verdict) does not count its
+    // errors; the driver refuses a contract with any error, and so does placement.
+    bool accepted = checked.accepted && !scratch.hasErrors();
+    reported = std::move(sink.diags);
+    if (!accepted)
+      return std::nullopt;
+    NodePlacement p;
+    p.node = &node;
+    p.plan = passes::lowerToPlan(variant, checked.placement, checked.decisions, *node.topology, version_);
+    for (const passes::RolePlacement &r : checked.placement.roles)
+      p.roles.push_back({r.role, r.gpuBound, r.rdmaBound, r.cpusBound});
+    return p;
+  };
+
+  std::vector<NodePlacement> chosen;
+  std::vector<std::vector<Diagnostic>> chosenDiags;
+  std::vector<Refusal> refused;
+  const ir::Contract strict = strictVariant(contract);
+  for (const Candidate &c : candidates) {
+    if (chosen.size() == wanted)
+      break;
+    std::vector<Diagnostic> reported;
+    if (std::optional<NodePlacement> p = tryNode(strict, *c.node, reported)) {
+      chosen.push_back(std::move(*p));
+      chosenDiags.push_back(std::move(reported));
+    } else {
+      refused.push_back({c.node, std::move(reported)});
+    }
+  }
+  // Compute-heavy: the nodes that could not keep every role in one PCIe domain, in the same order,
+  // with the contract's own policy.
+  if (chosen.size() < wanted && !shape.ioHeavy) {
+    std::vector<Refusal> still;
+    for (Refusal &r : refused) {
+      if (chosen.size() == wanted) {
+        still.push_back(std::move(r));
+        continue;
+      }
+      std::vector<Diagnostic> reported;
+      if (std::optional<NodePlacement> p = tryNode(contract, *r.node, reported)) {
+        p->crossedDomains = true;
+        chosen.push_back(std::move(*p));
+        chosenDiags.push_back(std::move(reported));
+      } else {
+        still.push_back({r.node, std::move(reported)});
+      }
+    }
+    refused = std::move(still);
+  }
+
+  if (chosen.size() < wanted) {
+    // Closest: the checked node with the fewest errors (the first in the order above among equals);
+    // a node turned away by the prefilter is farther than any that was checked.
+    const Refusal *closest = nullptr;
+    for (const Refusal &r : refused)
+      if (!closest || r.errors() < closest->errors())
+        closest = &r;
+    std::string closestName, closestWhy;
+    Location firstAt = Location::none();
+    if (closest) {
+      closestName = closest->node->name;
+      closestWhy = firstErrorText(*closest);
+      if (const Diagnostic *d = closest->firstError())
+        firstAt = d->loc;
+    } else {
+      // Every node was turned away: the one with the most free GPUs, then cores, came closest.
+      const NodeState *best = nullptr;
+      std::string bestWhy;
+      for (const auto &[why, nodes] : turnedAway)
+        for (const NodeState *n : nodes)
+          if (!best || std::make_tuple(n->capacity.freeGpus, n->capacity.freeCores, llvm::StringRef(best->name)) >
+                           std::make_tuple(best->capacity.freeGpus, best->capacity.freeCores, llvm::StringRef(n->name)))
+            best = n, bestWhy = why;
+      closestName = best ? best->name : std::string("none");
+      closestWhy = bestWhy;
+    }
+    DiagBuilder d = diags.report(DiagCode::ERR_PLACE_001, contract.nameRange);
+    d << contract.name << wanted << static_cast<uint64_t>(chosen.size()) << static_cast<uint64_t>(registry_.size())
+      << closestName << closestWhy;
+    if (firstAt.hasRange())
+      d.note(firstAt, "node '" + closestName + "' fails here");
+    if (shape.ioHeavy)
+      d.note(Location::none(), "IO-heavy job (" + shape.ioReason + "): every role's GPU, HCA and NVMe must share a "
+                                                                    "root complex; no fallback across PCIe domains");
+    size_t named = 0;
+    for (const Refusal &r : refused) {
+      if (&r == closest)
+        continue;
+      if (named++ == kNamedNodes) {
+        d.note(Location::none(), std::to_string(refused.size() - 1 - kNamedNodes) + " more nodes failed their check");
+        break;
+      }
+      d.note(Location::none(), "node '" + r.node->name + "': " + firstErrorText(r));
+    }
+    for (const auto &[why, nodes] : turnedAway)
+      d.note(Location::none(), std::to_string(nodes.size()) + (nodes.size() == 1 ? " node" : " nodes") + " with " +
+                                   why + ": " + nameList(nodes));
+    return result;
+  }
+
+  // The chosen nodes' warnings, each once: the same contract warns the same way on like nodes.
+  std::set<std::pair<DiagCode, std::string>> seen;
+  for (std::vector<Diagnostic> &reported : chosenDiags)
+    for (Diagnostic &w : reported)
+      if (w.severity != Severity::Error && seen.insert({w.code, w.message}).second)
+        diags.emit(std::move(w));
+  result.nodes = std::move(chosen);
+  return result;
+}
+
+} // namespace msc::cluster

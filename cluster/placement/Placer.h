@@ -1,0 +1,64 @@
+// Placement of a checked contract across the registered nodes: chooses the job's `nodes = N`
+// distinct nodes and produces one plan per node. Each candidate node is decided by exactly the
+// compiler's pipeline (PassManager::check: binding, placement, claims, the admission rules against
+// what the node holds; then lowerToPlan), so a node accepts here what `mscalec --topology NODE
+// --admitted ...` accepts, and the node agent's re-check agrees.
+//
+// Order (deterministic: same registry and contract, same nodes and bytes): nodes that pass the
+// prefilter (JobShape.h), best fit first (fewest GPUs left free after the job, then fewest cores),
+// then by name; the first N that the check accepts are chosen. The scaling policy: every job is
+// first tried with each role's GPU, HCA and NVMe under one root complex; an IO-heavy job stops
+// there, a compute-heavy one then tries the nodes still missing with the contract as written
+// (crossing PCIe domains where that is all that fits), and the result says which nodes did.
+#pragma once
+
+#include "cluster/placement/JobShape.h"
+#include "cluster/placement/NodeRegistry.h"
+#include "ir/IR.h"
+#include "passes/PassManager.h"
+#include "plan/plan.pb.h"
+#include "support/Diagnostic.h"
+
+#include <string>
+#include <vector>
+
+namespace msc::cluster {
+
+// What binding chose for a role on a node, and why ("any; PIX with mlx5_2"); empty for what the
+// contract names itself.
+struct RoleSummary {
+  std::string role, gpu, rdma, cpus;
+};
+
+struct NodePlacement {
+  const NodeState *node = nullptr;
+  plan::Plan plan;
+  std::vector<RoleSummary> roles;
+  bool crossedDomains = false; // placed only with the contract's own policy (compute-heavy fallback)
+};
+
+struct PlacementResult {
+  std::vector<NodePlacement> nodes; // the job's N nodes in the order chosen; empty when not placed
+  JobShape shape;
+  unsigned checked = 0;     // nodes whose full check ran (the rest were prefiltered or not needed)
+  unsigned prefiltered = 0; // nodes the prefilter turned away
+  bool placed() const { return !nodes.empty(); }
+};
+
+class Placer {
+public:
+  explicit Placer(const NodeRegistry &registry, std::string compilerVersion);
+
+  // Places `contract` (the frontend's checked IR: parse and resolve it once, e.g. with
+  // driver::loadContracts). ERR_PLACE_002 when the job has more nodes than are registered,
+  // ERR_PLACE_001 (naming the node that came closest, with a note per other node) when fewer
+  // than N can honour it. Warnings of the chosen nodes' checks are reported once each.
+  PlacementResult place(const ir::Contract &contract, DiagnosticEngine &diags);
+
+private:
+  const NodeRegistry &registry_;
+  std::string version_;
+  passes::PassManager pipeline_;
+};
+
+} // namespace msc::cluster
