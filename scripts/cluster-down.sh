@@ -8,7 +8,15 @@ dir=${1:?usage: cluster-down.sh DIR}
 [[ -d $dir ]] || { echo "cluster-down: no directory $dir" >&2; exit 1; }
 stop_wait_s=${MSC_ETCD_STOP_WAIT_S:-5}
 
-is_etcd() { [[ $(cat "/proc/$1/comm" 2>/dev/null) == etcd ]]; }
+# A running etcd: a zombie (killed, not yet reaped by whoever inherited it) keeps its name but is
+# already stopped, and waiting for it to go would only wait for the reaper.
+is_etcd() {
+  local stat
+  [[ $(cat "/proc/$1/comm" 2>/dev/null) == etcd ]] || return 1
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }
+  [[ ${stat%% *} != Z ]]
+}
 
 pids=()
 for pidfile in "$dir"/m*.pid; do
@@ -26,5 +34,4 @@ for pid in "${pids[@]}"; do
     kill -KILL "$pid" 2>/dev/null
   fi
 done
-# A member SIGKILLed by a test is a zombie only until its parent reaps it; either way it is stopped.
 exit 0
