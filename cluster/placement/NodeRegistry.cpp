@@ -57,6 +57,7 @@ bool NodeRegistry::admit(llvm::StringRef name, plan::Plan plan, llvm::StringRef 
     return false;
   }
   NodeState &node = *it->second;
+  node.heldKey += plan.SerializeAsString();
   node.admitted.push_back(std::move(plan));
   std::vector<const plan::Plan *> plans;
   for (const plan::Plan &p : node.admitted)

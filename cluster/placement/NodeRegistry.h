@@ -30,6 +30,9 @@ struct NodeState {
   std::shared_ptr<const hal::Topology> topology;
   std::vector<plan::Plan> admitted;
   admission::Held held; // the admitted plans' claims (admission::heldByPlans)
+  // The admitted plans' bytes, in order: two nodes sharing one topology object and one heldKey are
+  // the same input to the node's check, so placement checks such a class of nodes once.
+  std::string heldKey;
   NodeCapacity capacity;
 };
 

@@ -24,16 +24,25 @@ struct Candidate {
   unsigned spareGpus, spareCores; // left free after the job: best fit takes the smallest
 };
 
+// What one node's check gave: its diagnostics, and its placement when it accepted. Shared by every
+// node of a class (one topology object, one heldKey): the check is a function of those and the
+// contract alone, so 1,000 nodes of a dozen machine types cost a dozen checks, not a thousand.
+struct Verdict {
+  std::vector<Diagnostic> diags;
+  std::optional<NodePlacement> placed;
+};
+
 // A node the full check refused, with what it reported (its last try's, for a compute-heavy job
 // the try with the contract as written).
 struct Refusal {
   const NodeState *node;
-  std::vector<Diagnostic> diags;
+  const Verdict *verdict;
   unsigned errors() const {
-    return static_cast<unsigned>(llvm::count_if(diags, [](const Diagnostic &d) { return d.severity == Severity::Error; }));
+    return static_cast<unsigned>(
+        llvm::count_if(verdict->diags, [](const Diagnostic &d) { return d.severity == Severity::Error; }));
   }
   const Diagnostic *firstError() const {
-    for (const Diagnostic &d : diags)
+    for (const Diagnostic &d : verdict->diags)
       if (d.severity == Severity::Error)
         return &d;
     return nullptr;
@@ -90,9 +99,17 @@ PlacementResult Placer::place(const ir::Contract &contract, DiagnosticEngine &di
     return std::tie(a.spareGpus, a.spareCores) < std::tie(b.spareGpus, b.spareCores);
   });
 
-  // One node's full check, and its plan when it accepts.
-  auto tryNode = [&](const ir::Contract &variant, const NodeState &node,
-                     std::vector<Diagnostic> &reported) -> std::optional<NodePlacement> {
+  std::vector<NodePlacement> chosen;
+  std::vector<const std::vector<Diagnostic> *> chosenDiags;
+  std::vector<Refusal> refused;
+  // One node's full check, and its plan when it accepts, once per class of like nodes and variant.
+  using ClassKey = std::tuple<const ir::Contract *, const hal::Topology *, llvm::StringRef>;
+  std::map<ClassKey, Verdict> verdicts; // std::map: Refusals point into it
+  auto tryNode = [&](const ir::Contract &variant, const NodeState &node) -> const Verdict & {
+    auto [it, fresh] = verdicts.try_emplace(ClassKey{&variant, node.topology.get(), node.heldKey});
+    Verdict &v = it->second;
+    if (!fresh)
+      return v;
     CollectingConsumer sink;
     DiagnosticEngine scratch(diags.sourceMgr(), sink);
     ++result.checked;
@@ -100,31 +117,31 @@ PlacementResult Placer::place(const ir::Contract &contract, DiagnosticEngine &di
     // Binding reports before the passes run, so `accepted` (the passes' verdict) does not count its
     // errors; the driver refuses a contract with any error, and so does placement.
     bool accepted = checked.accepted && !scratch.hasErrors();
-    reported = std::move(sink.diags);
+    v.diags = std::move(sink.diags);
     if (!accepted)
-      return std::nullopt;
-    NodePlacement p;
-    p.node = &node;
+      return v;
+    NodePlacement &p = v.placed.emplace();
     p.plan = passes::lowerToPlan(variant, checked.placement, checked.decisions, *node.topology, version_);
     for (const passes::RolePlacement &r : checked.placement.roles)
       p.roles.push_back({r.role, r.gpuBound, r.rdmaBound, r.cpusBound});
-    return p;
+    return v;
+  };
+  auto take = [&](const Verdict &v, const NodeState &node, bool crossed) {
+    chosen.push_back(*v.placed);
+    chosen.back().node = &node;
+    chosen.back().crossedDomains = crossed;
+    chosenDiags.push_back(&v.diags);
   };
 
-  std::vector<NodePlacement> chosen;
-  std::vector<std::vector<Diagnostic>> chosenDiags;
-  std::vector<Refusal> refused;
   const ir::Contract strict = strictVariant(contract);
   for (const Candidate &c : candidates) {
     if (chosen.size() == wanted)
       break;
-    std::vector<Diagnostic> reported;
-    if (std::optional<NodePlacement> p = tryNode(strict, *c.node, reported)) {
-      chosen.push_back(std::move(*p));
-      chosenDiags.push_back(std::move(reported));
-    } else {
-      refused.push_back({c.node, std::move(reported)});
-    }
+    const Verdict &v = tryNode(strict, *c.node);
+    if (v.placed)
+      take(v, *c.node, false);
+    else
+      refused.push_back({c.node, &v});
   }
   // Compute-heavy: the nodes that could not keep every role in one PCIe domain, in the same order,
   // with the contract's own policy.
@@ -132,17 +149,14 @@ PlacementResult Placer::place(const ir::Contract &contract, DiagnosticEngine &di
     std::vector<Refusal> still;
     for (Refusal &r : refused) {
       if (chosen.size() == wanted) {
-        still.push_back(std::move(r));
+        still.push_back(r);
         continue;
       }
-      std::vector<Diagnostic> reported;
-      if (std::optional<NodePlacement> p = tryNode(contract, *r.node, reported)) {
-        p->crossedDomains = true;
-        chosen.push_back(std::move(*p));
-        chosenDiags.push_back(std::move(reported));
-      } else {
-        still.push_back({r.node, std::move(reported)});
-      }
+      const Verdict &v = tryNode(contract, *r.node);
+      if (v.placed)
+        take(v, *r.node, true);
+      else
+        still.push_back({r.node, &v});
     }
     refused = std::move(still);
   }
@@ -199,10 +213,10 @@ PlacementResult Placer::place(const ir::Contract &contract, DiagnosticEngine &di
 
   // The chosen nodes' warnings, each once: the same contract warns the same way on like nodes.
   std::set<std::pair<DiagCode, std::string>> seen;
-  for (std::vector<Diagnostic> &reported : chosenDiags)
-    for (Diagnostic &w : reported)
+  for (const std::vector<Diagnostic> *reported : chosenDiags)
+    for (const Diagnostic &w : *reported)
       if (w.severity != Severity::Error && seen.insert({w.code, w.message}).second)
-        diags.emit(std::move(w));
+        diags.emit(w);
   result.nodes = std::move(chosen);
   return result;
 }

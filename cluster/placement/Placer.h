@@ -40,7 +40,7 @@ struct NodePlacement {
 struct PlacementResult {
   std::vector<NodePlacement> nodes; // the job's N nodes in the order chosen; empty when not placed
   JobShape shape;
-  unsigned checked = 0;     // nodes whose full check ran (the rest were prefiltered or not needed)
+  unsigned checked = 0;     // full checks run (once per class of like nodes and policy variant)
   unsigned prefiltered = 0; // nodes the prefilter turned away
   bool placed() const { return !nodes.empty(); }
 };
