@@ -72,7 +72,7 @@ struct Setup {
   msc::DiagnosticEngine diags{&sm, consumer};
   std::vector<std::shared_ptr<const msc::hal::Topology>> machines;
   msc::cluster::NodeRegistry registry;
-  std::optional<msc::ir::Module> job4, job1, holder;
+  std::optional<msc::ir::Module> job4, job1, holder, nofit;
 
   std::optional<msc::ir::Module> load(const std::string &name, const std::string &text) {
     msc::driver::CompileOptions options;
@@ -93,6 +93,12 @@ struct Setup {
     }
     job4 = load("job4", jobText("job4", 4, true));
     job1 = load("job1", jobText("job1", 1, false));
+    // Passes the prefilter wherever four GPUs are free, fails every node's check (no such HCA): the
+    // error path, with the closest node and the notes built.
+    std::string nofitText = jobText("nofit", 4, true);
+    for (size_t at; (at = nofitText.find("rdma_port = nearest")) != std::string::npos;)
+      nofitText.replace(at, 19, "rdma_port = \"mlx5_9\"");
+    nofit = load("nofit", nofitText);
     holder = load("holder", "import \"profiles/mlvm.msc\";\n"
                             "contract holder uses profile mlvm_light { io_topology { t { gpu = 0; } } }\n");
     char name[32];
@@ -158,6 +164,10 @@ BENCHMARK(BM_Place_4Nodes_1000)->Unit(benchmark::kMicrosecond);
 // A 1-node compute-heavy job: best fit takes a node that already holds a GPU.
 void BM_Place_1Node_1000(benchmark::State &state) { placeLoop(state, setup().job1->contracts.front()); }
 BENCHMARK(BM_Place_1Node_1000)->Unit(benchmark::kMicrosecond);
+
+// A 4-node job no node can honour: every class of nodes checked, ERR_PLACE_001 with its notes.
+void BM_Place_NoFit_1000(benchmark::State &state) { placeLoop(state, setup().nofit->contracts.front()); }
+BENCHMARK(BM_Place_NoFit_1000)->Unit(benchmark::kMicrosecond);
 
 // Baseline: one node's check and lowering of the same 4-node job (what mscalec runs after its
 // frontend), on a JUWELS Booster node.
