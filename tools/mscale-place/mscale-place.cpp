@@ -128,7 +128,9 @@ int main(int argc, char **argv) {
       continue;
     }
     std::optional<msc::plan::Plan> plan = msc::plan::readPlanFile(kv->second, diags);
-    setup = setup && plan && registry.admit(kv->first, std::move(*plan), "--admitted", diags);
+    // Every bad --admitted is reported, not only the first.
+    if (!plan || !registry.admit(kv->first, std::move(*plan), "--admitted", diags))
+      setup = false;
   }
   if (!outputDir.empty() && !sys::fs::is_directory(outputDir.getValue()))
     return usage("-o " + outputDir + ": not a directory");
