@@ -51,7 +51,11 @@ Agent::Agent(AgentOptions options, Logger &log)
                     uint64_t wake = std::min(ledger_.nextWakeNs(now), now + 200'000'000);
                     return wake > now ? int((wake - now + 999'999) / 1'000'000) : 0;
                   },
-                  [this] { ledger_.supervise(Supervisor::monotonicNs()); },
+                  [this] {
+                    ledger_.supervise(Supervisor::monotonicNs());
+                    if (tick_)
+                      tick_();
+                  },
               }) {}
 
 bool Agent::start(DiagnosticEngine &diags) {

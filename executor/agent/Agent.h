@@ -11,6 +11,7 @@
 #include "executor/client/Protocol.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -40,6 +41,12 @@ public:
   agent::Response handle(const agent::Request &request, const PeerCredentials &peer);
   std::string metricsText() const;
 
+  // What else acts on the ledger from the agent's loop (the cluster's registration and assignments,
+  // cluster/agent): called after every wake-up, at least every 200 ms, on the loop's thread, so the
+  // ledger is never touched from two threads.
+  NodeLedger &ledger() { return ledger_; }
+  void setTick(std::function<void()> tick) { tick_ = std::move(tick); }
+
 private:
   agent::ContractStatus statusOf(const NodeLedger::Contract &c) const;
   void submit(const agent::SubmitRequest &r, DiagnosticEngine &diags, agent::Response &out);
@@ -50,6 +57,7 @@ private:
   NodeLedger ledger_;
   AgentServer server_; // after the ledger, which its handlers use: closed before the releases
   std::map<std::string, uint64_t> requests_;
+  std::function<void()> tick_;
 };
 
 } // namespace msc::exec
