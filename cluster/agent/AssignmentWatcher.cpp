@@ -1,0 +1,229 @@
+// Assignments in, ledger admissions and releases out, status written back.
+#include "cluster/agent/AssignmentWatcher.h"
+
+#include "executor/agent/NodeLedger.h"
+#include "plan/PlanFile.h"
+#include "support/DiagnosticPrinters.h"
+
+#include <llvm/ADT/StringRef.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <algorithm>
+
+namespace msc::cluster {
+
+namespace {
+
+// The diagnostics as the tools print them, one line each ("error[ERR_HAL_CPU_001]: ..."), and the
+// first error's code: what a status says and what the log shows.
+std::vector<std::string> render(const std::vector<Diagnostic> &diags, std::string &firstCode) {
+  std::vector<std::string> lines;
+  for (const Diagnostic &d : diags) {
+    if (firstCode.empty() && d.severity == Severity::Error)
+      firstCode = diagInfo(d.code).name.str();
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    TextDiagnosticPrinter printer(os);
+    printer.handle(d, nullptr);
+    os.flush();
+    llvm::StringRef rest(text);
+    while (!rest.empty()) {
+      auto [line, tail] = rest.split('\n');
+      if (!line.empty())
+        lines.push_back(line.str());
+      rest = tail;
+    }
+  }
+  return lines;
+}
+
+const char *workerName(exec::NodeLedger::WorkerState s) {
+  switch (s) {
+  case exec::NodeLedger::WorkerState::Running:
+    return "running";
+  case exec::NodeLedger::WorkerState::Exited:
+    return "exited";
+  case exec::NodeLedger::WorkerState::Killed:
+    return "killed";
+  case exec::NodeLedger::WorkerState::None:
+    break;
+  }
+  return "none";
+}
+
+} // namespace
+
+AssignmentWatcher::AssignmentWatcher(etcd::EtcdClient &client, std::string node, exec::Logger &log)
+    : client_(client), node_(std::move(node)), log_(log) {}
+
+etcd::Status AssignmentWatcher::start(exec::NodeLedger &ledger, int64_t statusLease) {
+  watch_.reset();
+  const std::string prefix = assignmentsPrefix(node_);
+  etcd::RangeOptions ro;
+  ro.rangeEnd = etcd::prefixEnd(prefix);
+  etcd::Result<etcd::RangeResult> read = client_.range(prefix, ro);
+  if (!read)
+    return read.status();
+  // The watch first, from the revision after the read: nothing written between the two is missed.
+  etcd::WatchOptions wo;
+  wo.rangeEnd = ro.rangeEnd;
+  wo.startRevision = read->revision + 1;
+  etcd::Result<std::unique_ptr<etcd::Watch>> watch = client_.watch(prefix, wo);
+  if (!watch)
+    return watch.status();
+  watch_ = std::move(*watch);
+  std::vector<etcd::KeyValue> kvs = read->kvs;
+  std::sort(kvs.begin(), kvs.end(),
+            [](const etcd::KeyValue &a, const etcd::KeyValue &b) { return a.modRevision < b.modRevision; });
+  // Admitted here before but gone from etcd meanwhile (deleted while the watch was down): release.
+  std::vector<std::string> gone;
+  for (const auto &[contract, a] : admitted_)
+    if (std::none_of(kvs.begin(), kvs.end(),
+                     [&](const etcd::KeyValue &kv) { return contractOfKey(kv.key, prefix) == contract; }))
+      gone.push_back(contract);
+  for (const std::string &contract : gone)
+    onDelete(ledger, assignmentKey(node_, contract));
+  for (const etcd::KeyValue &kv : kvs)
+    onPut(ledger, kv, statusLease);
+  return {};
+}
+
+void AssignmentWatcher::forgetAdmitted() { admitted_.clear(); }
+
+etcd::Status AssignmentWatcher::poll(exec::NodeLedger &ledger, int64_t statusLease, std::chrono::milliseconds wait) {
+  etcd::Status result;
+  if (!watch_)
+    return result;
+  etcd::Result<std::vector<etcd::WatchEvent>> events = watch_->next(wait);
+  if (!events) {
+    result = events.status();
+    log_.warn("", "assignment watch ended (" + result.str() + "); reading the assignments again");
+    if (etcd::Status s = start(ledger, statusLease); !s.ok())
+      watch_.reset(); // tried again at the next registration or start()
+  } else {
+    for (const etcd::WatchEvent &e : *events) {
+      if (e.type == etcd::WatchEvent::Type::Put)
+        onPut(ledger, e.kv, statusLease);
+      else
+        onDelete(ledger, e.kv.key);
+    }
+  }
+  // Workers that exited or were killed since: their status says so. Compared with the last status
+  // computed from the ledger, not with the last one written: a refused update of an admitted
+  // contract (which keeps running as it was) stays visible until the worker itself changes.
+  for (auto &[contract, a] : admitted_) {
+    std::string encoded = encodeStatus(statusOf(ledger, contract));
+    if (encoded != a.lastStatus) {
+      a.lastStatus = encoded;
+      if (etcd::Result<int64_t> put = client_.put(statusKey(node_, contract), encoded, statusLease); !put)
+        log_.warn(contract, "cannot write the status: " + put.status().str());
+    }
+  }
+  return result;
+}
+
+AssignmentStatus AssignmentWatcher::statusOf(const exec::NodeLedger &ledger, const std::string &contract) const {
+  AssignmentStatus s;
+  auto a = admitted_.find(contract);
+  s.leaderRevision = a == admitted_.end() ? 0 : a->second.leaderRevision;
+  const exec::NodeLedger::Contract *c = ledger.find(contract);
+  if (!c) {
+    s.state = "not-applied";
+    return s;
+  }
+  s.state = c->session->applied() ? "applied" : "not-applied";
+  s.worker = workerName(c->workerState);
+  s.pid = c->session->workerPid() > 0 ? c->session->workerPid() : c->lastPid;
+  s.exitStatus = c->exitStatus;
+  return s;
+}
+
+void AssignmentWatcher::writeStatus(const std::string &contract, const AssignmentStatus &s, int64_t statusLease) {
+  if (etcd::Result<int64_t> put = client_.put(statusKey(node_, contract), encodeStatus(s), statusLease); !put)
+    log_.warn(contract, "cannot write the status: " + put.status().str());
+}
+
+void AssignmentWatcher::refuse(const std::string &contract, int64_t leaderRevision, const std::string &code,
+                               const std::vector<std::string> &messages, int64_t statusLease) {
+  for (const std::string &m : messages)
+    log_.error(contract, m);
+  AssignmentStatus s;
+  s.state = "refused";
+  s.code = code;
+  s.leaderRevision = leaderRevision;
+  s.messages = messages;
+  writeStatus(contract, s, statusLease);
+}
+
+void AssignmentWatcher::onPut(exec::NodeLedger &ledger, const etcd::KeyValue &kv, int64_t statusLease) {
+  const std::string contract = contractOfKey(kv.key, assignmentsPrefix(node_));
+  if (contract.empty()) {
+    log_.warn("", "ignoring '" + kv.key + "': not an assignment key (" + assignmentsPrefix(node_) + "<contract>)");
+    return;
+  }
+  if (auto a = admitted_.find(contract); a != admitted_.end() && a->second.value == kv.value)
+    return; // the same assignment again (a re-read after a lost watch): nothing changes
+  std::string why;
+  std::optional<Assignment> assignment = decodeAssignment(kv.value, why);
+  if (!assignment) {
+    etcd::Status s = etcd::Status::make(etcd::ErrorCode::ERR_CLUSTER_004, {kv.key, why});
+    return refuse(contract, 0, etcd::codeName(s.code), {s.str()}, statusLease);
+  }
+  if (assignment->leaderRevision < highestLeaderRevision_) {
+    etcd::Status s = etcd::Status::make(etcd::ErrorCode::ERR_CLUSTER_003,
+                                        {kv.key, std::to_string(assignment->leaderRevision),
+                                         std::to_string(highestLeaderRevision_)});
+    return refuse(contract, assignment->leaderRevision, etcd::codeName(s.code), {s.str()}, statusLease);
+  }
+  highestLeaderRevision_ = assignment->leaderRevision;
+
+  CollectingConsumer sink;
+  DiagnosticEngine diags(nullptr, sink);
+  std::optional<plan::Plan> plan = plan::decodePlan(assignment->plan, kv.key, diags);
+  if (plan && plan->provenance().contract() != contract) {
+    etcd::Status s = etcd::Status::make(
+        etcd::ErrorCode::ERR_CLUSTER_004,
+        {kv.key, "the plan is for contract '" + plan->provenance().contract() + "', the key names '" + contract + "'"});
+    return refuse(contract, assignment->leaderRevision, etcd::codeName(s.code), {s.str()}, statusLease);
+  }
+  if (plan) {
+    // A changed assignment replaces the old one: released, then admitted anew. So is a contract the
+    // ledger holds without a running worker that this watcher did not admit: the agent re-applied
+    // it from its state directory after a restart, and the controller's assignment is the authority.
+    const exec::NodeLedger::Contract *held = ledger.find(contract);
+    if (held && (admitted_.count(contract) || held->workerState != exec::NodeLedger::WorkerState::Running)) {
+      log_.info(contract, "assignment changed: releasing the contract before admitting the new plan");
+      ledger.release(contract, diags);
+    }
+    admitted_.erase(contract);
+    log_.info(contract, "assignment from leader revision " + std::to_string(assignment->leaderRevision) +
+                            ": admitting");
+    if (ledger.admit(*plan, kv.key, assignment->command, assignment->environment, diags)) {
+      admitted_[contract] = Admitted{kv.value, assignment->leaderRevision, {}};
+      AssignmentStatus s = statusOf(ledger, contract);
+      admitted_[contract].lastStatus = encodeStatus(s);
+      writeStatus(contract, s, statusLease);
+      return;
+    }
+  }
+  std::string code;
+  std::vector<std::string> lines = render(sink.diags, code);
+  refuse(contract, assignment->leaderRevision, code, lines, statusLease);
+}
+
+void AssignmentWatcher::onDelete(exec::NodeLedger &ledger, const std::string &key) {
+  const std::string contract = contractOfKey(key, assignmentsPrefix(node_));
+  if (contract.empty())
+    return;
+  if (admitted_.erase(contract) && ledger.find(contract)) {
+    log_.info(contract, "assignment deleted: releasing");
+    CollectingConsumer sink;
+    DiagnosticEngine diags(nullptr, sink);
+    ledger.release(contract, diags);
+  }
+  // The status of an assignment that no longer exists would only mislead; etcd errors are logged.
+  if (etcd::Result<int64_t> n = client_.remove(statusKey(node_, contract)); !n)
+    log_.warn(contract, "cannot remove the status: " + n.status().str());
+}
+
+} // namespace msc::cluster

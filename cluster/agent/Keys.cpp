@@ -1,0 +1,131 @@
+// The cluster's key layout and value formats (see Keys.h).
+#include "cluster/agent/Keys.h"
+
+#include "cluster/agent/assignment.pb.h"
+
+#include <charconv>
+#include <sstream>
+
+namespace msc::cluster {
+
+namespace {
+constexpr const char *kRegistrationHeader = "# mscale node registration; agent ";
+
+template <class T> bool number(const std::string &text, T &out) {
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+} // namespace
+
+std::string contractOfKey(const std::string &key, const std::string &prefix) {
+  if (key.size() <= prefix.size() || key.compare(0, prefix.size(), prefix) != 0)
+    return {};
+  std::string rest = key.substr(prefix.size());
+  return rest.find('/') == std::string::npos ? rest : std::string();
+}
+
+std::string encodeRegistration(const Registration &r) {
+  // A YAML comment: the value stays one valid YAML document that hal::readTopologyYaml accepts whole.
+  return kRegistrationHeader + r.agentVersion + "\n" + r.topologyYaml;
+}
+
+std::optional<Registration> decodeRegistration(const std::string &value, std::string &why) {
+  std::string header = kRegistrationHeader;
+  size_t eol = value.find('\n');
+  if (value.compare(0, header.size(), header) != 0 || eol == std::string::npos) {
+    why = "the value does not start with '" + header + "VERSION'";
+    return std::nullopt;
+  }
+  return Registration{value.substr(header.size(), eol - header.size()), value.substr(eol + 1)};
+}
+
+std::string encodeAssignment(const Assignment &a) {
+  proto::Assignment m;
+  m.set_format(kAssignmentFormat);
+  m.set_leader_revision(a.leaderRevision);
+  m.set_plan(a.plan);
+  for (const std::string &arg : a.command)
+    m.add_command(arg);
+  for (const auto &[k, v] : a.environment)
+    (*m.mutable_environment())[k] = v;
+  std::string out;
+  m.SerializeToString(&out);
+  return out;
+}
+
+std::optional<Assignment> decodeAssignment(const std::string &value, std::string &why) {
+  proto::Assignment m;
+  if (value.empty() || !m.ParseFromString(value)) {
+    why = "not an encoded assignment (" + std::to_string(value.size()) + " bytes)";
+    return std::nullopt;
+  }
+  if (m.format() != kAssignmentFormat) {
+    why = "assignment format " + std::to_string(m.format()) + ", this agent reads format " +
+          std::to_string(kAssignmentFormat);
+    return std::nullopt;
+  }
+  if (m.leader_revision() <= 0) {
+    why = "leader revision " + std::to_string(m.leader_revision()) + " is not positive";
+    return std::nullopt;
+  }
+  if (m.plan().empty()) {
+    why = "the assignment carries no plan";
+    return std::nullopt;
+  }
+  Assignment a;
+  a.leaderRevision = m.leader_revision();
+  a.plan = m.plan();
+  a.command.assign(m.command().begin(), m.command().end());
+  a.environment.insert(m.environment().begin(), m.environment().end());
+  return a;
+}
+
+std::string encodeStatus(const AssignmentStatus &s) {
+  std::string out = "state " + s.state + "\n";
+  if (!s.code.empty())
+    out += "code " + s.code + "\n";
+  out += "leader-rev " + std::to_string(s.leaderRevision) + "\n";
+  out += "worker " + s.worker + "\n";
+  if (s.pid)
+    out += "pid " + std::to_string(s.pid) + "\n";
+  if (s.worker == "exited" || s.worker == "killed")
+    out += "exit " + std::to_string(s.exitStatus) + "\n";
+  for (const std::string &m : s.messages)
+    out += "message " + m + "\n";
+  return out;
+}
+
+std::optional<AssignmentStatus> decodeStatus(const std::string &value) {
+  AssignmentStatus s;
+  std::istringstream in(value);
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t sp = line.find(' ');
+    if (sp == std::string::npos)
+      return std::nullopt;
+    std::string field = line.substr(0, sp), rest = line.substr(sp + 1);
+    bool ok = true;
+    if (field == "state")
+      s.state = rest;
+    else if (field == "code")
+      s.code = rest;
+    else if (field == "leader-rev")
+      ok = number(rest, s.leaderRevision);
+    else if (field == "worker")
+      s.worker = rest;
+    else if (field == "pid")
+      ok = number(rest, s.pid);
+    else if (field == "exit")
+      ok = number(rest, s.exitStatus);
+    else if (field == "message")
+      s.messages.push_back(rest);
+    if (!ok)
+      return std::nullopt;
+    // Unknown fields are skipped: a newer agent may say more.
+  }
+  if (s.state.empty())
+    return std::nullopt;
+  return s;
+}
+
+} // namespace msc::cluster

@@ -1,0 +1,77 @@
+// Where the cluster keeps what controllers and node agents say to each other in etcd: the one place
+// that spells the keys and their values, so the controller, the agents and the tests cannot drift.
+//
+//   /mscale/nodes/<node>                  a node's registration: its topology (YAML) and agent version,
+//                                         put under the agent's lease, gone when the agent is
+//   /mscale/assignments/<node>/<contract> a plan assigned by the controller leader (assignment.proto)
+//   /mscale/status/<node>/<contract>      what the agent made of it: applied / refused with a code,
+//                                         the worker's state (text, for people and controllers)
+#pragma once
+
+#include "cluster/etcd/Status.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace msc::cluster {
+
+inline constexpr const char *kRootPrefix = "/mscale/";
+inline constexpr const char *kNodesPrefix = "/mscale/nodes/";
+inline constexpr const char *kAssignmentsPrefix = "/mscale/assignments/";
+inline constexpr const char *kStatusPrefix = "/mscale/status/";
+inline constexpr uint32_t kAssignmentFormat = 1;
+
+inline std::string nodeKey(const std::string &node) { return kNodesPrefix + node; }
+// Ends with '/': a watch on [prefix, etcd::prefixEnd(prefix)) sees one node's assignments only
+// (without the slash, node "a1" would also see node "a10").
+inline std::string assignmentsPrefix(const std::string &node) { return kAssignmentsPrefix + node + "/"; }
+inline std::string assignmentKey(const std::string &node, const std::string &contract) {
+  return assignmentsPrefix(node) + contract;
+}
+inline std::string statusPrefix(const std::string &node) { return kStatusPrefix + node + "/"; }
+inline std::string statusKey(const std::string &node, const std::string &contract) {
+  return statusPrefix(node) + contract;
+}
+// The contract of an assignment or status key under `prefix`; empty when the key is not one.
+std::string contractOfKey(const std::string &key, const std::string &prefix);
+
+// /mscale/nodes/<node>: YAML, so that `etcdctl get` is readable and placement reads it with
+// hal::readTopologyYaml. The agent's version line comes first, then the topology document.
+struct Registration {
+  std::string agentVersion;
+  std::string topologyYaml; // hal::writeTopologyYaml
+};
+std::string encodeRegistration(const Registration &r);
+// ERR_CLUSTER_004 style failures are the caller's: nullopt with `why` when the value is not one.
+std::optional<Registration> decodeRegistration(const std::string &value, std::string &why);
+
+struct Assignment {
+  int64_t leaderRevision = 0;
+  std::string plan; // plan file bytes
+  std::vector<std::string> command;
+  std::map<std::string, std::string> environment;
+};
+std::string encodeAssignment(const Assignment &a);
+// nullopt with `why` for bytes that are not an assignment, a format this agent does not know, a
+// leader revision that is not positive, or no plan.
+std::optional<Assignment> decodeAssignment(const std::string &value, std::string &why);
+
+// /mscale/status/<node>/<contract>: lines "state applied|refused|not-applied", "code ERR_...",
+// "leader-rev N", "worker none|running|exited|killed", "pid N", "exit N", then "message ..." lines
+// (the diagnostics as printed). Text: people read it with etcdctl, and a controller needs two fields.
+struct AssignmentStatus {
+  std::string state; // applied | refused | not-applied
+  std::string code;  // the first error's code when refused
+  int64_t leaderRevision = 0;
+  std::string worker = "none";
+  int64_t pid = 0;
+  int exitStatus = 0;
+  std::vector<std::string> messages;
+};
+std::string encodeStatus(const AssignmentStatus &s);
+std::optional<AssignmentStatus> decodeStatus(const std::string &value);
+
+} // namespace msc::cluster

@@ -1,0 +1,70 @@
+// The key layout and the value formats (cluster/agent/Keys.h): no etcd needed.
+#include "cluster/agent/Keys.h"
+
+#include <gtest/gtest.h>
+
+using namespace msc::cluster;
+
+TEST(ClusterKeys, Layout) {
+  EXPECT_EQ(nodeKey("jrc0323"), "/mscale/nodes/jrc0323");
+  EXPECT_EQ(assignmentKey("jrc0323", "train1"), "/mscale/assignments/jrc0323/train1");
+  EXPECT_EQ(statusKey("jrc0323", "train1"), "/mscale/status/jrc0323/train1");
+  EXPECT_EQ(contractOfKey("/mscale/assignments/a1/t", assignmentsPrefix("a1")), "t");
+  // Node "a1" must not see node "a10"'s keys, nor keys nested deeper.
+  EXPECT_EQ(contractOfKey("/mscale/assignments/a10/t", assignmentsPrefix("a1")), "");
+  EXPECT_EQ(contractOfKey("/mscale/assignments/a1/t/x", assignmentsPrefix("a1")), "");
+  EXPECT_EQ(contractOfKey("/mscale/assignments/a1/", assignmentsPrefix("a1")), "");
+}
+
+TEST(ClusterKeys, AssignmentRoundTrip) {
+  Assignment a;
+  a.leaderRevision = 42;
+  a.plan = std::string("MSCP\0\x01binary", 12);
+  a.command = {"python3", "train.py", "--lr=1e-4"};
+  a.environment = {{"A", "1"}};
+  std::string why;
+  std::optional<Assignment> back = decodeAssignment(encodeAssignment(a), why);
+  ASSERT_TRUE(back) << why;
+  EXPECT_EQ(back->leaderRevision, 42);
+  EXPECT_EQ(back->plan, a.plan);
+  EXPECT_EQ(back->command, a.command);
+  EXPECT_EQ(back->environment, a.environment);
+}
+
+TEST(ClusterKeys, MalformedAssignments) {
+  std::string why;
+  EXPECT_FALSE(decodeAssignment("not a protobuf \xff\xff", why));
+  EXPECT_NE(why.find("not an encoded assignment"), std::string::npos) << why;
+  EXPECT_FALSE(decodeAssignment("", why));
+  Assignment a;
+  a.plan = "x";
+  a.leaderRevision = 0;
+  EXPECT_FALSE(decodeAssignment(encodeAssignment(a), why));
+  EXPECT_NE(why.find("leader revision 0 is not positive"), std::string::npos) << why;
+  a.leaderRevision = 3;
+  a.plan.clear();
+  EXPECT_FALSE(decodeAssignment(encodeAssignment(a), why));
+  EXPECT_NE(why.find("no plan"), std::string::npos) << why;
+}
+
+TEST(ClusterKeys, StatusAndRegistrationRoundTrip) {
+  AssignmentStatus s;
+  s.state = "refused";
+  s.code = "ERR_CLUSTER_003";
+  s.leaderRevision = 7;
+  s.messages = {"error[ERR_CLUSTER_003]: ..."};
+  std::optional<AssignmentStatus> back = decodeStatus(encodeStatus(s));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->state, "refused");
+  EXPECT_EQ(back->code, "ERR_CLUSTER_003");
+  EXPECT_EQ(back->leaderRevision, 7);
+  EXPECT_EQ(back->messages, s.messages);
+  EXPECT_FALSE(decodeStatus("leader-rev x\n"));
+
+  std::string why;
+  std::optional<Registration> r = decodeRegistration(encodeRegistration({"0.1.0", "node: a\n"}), why);
+  ASSERT_TRUE(r) << why;
+  EXPECT_EQ(r->agentVersion, "0.1.0");
+  EXPECT_EQ(r->topologyYaml, "node: a\n");
+  EXPECT_FALSE(decodeRegistration("node: a\n", why));
+}
