@@ -1,6 +1,8 @@
 // mscale-exec: the node side of a plan. Thin: parses options, the work is in executor/.
 //   mscale-exec run plan.msp [--log FILE] [--config node.yaml] [--nproc-per-node N] -- CMD ARGS
 //   mscale-exec serve --socket PATH [--config node.yaml] [--metrics PORT|unix:PATH] [--log FILE]
+//                     [--cluster ENDPOINTS --node NAME [--lease-ttl 5s]]
+#include "cluster/agent/ClusterAgent.h"
 #include "executor/Run.h"
 #include "executor/WorkerGroup.h"
 #include "executor/agent/Agent.h"
@@ -11,6 +13,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <csignal>
+#include <memory>
 
 namespace cl = llvm::cl;
 using namespace msc;
@@ -23,7 +26,8 @@ cl::SubCommand ServeCmd("serve", "Serve as the node agent on a Unix socket");
 cl::opt<std::string> PlanPath(cl::Positional, cl::desc("<plan.msp>"), cl::Required, cl::sub(RunCmd));
 cl::list<std::string> Command(cl::ConsumeAfter, cl::desc("-- <worker command and arguments>"), cl::sub(RunCmd));
 cl::opt<std::string> Topology("topology", cl::desc("Re-check against this topology instead of the live node "
-                                                    "(tests; the appliers still act on this node)"),
+                                                    "(tests; the appliers still act on this node); with --cluster, "
+                                                    "also the topology registered"),
                               cl::init("live"), cl::sub(RunCmd), cl::sub(ServeCmd));
 cl::opt<std::string> Inject("inject-failure", cl::desc("Test hook: make this applier fail (cpu, io, memory, gpu, rdma)"),
                             cl::sub(RunCmd));
@@ -44,6 +48,16 @@ cl::opt<bool> Resume("resume", cl::desc("This job's previous executor was lost: 
 cl::opt<std::string> Socket("socket", cl::desc("Unix socket to listen on"), cl::sub(ServeCmd));
 cl::opt<std::string> Metrics("metrics", cl::desc("Prometheus endpoint: a local TCP port or unix:PATH"),
                              cl::sub(ServeCmd));
+cl::opt<std::string> ClusterEndpoints("cluster",
+                                      cl::desc("Join the cluster: register this node in etcd at these endpoints "
+                                               "(host:port,...) and run the plans assigned to it"),
+                                      cl::value_desc("endpoints"), cl::sub(ServeCmd));
+cl::opt<std::string> NodeName("node", cl::desc("The node's name in the cluster (with --cluster)"), cl::value_desc("name"),
+                              cl::sub(ServeCmd));
+// A string: "5s" and "5" both mean five seconds; anything else gets the tool's coded error.
+cl::opt<std::string> LeaseTtl("lease-ttl",
+                              cl::desc("TTL of the node's registration lease (with --cluster; default 5s)"),
+                              cl::value_desc("seconds"), cl::init("5s"), cl::sub(ServeCmd));
 
 cl::opt<std::string> Config("config", cl::desc("Node config (YAML)"), cl::value_desc("node.yaml"), cl::sub(RunCmd),
                             cl::sub(ServeCmd));
@@ -56,6 +70,34 @@ void onSignal(int) {
     theAgent->stop();
 }
 
+// --cluster, --node, --lease-ttl: checked here, acted on by cluster/agent. Null without --cluster.
+std::unique_ptr<cluster::ClusterAgent> clusterAgent(exec::Logger &log, DiagnosticEngine &diags, bool &bad) {
+  bad = false;
+  if (ClusterEndpoints.empty()) {
+    if (!NodeName.empty() || LeaseTtl.getNumOccurrences()) {
+      diags.report(DiagCode::ERR_DRV_005) << "--node and --lease-ttl go with --cluster ENDPOINTS";
+      bad = true;
+    }
+    return nullptr;
+  }
+  if (NodeName.empty()) {
+    diags.report(DiagCode::ERR_DRV_005) << "--cluster needs --node NAME (the node's name in the cluster)";
+    bad = true;
+    return nullptr;
+  }
+  llvm::StringRef ttlText(LeaseTtl);
+  ttlText.consume_back("s");
+  unsigned ttl = 0;
+  if (ttlText.getAsInteger(10, ttl) || ttl < 1 || ttl > 3600) {
+    diags.report(DiagCode::ERR_DRV_005) << "--lease-ttl '" + LeaseTtl +
+                                               "': a whole number of seconds from 1 to 3600, e.g. 5s";
+    bad = true;
+    return nullptr;
+  }
+  return std::make_unique<cluster::ClusterAgent>(
+      cluster::ClusterAgentOptions{ClusterEndpoints, NodeName, Topology, static_cast<int64_t>(ttl)}, log);
+}
+
 int serve(exec::Logger &log) {
   exec::LogDiagnosticPrinter printer(log);
   DiagnosticEngine diags(nullptr, printer);
@@ -63,6 +105,12 @@ int serve(exec::Logger &log) {
     diags.report(DiagCode::ERR_DRV_005) << "serve needs --socket PATH";
     return 2;
   }
+  bool bad = false;
+  // Declared before the agent, so destroyed after it: the agent releases its contracts (kills the
+  // workers) first, then the lease is revoked; the node never leaves the cluster with a worker running.
+  std::unique_ptr<cluster::ClusterAgent> cluster = clusterAgent(log, diags, bad);
+  if (bad)
+    return 2;
   exec::AgentOptions options;
   options.socketPath = Socket;
   options.metrics = Metrics;
@@ -84,6 +132,11 @@ int serve(exec::Logger &log) {
   exec::Agent agent(options, log);
   if (!agent.start(diags))
     return 1;
+  if (cluster) {
+    if (!cluster->start(agent.ledger()))
+      return 1;
+    agent.setTick([&] { cluster->tick(agent.ledger()); });
+  }
   theAgent = &agent;
   struct sigaction sa {};
   sa.sa_handler = onSignal;
