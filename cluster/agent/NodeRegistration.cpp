@@ -67,9 +67,11 @@ NodeRegistration::Event NodeRegistration::poll(exec::NodeLedger &ledger) {
         etcd::ErrorCode::ERR_CLUSTER_005, {options_.node, std::to_string(keepAlive_->leaseId()),
                                            keepAlive_->lostStatus().message, std::to_string(names.size())});
     log_.error("", lost.str());
-    // The old lease may still live in etcd (we stopped hearing from it, etcd may not have expired it
-    // yet): revoking it frees the key for the fresh registration; failing to is harmless.
-    client_.revokeLease(keepAlive_->leaseId());
+    // The old lease may still live in etcd: the keep-alive gave up on its own clock, or etcd was
+    // unreachable and its new raft leader extended every lease when it came back. Until it is
+    // revoked the old registration holds the key and a fresh one is refused; revoked before the
+    // next registration attempt, not here, so that the loss is handled without waiting on etcd.
+    staleLease_ = keepAlive_->leaseId();
     nextTry_ = std::chrono::steady_clock::now();
     return Event::Lost;
   }
@@ -79,6 +81,15 @@ NodeRegistration::Event NodeRegistration::poll(exec::NodeLedger &ledger) {
   if (now < nextTry_)
     return Event::None;
   nextTry_ = now + options_.retryInterval;
+  if (staleLease_) {
+    etcd::Status revoked = client_.revokeLease(staleLease_);
+    // Revoked, or etcd answered that it no longer has it (ERR_ETCD_005): the key is free of it.
+    if (!revoked.ok() && revoked.code != etcd::ErrorCode::ERR_ETCD_005) {
+      log_.warn("", "cannot revoke the lost lease " + std::to_string(staleLease_) + " yet: " + revoked.str());
+      return Event::None;
+    }
+    staleLease_ = 0;
+  }
   etcd::Status s = registerNode();
   if (!s.ok()) {
     log_.warn("", "registering node '" + options_.node + "' again failed: " + s.str());

@@ -65,6 +65,7 @@ private:
   exec::Logger &log_;
   std::unique_ptr<etcd::LeaseKeepAlive> keepAlive_;
   bool lossHandled_ = true; // nothing to handle before the first registration
+  int64_t staleLease_ = 0;  // a lost lease not yet known to be gone from etcd
   std::chrono::steady_clock::time_point nextTry_{};
 };
 

@@ -289,3 +289,48 @@ TEST_F(ClusterAgentTest, LostLeaseStopsTheWorkersAndTheNodeRejoins) {
   EXPECT_NE(agent_->registration()->leaseId(), lease);
   EXPECT_NE(ledger_->find("t1")->session->workerPid(), worker);
 }
+
+TEST_F(ClusterAgentTest, EtcdUnreachablePastTheTtlStopsTheWorkers) {
+  // Every member frozen (SIGSTOP): to the agent, a partition from etcd. Its keep-alive gives up when
+  // the TTL has run out without a renewal; the agent must then stop its workers on its own.
+  ASSERT_TRUE(startAgent(2));
+  putAssignment("t1", 10, assignmentValue("t1", 10, 0));
+  ASSERT_TRUE(pump([&] { return status("t1") && status("t1")->worker == "running"; })) << logText();
+  pid_t worker = ledger_->find("t1")->session->workerPid();
+  int64_t lease = agent_->registration()->leaseId();
+
+  std::vector<int> members;
+  for (size_t m = 0; m < 3; ++m)
+    members.push_back(et::memberPid(m));
+  struct Resume { // SIGCONT whatever happens below: the next tests need the cluster
+    std::vector<int> &pids;
+    ~Resume() {
+      for (int pid : pids)
+        ::kill(pid, SIGCONT);
+    }
+  } resume{members};
+  for (int pid : members)
+    ASSERT_EQ(::kill(pid, SIGSTOP), 0);
+  auto start = std::chrono::steady_clock::now();
+  bool stopped = pump([&] { return ledger_->contracts().empty(); }, 10000ms);
+  double after = et::secondsSince(start);
+  for (int pid : members)
+    ::kill(pid, SIGCONT);
+  ASSERT_TRUE(stopped) << logText();
+  std::cout << "workers stopped " << after << " s after etcd became unreachable (TTL 2 s)\n";
+  EXPECT_LT(after, 4.0);
+  EXPECT_FALSE(running(worker));
+  EXPECT_NE(logText().find("error[ERR_CLUSTER_005]: node '" + node_ + "' lost its registration (lease " +
+                           std::to_string(lease) + ")"),
+            std::string::npos)
+      << logText();
+
+  // etcd back: the lost lease is revoked (etcd's new raft leader had extended it), the node registers
+  // under a fresh one and runs its assignment again.
+  auto back = std::chrono::steady_clock::now();
+  ASSERT_TRUE(pump([&] {
+    auto kv = registration();
+    return kv && kv->lease != lease && ledger_->find("t1") && status("t1") && status("t1")->worker == "running";
+  }, 30000ms)) << logText();
+  std::cout << "registered again and running " << et::secondsSince(back) << " s after etcd came back\n";
+}
