@@ -11,6 +11,7 @@ NodeRegistration::NodeRegistration(etcd::EtcdClient &client, RegistrationOptions
     : client_(client), options_(std::move(options)), log_(log) {}
 
 NodeRegistration::~NodeRegistration() {
+  stopRetry();
   if (!keepAlive_)
     return;
   int64_t id = keepAlive_->leaseId();
@@ -19,7 +20,24 @@ NodeRegistration::~NodeRegistration() {
     client_.revokeLease(id); // best effort: otherwise the key goes when the TTL runs out
 }
 
-etcd::Status NodeRegistration::registerNode() {
+void NodeRegistration::stopRetry() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (retry_.joinable())
+    retry_.join();
+  std::lock_guard<std::mutex> lock(mutex_);
+  stopping_ = false;
+  if (fresh_) { // registered after all, but no one will use it: let it go at once
+    fresh_->stop();
+    client_.revokeLease(fresh_->leaseId());
+    fresh_.reset();
+  }
+}
+
+etcd::Status NodeRegistration::attempt(std::unique_ptr<etcd::LeaseKeepAlive> &out) {
   etcd::Result<etcd::LeaseGrant> lease = client_.grantLease(options_.ttlSeconds);
   if (!lease)
     return lease.status();
@@ -41,11 +59,47 @@ etcd::Status NodeRegistration::registerNode() {
       holder = std::to_string(r->kvs.front().lease);
     return etcd::Status::make(etcd::ErrorCode::ERR_CLUSTER_002, {options_.node, holder});
   }
-  keepAlive_ = std::move(keepAlive);
-  lossHandled_ = false;
   log_.info("", "registered node '" + options_.node + "' in etcd under lease " + std::to_string(lease->id) +
                     " (TTL " + std::to_string(lease->ttlSeconds) + " s)");
+  out = std::move(keepAlive);
   return {};
+}
+
+etcd::Status NodeRegistration::registerNode() {
+  std::unique_ptr<etcd::LeaseKeepAlive> keepAlive;
+  if (etcd::Status s = attempt(keepAlive); !s.ok())
+    return s;
+  keepAlive_ = std::move(keepAlive);
+  lossHandled_ = false;
+  return {};
+}
+
+void NodeRegistration::reregister(int64_t staleLease) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    lock.unlock();
+    etcd::Status s;
+    if (staleLease) {
+      // The lost lease may still live in etcd: the keep-alive gave up on its own clock, or etcd's
+      // raft leader elected after an outage extended every lease. Until it is revoked the old
+      // registration holds the key. Revoked, or etcd answered that it is gone (ERR_ETCD_005): free.
+      s = client_.revokeLease(staleLease);
+      if (s.ok() || s.code == etcd::ErrorCode::ERR_ETCD_005) {
+        staleLease = 0;
+        s = {};
+      }
+    }
+    std::unique_ptr<etcd::LeaseKeepAlive> keepAlive;
+    if (s.ok())
+      s = attempt(keepAlive);
+    lock.lock();
+    if (s.ok()) {
+      fresh_ = std::move(keepAlive);
+      return;
+    }
+    log_.warn("", "registering node '" + options_.node + "' again failed: " + s.str() + "; retrying");
+    wake_.wait_for(lock, options_.retryInterval, [&] { return stopping_; });
+  }
 }
 
 NodeRegistration::Event NodeRegistration::poll(exec::NodeLedger &ledger) {
@@ -67,34 +121,23 @@ NodeRegistration::Event NodeRegistration::poll(exec::NodeLedger &ledger) {
         etcd::ErrorCode::ERR_CLUSTER_005, {options_.node, std::to_string(keepAlive_->leaseId()),
                                            keepAlive_->lostStatus().message, std::to_string(names.size())});
     log_.error("", lost.str());
-    // The old lease may still live in etcd: the keep-alive gave up on its own clock, or etcd was
-    // unreachable and its new raft leader extended every lease when it came back. Until it is
-    // revoked the old registration holds the key and a fresh one is refused; revoked before the
-    // next registration attempt, not here, so that the loss is handled without waiting on etcd.
-    staleLease_ = keepAlive_->leaseId();
-    nextTry_ = std::chrono::steady_clock::now();
+    if (retry_.joinable())
+      retry_.join(); // a previous re-registration, finished: its result was taken over
+    retry_ = std::thread([this, stale = keepAlive_->leaseId()] { reregister(stale); });
     return Event::Lost;
   }
   if (registered() || !lossHandled_ || !keepAlive_)
     return Event::None;
-  auto now = std::chrono::steady_clock::now();
-  if (now < nextTry_)
-    return Event::None;
-  nextTry_ = now + options_.retryInterval;
-  if (staleLease_) {
-    etcd::Status revoked = client_.revokeLease(staleLease_);
-    // Revoked, or etcd answered that it no longer has it (ERR_ETCD_005): the key is free of it.
-    if (!revoked.ok() && revoked.code != etcd::ErrorCode::ERR_ETCD_005) {
-      log_.warn("", "cannot revoke the lost lease " + std::to_string(staleLease_) + " yet: " + revoked.str());
-      return Event::None;
-    }
-    staleLease_ = 0;
+  std::unique_ptr<etcd::LeaseKeepAlive> fresh;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    fresh = std::move(fresh_);
   }
-  etcd::Status s = registerNode();
-  if (!s.ok()) {
-    log_.warn("", "registering node '" + options_.node + "' again failed: " + s.str());
+  if (!fresh)
     return Event::None;
-  }
+  retry_.join(); // it returned right after handing fresh_ over
+  keepAlive_ = std::move(fresh);
+  lossHandled_ = false;
   return Event::Registered;
 }
 

@@ -5,7 +5,9 @@
 // lost, the agent stops every contract it runs: a job must never run on two nodes at once.
 //
 // Everything that touches the ledger runs on the agent's loop thread (poll): the keep-alive's own
-// thread only flags the loss, because NodeLedger is not thread-safe.
+// thread only flags the loss, because NodeLedger is not thread-safe. Registering again after a loss
+// runs on a thread of its own: etcd is likely unreachable then, and each attempt may wait for the
+// client's call timeout, which the loop (serving the local socket) must not.
 #pragma once
 
 #include "cluster/agent/Keys.h"
@@ -14,8 +16,11 @@
 #include "executor/Logger.h"
 
 #include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 
 namespace msc::exec {
 class NodeLedger;
@@ -35,8 +40,9 @@ struct RegistrationOptions {
 class NodeRegistration {
 public:
   NodeRegistration(etcd::EtcdClient &client, RegistrationOptions options, exec::Logger &log);
-  // Revokes the lease: the node leaves the cluster at once instead of after the TTL. Whoever owns
-  // the ledger stops the workers before this runs (see ClusterAgent).
+  // Stops a re-registration in progress (waits for its etcd call), then revokes the lease: the node
+  // leaves the cluster at once instead of after the TTL. Whoever owns the ledger stops the workers
+  // before this runs (see ClusterAgent).
   ~NodeRegistration();
   NodeRegistration(const NodeRegistration &) = delete;
   NodeRegistration &operator=(const NodeRegistration &) = delete;
@@ -48,8 +54,9 @@ public:
 
   enum class Event { None, Lost, Registered };
   // From the agent's loop. When the lease was lost: releases every contract of `ledger` (stopping
-  // its workers), logs ERR_CLUSTER_005, returns Lost. While lost: tries a fresh registration (a new
-  // lease; the old one is never reused) every retryInterval; Registered when it succeeded.
+  // its workers), logs ERR_CLUSTER_005, starts registering again in the background (the lost lease
+  // revoked first, then a fresh one; the old one is never reused; every retryInterval until it
+  // works) and returns Lost. Registered once a fresh registration took over.
   Event poll(exec::NodeLedger &ledger);
 
   bool registered() const { return keepAlive_ && !keepAlive_->lost(); }
@@ -60,13 +67,22 @@ public:
   etcd::LeaseKeepAlive *keepAlive() { return keepAlive_.get(); }
 
 private:
+  // Grant, keep-alive, put-if-absent; the running keep-alive on success. Any thread.
+  etcd::Status attempt(std::unique_ptr<etcd::LeaseKeepAlive> &out);
+  void reregister(int64_t staleLease);
+  void stopRetry();
+
   etcd::EtcdClient &client_;
   RegistrationOptions options_;
   exec::Logger &log_;
   std::unique_ptr<etcd::LeaseKeepAlive> keepAlive_;
   bool lossHandled_ = true; // nothing to handle before the first registration
-  int64_t staleLease_ = 0;  // a lost lease not yet known to be gone from etcd
-  std::chrono::steady_clock::time_point nextTry_{};
+  // The background re-registration: its result waits in fresh_ until poll() takes it over.
+  std::thread retry_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::unique_ptr<etcd::LeaseKeepAlive> fresh_;
 };
 
 } // namespace msc::cluster
