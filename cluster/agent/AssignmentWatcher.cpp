@@ -191,8 +191,12 @@ void AssignmentWatcher::onPut(exec::NodeLedger &ledger, const etcd::KeyValue &kv
     // ledger holds without a running worker that this watcher did not admit: the agent re-applied
     // it from its state directory after a restart, and the controller's assignment is the authority.
     const exec::NodeLedger::Contract *held = ledger.find(contract);
-    if (held && (admitted_.count(contract) || held->workerState != exec::NodeLedger::WorkerState::Running)) {
+    if (held && admitted_.count(contract)) {
       log_.info(contract, "assignment changed: releasing the contract before admitting the new plan");
+      ledger.release(contract, diags);
+    } else if (held && held->workerState != exec::NodeLedger::WorkerState::Running) {
+      log_.info(contract, "held without a worker (re-applied from the state directory): releasing it to admit "
+                          "the assignment with its worker");
       ledger.release(contract, diags);
     }
     admitted_.erase(contract);

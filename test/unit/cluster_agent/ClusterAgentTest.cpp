@@ -290,6 +290,36 @@ TEST_F(ClusterAgentTest, LostLeaseStopsTheWorkersAndTheNodeRejoins) {
   EXPECT_NE(ledger_->find("t1")->session->workerPid(), worker);
 }
 
+TEST_F(ClusterAgentTest, RestartedAgentAdoptsWhatItsStateDirectoryReapplied) {
+  exec::LedgerOptions lo;
+  lo.appliers.cgroups = exec::CgroupLayout::discover();
+  lo.config.stateDir = dir_ + "/state";
+  ledger_ = std::make_unique<exec::NodeLedger>(lo, *log_);
+  ASSERT_TRUE(startAgent());
+  putAssignment("t1", 10, assignmentValue("t1", 10, 0));
+  ASSERT_TRUE(pump([&] { return status("t1") && status("t1")->worker == "running"; })) << logText();
+  pid_t first = ledger_->find("t1")->session->workerPid();
+
+  // The agent restarts: its contracts released (the admission stays in the state directory), its
+  // lease revoked; the new one re-applies the plan without a worker, as mscale-exec serve does.
+  ledger_.reset();
+  agent_.reset();
+  EXPECT_FALSE(running(first));
+  ledger_ = std::make_unique<exec::NodeLedger>(lo, *log_);
+  CollectingConsumer sink;
+  DiagnosticEngine diags(nullptr, sink);
+  ledger_->loadState(diags);
+  ASSERT_NE(ledger_->find("t1"), nullptr);
+  EXPECT_EQ(ledger_->find("t1")->workerState, exec::NodeLedger::WorkerState::None);
+
+  // The assignment, still in etcd, is the authority: admitted again with its worker, not refused as
+  // a second admission of the contract.
+  ASSERT_TRUE(startAgent());
+  ASSERT_TRUE(pump([&] { return status("t1") && status("t1")->worker == "running"; })) << logText();
+  EXPECT_EQ(status("t1")->state, "applied");
+  EXPECT_NE(logText().find("held without a worker (re-applied from the state directory)"), std::string::npos);
+}
+
 TEST_F(ClusterAgentTest, EtcdUnreachablePastTheTtlStopsTheWorkers) {
   // Every member frozen (SIGSTOP): to the agent, a partition from etcd. Its keep-alive gives up when
   // the TTL has run out without a renewal; the agent must then stop its workers on its own.
