@@ -5,6 +5,7 @@
 #include "ExecTestUtil.h"
 
 #include "cluster/agent/Keys.h"
+#include "hal/TopologyYaml.h"
 #include "plan/PlanFile.h"
 
 #include <csignal>
@@ -144,5 +145,27 @@ TEST_F(ServeTest, BadClusterOptionsAreRefused) {
   EXPECT_EQ(wait(p), 2);
   EXPECT_NE(err("t").find("error[ERR_DRV_005]: invalid option value: --lease-ttl 'five'"), std::string::npos)
       << err("t");
+  EXPECT_FALSE(registered());
+}
+
+TEST_F(ServeTest, ServesARecordedNode) {
+  // --topology FILE: the agent registers the recorded node (what it re-checks plans against), the
+  // way a cluster of recorded nodes is tried on one machine.
+  std::vector<std::string> args = serveArgs("r");
+  args.push_back("--topology");
+  args.push_back(MSC_SOURCE_DIR "/test/fuzz/seeds/topology_yaml/jureca-4xa100.yaml");
+  pid_t agent = spawn("r", args);
+  ASSERT_TRUE(waitFor([&] { return registered(); })) << err("r");
+  auto kv = client_->range(nodeKey(node_));
+  std::string why;
+  std::optional<Registration> r = decodeRegistration(kv->kvs.front().value, why);
+  ASSERT_TRUE(r) << why;
+  CollectingConsumer sink;
+  DiagnosticEngine diags(nullptr, sink);
+  std::optional<hal::Topology> t = hal::readTopologyYaml(r->topologyYaml, "registration", diags);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->name(), "jrc0323");
+  ::kill(agent, SIGTERM);
+  EXPECT_EQ(wait(agent), 0) << err("r");
   EXPECT_FALSE(registered());
 }
