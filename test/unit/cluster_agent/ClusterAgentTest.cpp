@@ -206,6 +206,15 @@ TEST_F(ClusterAgentTest, AssignmentIsAdmittedAndReleased) {
   EXPECT_FALSE(running(worker));
 }
 
+TEST_F(ClusterAgentTest, StatusFollowsTheWorker) {
+  ASSERT_TRUE(startAgent());
+  putAssignment("t1", 10, assignmentValue("t1", 10, 0, {MSC_EXEC_TEST_WORKER, "exit", "3"}));
+  ASSERT_TRUE(pump([&] { return status("t1") && status("t1")->worker == "exited"; })) << logText();
+  std::optional<AssignmentStatus> s = status("t1");
+  EXPECT_EQ(s->state, "applied"); // the resources stay until the assignment is deleted
+  EXPECT_EQ(s->exitStatus, 3);
+}
+
 TEST_F(ClusterAgentTest, LowerLeaderRevisionIsRefused) {
   ASSERT_TRUE(startAgent());
   putAssignment("t1", 20, assignmentValue("t1", 20, 0));
