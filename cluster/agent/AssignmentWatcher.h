@@ -11,7 +11,7 @@
 // Not thread-safe: the agent's loop calls it, like every other user of the ledger.
 #pragma once
 
-#include "cluster/agent/Keys.h"
+#include "cluster/keys/Keys.h"
 #include "cluster/etcd/EtcdClient.h"
 #include "cluster/etcd/Watch.h"
 #include "executor/Logger.h"

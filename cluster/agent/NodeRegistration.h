@@ -10,7 +10,7 @@
 // client's call timeout, which the loop (serving the local socket) must not.
 #pragma once
 
-#include "cluster/agent/Keys.h"
+#include "cluster/keys/Keys.h"
 #include "cluster/etcd/EtcdClient.h"
 #include "cluster/etcd/Lease.h"
 #include "executor/Logger.h"

@@ -132,17 +132,19 @@ int serve(exec::Logger &log) {
   exec::Agent agent(options, log);
   if (!agent.start(diags))
     return 1;
-  if (cluster) {
-    if (!cluster->start(agent.ledger()))
-      return 1;
-    agent.setTick([&] { cluster->tick(agent.ledger()); });
-  }
+  // Signals are handled before the node joins the cluster: a SIGTERM right after the registration
+  // must still stop the workers and revoke the lease, not kill the agent with both left behind.
   theAgent = &agent;
   struct sigaction sa {};
   sa.sa_handler = onSignal;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
+  if (cluster) {
+    if (!cluster->start(agent.ledger()))
+      return 1;
+    agent.setTick([&] { cluster->tick(agent.ledger()); });
+  }
   int rc = agent.serve();
   theAgent = nullptr;
   return rc;

@@ -1,5 +1,5 @@
-// The key layout and the value formats (cluster/agent/Keys.h): no etcd needed.
-#include "cluster/agent/Keys.h"
+// The key layout and the value formats (cluster/keys/Keys.h): no etcd needed.
+#include "cluster/keys/Keys.h"
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 #include "EtcdTestSupport.h"
 #include "ExecTestUtil.h"
 
-#include "cluster/agent/Keys.h"
+#include "cluster/keys/Keys.h"
 #include "hal/TopologyYaml.h"
 #include "plan/PlanFile.h"
 

@@ -1,7 +1,7 @@
 // The cluster's key layout and value formats (see Keys.h).
-#include "cluster/agent/Keys.h"
+#include "cluster/keys/Keys.h"
 
-#include "cluster/agent/assignment.pb.h"
+#include "cluster/keys/assignment.pb.h"
 
 #include <charconv>
 #include <sstream>

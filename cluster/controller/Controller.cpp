@@ -1,0 +1,91 @@
+#include "cluster/controller/Controller.h"
+
+#include "cluster/keys/Keys.h"
+#include "cluster/etcd/Election.h"
+#include "cluster/etcd/Fencing.h"
+#include "cluster/etcd/Lease.h"
+#include "cluster/etcd/Watch.h"
+
+#include <llvm/ADT/StringRef.h>
+
+#include <chrono>
+
+namespace msc::cluster {
+
+Controller::Controller(etcd::EtcdClient &client, ControllerOptions options)
+    : client_(client), options_(std::move(options)) {
+  if (!options_.log)
+    options_.log = [](const std::string &) {};
+}
+
+etcd::Status Controller::run(const std::atomic<bool> &stop) {
+  using namespace std::chrono_literals;
+  auto lease = client_.grantLease(options_.leaseTtlSeconds);
+  if (!lease)
+    return lease.status();
+  std::unique_ptr<etcd::LeaseKeepAlive> keepAlive = client_.keepAlive(*lease);
+  etcd::Election election = client_.election(kControllerElection);
+  options_.log("campaigning as '" + options_.name + "'");
+  // Campaign in slices, so that `stop` is seen while another controller leads.
+  etcd::Result<etcd::LeaderKey> leader = etcd::Status{};
+  while (true) {
+    if (stop)
+      return {};
+    leader = election.campaign(*keepAlive, options_.name, 1000ms);
+    if (leader)
+      break;
+    if (keepAlive->lost())
+      return keepAlive->lostStatus();
+    // A campaign that timed out waits on: the key it created under our lease is still in line.
+  }
+  options_.log("leading (leader revision " + std::to_string(leader->rev) + ")");
+  etcd::Fencing fencing(client_, *leader);
+
+  int64_t seen = 0;
+  ReconcileMemory memory;
+  while (!stop) {
+    if (keepAlive->lost()) {
+      options_.log("lease lost: no longer leading");
+      return keepAlive->lostStatus();
+    }
+    auto report = reconcile(client_, fencing, options_.reconcile, memory);
+    if (!report) {
+      options_.log("stopped leading: " + report.status().str());
+      return report.status();
+    }
+    for (const std::string &p : report->placed)
+      options_.log("placed " + p);
+    for (const std::string &p : report->replaced)
+      options_.log("placed again after a lost node: " + p);
+    for (const std::string &r : report->refused)
+      options_.log("refused " + r);
+    for (const std::string &w : report->waiting)
+      options_.log("waiting before placing again (a node of it is lost): " + w);
+    seen = report->revision;
+    // Then wait for the next change under /mscale/ (or a second, to notice `stop` and the lease).
+    etcd::WatchOptions wo;
+    wo.rangeEnd = etcd::prefixEnd(kRootPrefix);
+    wo.startRevision = seen + 1;
+    auto watch = client_.watch(kRootPrefix, wo);
+    if (!watch)
+      return watch.status();
+    // A contract waiting out the lost-node grace is looked at again when the grace has passed.
+    auto again = std::chrono::steady_clock::now() + options_.reconcile.lostNodeGrace;
+    while (!stop && !keepAlive->lost() && (report->waiting.empty() || std::chrono::steady_clock::now() < again)) {
+      auto events = (*watch)->next(report->waiting.empty() ? 1000ms : 200ms);
+      if (!events)
+        return events.status();
+      bool relevant = false;
+      for (const etcd::WatchEvent &e : *events)
+        // Its own status writes are not news; nodes, contracts and assignments are.
+        relevant |= !llvm::StringRef(e.kv.key).starts_with(kContractStatusPrefix);
+      if (relevant)
+        break;
+    }
+    (*watch)->cancel();
+  }
+  election.resign(*leader);
+  return {};
+}
+
+} // namespace msc::cluster

@@ -1,0 +1,39 @@
+// A controller of the cluster: campaigns in etcd's election "mscale/controllers" under a lease whose
+// keep-alive runs first; the one that leads reconciles (Reconcile.h) whenever nodes, contracts or
+// assignments change, every write fenced by its leader key; the others wait inside the campaign.
+// When its lease is lost (the process hung, etcd unreachable) it stops leading at once: a later
+// leader's create revision is higher, so whatever the old one still tries to write is refused.
+#pragma once
+
+#include "cluster/controller/Reconcile.h"
+#include "cluster/etcd/EtcdClient.h"
+
+#include <atomic>
+#include <functional>
+#include <string>
+
+namespace msc::cluster {
+
+inline constexpr const char *kControllerElection = "mscale/controllers";
+
+struct ControllerOptions {
+  std::string name;           // this instance, the election value ("controller-a")
+  int64_t leaseTtlSeconds = 2; // etcd's minimum with default timings: failover in about that
+  ReconcileOptions reconcile;
+  std::function<void(const std::string &)> log; // one line per event
+};
+
+class Controller {
+public:
+  Controller(etcd::EtcdClient &client, ControllerOptions options);
+
+  // Campaigns, then leads until `stop` is set or the leadership is lost. Returns OK after `stop`,
+  // else why it stopped leading (ERR_ETCD_006 lease lost, ERR_CLUSTER_001 fenced, a read failed).
+  etcd::Status run(const std::atomic<bool> &stop);
+
+private:
+  etcd::EtcdClient &client_;
+  ControllerOptions options_;
+};
+
+} // namespace msc::cluster
