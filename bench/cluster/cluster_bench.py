@@ -104,7 +104,7 @@ def submit_to_placed(a, work):
     bare = Watcher("/bench/")
     placed, roundtrip = [], []
     try:
-        while not leading_after(os.path.join(work, "s.log"), 0):
+        while not leads(os.path.join(work, "s.log")):
             time.sleep(0.01)
         for i in range(a.trials):
             source = ('import "profiles/mlvm.msc";\ncontract b%d uses profile mlvm_light {\n  nodes = 2;\n'
