@@ -9,6 +9,7 @@
 
 #include "cluster/etcd/EtcdClient.h"
 #include "cluster/etcd/Fencing.h"
+#include "cluster/keys/Keys.h"
 
 #include <chrono>
 #include <cstdint>
@@ -17,12 +18,6 @@
 #include <vector>
 
 namespace msc::cluster {
-
-// /mscale/contracts/<name>: the contract's source text (submitted by `mscale-cli cluster submit`
-// or any etcd client); /mscale/contract-status/<name>: what the leader made of it, lines
-// "placed NODE,NODE leader-rev N" or "refused leader-rev N" followed by the diagnostics as printed.
-inline constexpr const char *kContractsPrefix = "/mscale/contracts/";
-inline constexpr const char *kContractStatusPrefix = "/mscale/contract-status/";
 
 struct ReconcileOptions {
   std::string stdlibDir;       // for the contracts' imports; empty: the driver's default

@@ -6,6 +6,8 @@
 //   /mscale/assignments/<node>/<contract> a plan assigned by the controller leader (assignment.proto)
 //   /mscale/status/<node>/<contract>      what the agent made of it: applied / refused with a code,
 //                                         the worker's state (text, for people and controllers)
+//   /mscale/contracts/<contract>          a submitted contract's source (what should run)
+//   /mscale/contract-status/<contract>    the leading controller's decision on it
 #pragma once
 
 #include "cluster/etcd/Status.h"
@@ -23,6 +25,11 @@ inline constexpr const char *kNodesPrefix = "/mscale/nodes/";
 inline constexpr const char *kAssignmentsPrefix = "/mscale/assignments/";
 inline constexpr const char *kStatusPrefix = "/mscale/status/";
 inline constexpr uint32_t kAssignmentFormat = 1;
+// /mscale/contracts/<name>: a contract's source text, what the cluster should run (mscale-controller
+// submit); /mscale/contract-status/<name>: what the leading controller made of it, lines
+// "placed NODE,NODE leader-rev N" or "refused leader-rev N" followed by the diagnostics as printed.
+inline constexpr const char *kContractsPrefix = "/mscale/contracts/";
+inline constexpr const char *kContractStatusPrefix = "/mscale/contract-status/";
 
 inline std::string nodeKey(const std::string &node) { return kNodesPrefix + node; }
 // Ends with '/': a watch on [prefix, etcd::prefixEnd(prefix)) sees one node's assignments only

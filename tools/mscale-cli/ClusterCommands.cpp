@@ -1,0 +1,131 @@
+// mscale-cli cluster nodes | show NODE [--matrix] | status [CONTRACT]
+// Reads only, and serializable: any etcd member answers from its own copy without asking the raft
+// leader, so reads go on while the leader is busy or being elected, and never touch the
+// controllers. (Writes go through the leading controller: mscale-controller submit.)
+#include "tools/mscale-cli/CommandGroup.h"
+
+#include "cluster/etcd/EtcdClient.h"
+#include "cluster/keys/Keys.h"
+#include "hal/LinkMatrix.h"
+#include "hal/Render.h"
+#include "hal/TopologyYaml.h"
+
+#include <llvm/ADT/StringRef.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <cstdlib>
+
+namespace cl = llvm::cl;
+using namespace msc;
+
+namespace {
+
+cl::SubCommand ClusterCmd("cluster", "Read the cluster's state from etcd (nodes, show NODE, status [CONTRACT])");
+cl::list<std::string> Args(cl::Positional, cl::desc("<nodes | show NODE | status [CONTRACT]>"), cl::OneOrMore,
+                           cl::sub(ClusterCmd));
+cl::opt<std::string> Endpoints("endpoints", cl::desc("etcd members (default: $ETCD_ENDPOINTS)"),
+                               cl::value_desc("host:port,..."), cl::sub(ClusterCmd));
+cl::opt<bool> ShowMatrix("matrix", cl::desc("show: GPU/NIC/NVMe link classes (like nvidia-smi topo -m)"),
+                         cl::sub(ClusterCmd));
+
+etcd::RangeOptions serializablePrefix(const std::string &prefix) {
+  etcd::RangeOptions o;
+  o.rangeEnd = etcd::prefixEnd(prefix);
+  o.consistency = etcd::Consistency::Serializable;
+  return o;
+}
+
+int fail(const etcd::Status &s) {
+  llvm::errs() << "mscale-cli: " << s.str() << "\n";
+  return 1;
+}
+
+int usage(DiagnosticEngine &diags, const std::string &what) {
+  diags.report(DiagCode::ERR_DRV_005) << what;
+  return 2;
+}
+
+// Every registered node with its topology (nodes whose registration does not read are said, not hidden).
+int nodes(etcd::EtcdClient &client, DiagnosticEngine &diags, const std::string &only) {
+  auto r = client.range(only.empty() ? cluster::kNodesPrefix : cluster::nodeKey(only),
+                        only.empty() ? serializablePrefix(cluster::kNodesPrefix) : etcd::RangeOptions{});
+  if (!r)
+    return fail(r.status());
+  if (!only.empty() && r->kvs.empty()) {
+    diags.report(DiagCode::ERR_DRV_005) << ("no node '" + only + "' is registered");
+    return 1;
+  }
+  for (const etcd::KeyValue &kv : r->kvs) {
+    std::string node = kv.key.substr(std::string(cluster::kNodesPrefix).size()), why;
+    std::optional<cluster::Registration> reg = cluster::decodeRegistration(kv.value, why);
+    std::optional<hal::Topology> topo =
+        reg ? hal::readTopologyYaml(reg->topologyYaml, kv.key, diags) : std::optional<hal::Topology>{};
+    if (!topo) {
+      llvm::outs() << node << ": unreadable registration" << (why.empty() ? "" : ": " + why) << "\n";
+      continue;
+    }
+    if (only.empty()) {
+      hal::Summary s = hal::summarize(*topo);
+      llvm::outs() << node << ": " << s.gpus << " GPU(s), " << s.rdma << " RDMA, " << s.nvme << " NVMe, " << s.cores
+                   << " core(s) on " << s.numaNodes << " NUMA node(s); agent " << reg->agentVersion << "\n";
+    } else if (ShowMatrix) {
+      hal::printLinkMatrix(hal::computeLinkMatrix(*topo), llvm::outs());
+    } else {
+      hal::printTree(*topo, llvm::outs());
+    }
+  }
+  return 0;
+}
+
+// The leader's decision for each contract, and what each node made of its assignment.
+int status(etcd::EtcdClient &client, const std::string &only) {
+  auto decided = client.range(cluster::kContractStatusPrefix, serializablePrefix(cluster::kContractStatusPrefix));
+  auto applied = client.range(cluster::kStatusPrefix, serializablePrefix(cluster::kStatusPrefix));
+  if (!decided)
+    return fail(decided.status());
+  if (!applied)
+    return fail(applied.status());
+  for (const etcd::KeyValue &kv : decided->kvs) {
+    std::string contract = kv.key.substr(std::string(cluster::kContractStatusPrefix).size());
+    if (!only.empty() && contract != only)
+      continue;
+    llvm::StringRef value(kv.value);
+    llvm::outs() << "contract " << contract << ": " << value.split('\n').first << "\n";
+    for (const etcd::KeyValue &s : applied->kvs) {
+      llvm::StringRef rest = llvm::StringRef(s.key).drop_front(std::string(cluster::kStatusPrefix).size());
+      auto [node, name] = rest.split('/');
+      if (name != contract)
+        continue;
+      std::optional<cluster::AssignmentStatus> st = cluster::decodeStatus(s.value);
+      llvm::outs() << "  node " << node << ": " << (st ? st->state + ", worker " + st->worker : "unreadable status")
+                   << "\n";
+    }
+  }
+  return 0;
+}
+
+int run() {
+  cli::Diagnostics diagnostics;
+  DiagnosticEngine &diags = diagnostics.engine();
+  std::string list = Endpoints;
+  if (list.empty() && std::getenv("ETCD_ENDPOINTS"))
+    list = std::getenv("ETCD_ENDPOINTS");
+  auto endpoints = etcd::parseEndpoints(list);
+  if (!endpoints)
+    return usage(diags, "--endpoints: " + endpoints.status().str());
+  auto client = etcd::EtcdClient::connect({*endpoints});
+  if (!client)
+    return fail(client.status());
+  const std::string &what = Args.front();
+  if (what == "nodes" && Args.size() == 1)
+    return nodes(**client, diags, "");
+  if (what == "show" && Args.size() == 2)
+    return nodes(**client, diags, Args[1]);
+  if (what == "status" && Args.size() <= 2)
+    return status(**client, Args.size() == 2 ? Args[1] : "");
+  return usage(diags, "cluster: expected 'nodes', 'show NODE' or 'status [CONTRACT]'");
+}
+
+cli::Registration registration(ClusterCmd, run);
+
+} // namespace
