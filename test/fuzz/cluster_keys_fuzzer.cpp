@@ -1,0 +1,32 @@
+// Fuzzes what node agents and controllers decode from etcd values that any etcd client can write:
+// an assignment (protobuf), a node's registration (a header line, then topology YAML, which the
+// topology_yaml fuzzer covers) and a status (text lines). None of it may crash or hang; whatever
+// decodes must encode again to a value that decodes to the same thing.
+#include "cluster/keys/Keys.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+using namespace msc::cluster;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  std::string value(reinterpret_cast<const char *>(data), size);
+  std::string why;
+  if (std::optional<Assignment> a = decodeAssignment(value, why)) {
+    std::optional<Assignment> again = decodeAssignment(encodeAssignment(*a), why);
+    if (!again || again->leaderRevision != a->leaderRevision || again->plan != a->plan ||
+        again->command != a->command || again->environment != a->environment)
+      std::abort();
+  }
+  if (std::optional<Registration> r = decodeRegistration(value, why)) {
+    std::optional<Registration> again = decodeRegistration(encodeRegistration(*r), why);
+    if (!again || again->agentVersion != r->agentVersion || again->topologyYaml != r->topologyYaml)
+      std::abort();
+  }
+  if (std::optional<AssignmentStatus> s = decodeStatus(value))
+    (void)encodeStatus(*s);
+  (void)contractOfKey(value, kAssignmentsPrefix);
+  return 0;
+}
