@@ -62,8 +62,15 @@ def overhead(a, data, work, env):
                 timing = os.path.join(run, "timing")
                 extra = ["--snapshot-dir", os.path.join(run, "snaps"), "--every", str(every)] if mode == "with" \
                     else ["--no-snapshots"]
-                subprocess.run(train_cmd(a, data, os.path.join(run, "train.log"), timing, extra), env=env,
-                               check=True, stderr=subprocess.DEVNULL)
+                # The memory tier is a memfd this script owns, as under mscale-exec: it is gone when
+                # closed, instead of a named region left in /dev/shm by every run.
+                memfd = os.memfd_create("resume-bench")
+                try:
+                    subprocess.run(train_cmd(a, data, os.path.join(run, "train.log"), timing, extra),
+                                   env=dict(env, MSCALE_SNAPSHOT_MEMFD=str(memfd)), pass_fds=(memfd,),
+                                   check=True, stderr=subprocess.DEVNULL)
+                finally:
+                    os.close(memfd)
                 times[mode] = loop_timing(timing)
             loop, in_snapshots, count = times["with"]
             withs.append(loop)
