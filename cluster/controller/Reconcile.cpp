@@ -60,7 +60,7 @@ std::optional<ir::Module> frontend(const std::string &name, const std::string &s
   {
     llvm::raw_fd_ostream file(path, ec);
     if (ec) {
-      out.os << "error: cannot write '" << path << "': " << ec.message() << "\n";
+      out.diags.report(DiagCode::ERR_DRV_004) << path.str() << ec.message();
       return std::nullopt;
     }
     file << source;
@@ -87,19 +87,27 @@ etcd::Result<ReconcileReport> reconcile(etcd::EtcdClient &client, etcd::Fencing 
   NodeRegistry registry;
   std::map<std::string, std::string> contracts;           // name -> source
   std::map<std::string, std::vector<Assigned>> assigned;   // contract -> its assignments
+  std::set<std::string> live;                             // registered nodes
   for (const etcd::KeyValue &kv : all->kvs) {
     llvm::StringRef key(kv.key);
     if (key.starts_with(kNodesPrefix)) {
-      std::string why;
-      std::optional<Registration> r = decodeRegistration(kv.value, why);
-      if (!r)
-        continue; // a malformed registration places nothing (the agent reports its own errors)
       std::string node = key.drop_front(llvm::StringRef(kNodesPrefix).size()).str();
-      std::optional<hal::Topology> topo = hal::readTopologyYaml(r->topologyYaml, kv.key, setup.diags);
-      if (!topo)
-        continue;
-      topo->setName(node);
-      registry.add(node, std::make_shared<const hal::Topology>(std::move(*topo)), setup.diags);
+      ReconcileMemory::ParsedNode &parsed = memory.nodes[node];
+      if (parsed.modRevision != kv.modRevision) {
+        parsed = {kv.modRevision, nullptr};
+        std::string why;
+        std::optional<Registration> r = decodeRegistration(kv.value, why);
+        // A malformed registration places nothing (its agent reports its own errors).
+        std::optional<hal::Topology> topo =
+            r ? hal::readTopologyYaml(r->topologyYaml, kv.key, setup.diags) : std::optional<hal::Topology>{};
+        if (topo) {
+          topo->setName(node);
+          parsed.topology = std::make_shared<const hal::Topology>(std::move(*topo));
+        }
+      }
+      live.insert(node);
+      if (parsed.topology)
+        registry.add(node, parsed.topology, setup.diags);
     } else if (key.starts_with(kContractsPrefix)) {
       contracts[key.drop_front(llvm::StringRef(kContractsPrefix).size()).str()] = kv.value;
     } else if (key.starts_with(kAssignmentsPrefix)) {
@@ -112,6 +120,8 @@ etcd::Result<ReconcileReport> reconcile(etcd::EtcdClient &client, etcd::Fencing 
       assigned[rest.substr(slash + 1)].push_back({rest.substr(0, slash), kv.key, std::move(*a)});
     }
   }
+
+  std::erase_if(memory.nodes, [&](const auto &entry) { return !live.count(entry.first); });
 
   // What stays: a contract whose every assignment is on a live node holds those nodes' resources.
   std::set<std::string> toPlace, lost;

@@ -10,10 +10,12 @@
 #include "cluster/etcd/EtcdClient.h"
 #include "cluster/etcd/Fencing.h"
 #include "cluster/keys/Keys.h"
+#include "hal/Topology.h"
 
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,9 +31,17 @@ struct ReconcileOptions {
   std::chrono::milliseconds lostNodeGrace{2000};
 };
 
-// What one leader remembers between reconciliations: when it first saw each contract on a lost node.
+// What one leader remembers between reconciliations: when it first saw each contract on a lost node,
+// and each node's topology as read from its registration (a reconciliation runs on every change in
+// the cluster; reading a thousand registrations' YAML each time would be most of its work), kept
+// while the registration's mod revision is the same.
 struct ReconcileMemory {
   std::map<std::string, std::chrono::steady_clock::time_point> lostSince;
+  struct ParsedNode {
+    int64_t modRevision = 0;
+    std::shared_ptr<const hal::Topology> topology;
+  };
+  std::map<std::string, ParsedNode> nodes;
 };
 
 struct ReconcileReport {

@@ -48,25 +48,6 @@ MAX_TOKENS = 24
 BASE_LR = 3e-3
 
 
-class _ProcessLocalReader:
-    """The worker runtime's io_uring reader, one per process: data-loader worker processes are forked
-    or spawned and must not share the parent's ring.  Picklable, so a spawned worker gets its own."""
-
-    def __init__(self, role: str) -> None:
-        self.role = role
-        self._pid = -1
-        self._reader: Any = None
-
-    def __getstate__(self) -> Dict[str, Any]:
-        return {"role": self.role, "_pid": -1, "_reader": None}
-
-    def __call__(self, path: str) -> bytes:
-        if self._pid != os.getpid():
-            from mscale.io import UringReader
-            self._reader, self._pid = UringReader(role=self.role), os.getpid()
-        return self._reader.read_file(path)
-
-
 def _role_exists(role: str) -> bool:
     return role in os.environ.get("MSCALE_ROLES", "").split(",")
 
@@ -144,7 +125,9 @@ def main(argv: Sequence[str]) -> int:
     random.seed(a.seed)
     np.random.seed(a.seed)
     loader_role = "image_loader" if _role_exists("image_loader") else None
-    reader: Optional[Callable[[str], bytes]] = _ProcessLocalReader(loader_role or "") if os.environ.get(
+    # The worker runtime's io_uring reader at the role's queue depth; a data-loader worker process
+    # forked from here opens its own ring on first use (mscale.io.UringReader).
+    reader: Optional[Callable[[str], bytes]] = mscale.io.UringReader(role=loader_role).read_file if os.environ.get(
         "MSCALE_ROLES") else None
     dataset = CaptionDataset(a.data, 32, MAX_TOKENS, read_bytes=reader, augment=True)
     model = TinyVLM.for_dataset(dataset)
