@@ -22,6 +22,14 @@ failed=0
 logdir=$root/build/test-logs
 mkdir -p "$logdir"
 
+# failed_lit_output LOG: the last lines of what each failing lit test printed (the FileCheck
+# mismatch, the script's own FAIL line), so that a CI log says why and not only which.
+failed_lit_output() {
+  awk '/^\*+ TEST .* FAILED \*+$/ {on=1; n=0; name=$0; delete buf; next}
+       on && /^\*+$/ {print name; s=(n > 25 ? n - 25 : 0); for (i = s; i < n; i++) print "  " buf[i]; on=0; next}
+       on {buf[n++]=$0}' "$1" | head -200
+}
+
 count() { # count PASSED FAILED LABEL
   passed=$((passed + $1)); failed=$((failed + $2))
   printf '%-28s %5d passed, %d failed\n' "$3" "$1" "$2"
@@ -52,6 +60,7 @@ run_suites() { # run_suites FLAVOUR DIR
   if [[ $p -eq 0 && $f -eq 0 ]] && ! grep -q 'Testing Time' "$log"; then f=1; tail -20 "$log"; fi
   count "$p" "$f" "lit ($flavour)"
   ((f)) && grep -E '^(FAIL|UNRESOLVED|XPASS|TIMEOUT):' "$log" | head -40
+  ((f)) && failed_lit_output "$log"
   grep -E '^\s*Unsupported\s*:' "$log" | sed "s/^/  lit ($flavour) /"
   return 0
 }

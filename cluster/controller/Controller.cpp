@@ -9,6 +9,7 @@
 #include <llvm/ADT/StringRef.h>
 
 #include <chrono>
+#include <thread>
 
 namespace msc::cluster {
 
@@ -20,39 +21,59 @@ Controller::Controller(etcd::EtcdClient &client, ControllerOptions options)
 
 etcd::Status Controller::run(const std::atomic<bool> &stop) {
   using namespace std::chrono_literals;
+  // A controller that stops leading (deposed while it hung, its lease lost, etcd unreachable for a
+  // while) stands by again under a fresh lease: the number of standbys does not shrink with every
+  // failover. Only `stop` ends it.
+  while (!stop) {
+    etcd::Status why = serve(stop);
+    if (stop)
+      break;
+    options_.log("stopped leading: " + why.str());
+    for (auto until = std::chrono::steady_clock::now() + options_.retryDelay;
+         !stop && std::chrono::steady_clock::now() < until;)
+      std::this_thread::sleep_for(50ms);
+  }
+  return {};
+}
+
+etcd::Status Controller::serve(const std::atomic<bool> &stop) {
   auto lease = client_.grantLease(options_.leaseTtlSeconds);
   if (!lease)
     return lease.status();
   std::unique_ptr<etcd::LeaseKeepAlive> keepAlive = client_.keepAlive(*lease);
   etcd::Election election = client_.election(kControllerElection);
   options_.log("campaigning as '" + options_.name + "'");
-  // Campaign in slices, so that `stop` is seen while another controller leads.
-  etcd::Result<etcd::LeaderKey> leader = etcd::Status{};
-  while (true) {
-    if (stop)
-      return {};
-    leader = election.campaign(*keepAlive, options_.name, 1000ms);
-    if (leader)
-      break;
-    if (keepAlive->lost())
-      return keepAlive->lostStatus();
-    // A campaign that timed out waits on: the key it created under our lease is still in line.
+  // One campaign, however long another controller leads (see Election::campaignUntil).
+  auto leader = election.campaignUntil(*keepAlive, options_.name, stop);
+  auto endTerm = [&] {
+    // The lease goes with this term: its key, if etcd still holds it, must not stand in line.
+    keepAlive.reset();
+    client_.revokeLease(lease->id);
+  };
+  if (!leader || !*leader) {
+    endTerm();
+    return leader ? etcd::Status{} : leader.status();
   }
-  options_.log("leading (leader revision " + std::to_string(leader->rev) + ")");
-  etcd::Fencing fencing(client_, *leader);
+  options_.log("leading (leader revision " + std::to_string((*leader)->rev) + ")");
+  etcd::Status why = lead(**leader, *keepAlive, stop);
+  if (why.ok())
+    election.resign(**leader);
+  endTerm();
+  return why;
+}
 
+etcd::Status Controller::lead(const etcd::LeaderKey &leader, etcd::LeaseKeepAlive &keepAlive,
+                              const std::atomic<bool> &stop) {
+  using namespace std::chrono_literals;
+  etcd::Fencing fencing(client_, leader);
   int64_t seen = 0;
   ReconcileMemory memory;
   while (!stop) {
-    if (keepAlive->lost()) {
-      options_.log("lease lost: no longer leading");
-      return keepAlive->lostStatus();
-    }
+    if (keepAlive.lost())
+      return keepAlive.lostStatus();
     auto report = reconcile(client_, fencing, options_.reconcile, memory);
-    if (!report) {
-      options_.log("stopped leading: " + report.status().str());
+    if (!report)
       return report.status();
-    }
     for (const std::string &p : report->placed)
       options_.log("placed " + p);
     for (const std::string &p : report->replaced)
@@ -71,7 +92,7 @@ etcd::Status Controller::run(const std::atomic<bool> &stop) {
       return watch.status();
     // A contract waiting out the lost-node grace is looked at again when the grace has passed.
     auto again = std::chrono::steady_clock::now() + options_.reconcile.lostNodeGrace;
-    while (!stop && !keepAlive->lost() && (report->waiting.empty() || std::chrono::steady_clock::now() < again)) {
+    while (!stop && !keepAlive.lost() && (report->waiting.empty() || std::chrono::steady_clock::now() < again)) {
       auto events = (*watch)->next(report->waiting.empty() ? 1000ms : 200ms);
       if (!events)
         return events.status();
@@ -84,7 +105,6 @@ etcd::Status Controller::run(const std::atomic<bool> &stop) {
     }
     (*watch)->cancel();
   }
-  election.resign(*leader);
   return {};
 }
 

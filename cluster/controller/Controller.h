@@ -6,9 +6,12 @@
 #pragma once
 
 #include "cluster/controller/Reconcile.h"
+#include "cluster/etcd/Election.h"
 #include "cluster/etcd/EtcdClient.h"
+#include "cluster/etcd/Lease.h"
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <string>
 
@@ -19,6 +22,7 @@ inline constexpr const char *kControllerElection = "mscale/controllers";
 struct ControllerOptions {
   std::string name;           // this instance, the election value ("controller-a")
   int64_t leaseTtlSeconds = 2; // etcd's minimum with default timings: failover in about that
+  std::chrono::milliseconds retryDelay{1000}; // after a term ended, before campaigning again
   ReconcileOptions reconcile;
   std::function<void(const std::string &)> log; // one line per event
 };
@@ -27,11 +31,17 @@ class Controller {
 public:
   Controller(etcd::EtcdClient &client, ControllerOptions options);
 
-  // Campaigns, then leads until `stop` is set or the leadership is lost. Returns OK after `stop`,
-  // else why it stopped leading (ERR_ETCD_006 lease lost, ERR_CLUSTER_001 fenced, a read failed).
+  // Campaigns, leads while it can, and campaigns again (under a fresh lease, after `retryDelay`)
+  // whenever a term ends, logging why (ERR_ETCD_006 lease lost, ERR_CLUSTER_001 fenced, a read or
+  // watch failed, etcd unreachable). Returns once `stop` is set.
   etcd::Status run(const std::atomic<bool> &stop);
 
 private:
+  // One term: a fresh lease, one campaign, leadership until it ends. OK when `stop` ended it.
+  etcd::Status serve(const std::atomic<bool> &stop);
+  // Reconciles while `leader` holds: OK once `stop` is set, else why the leadership ended.
+  etcd::Status lead(const etcd::LeaderKey &leader, etcd::LeaseKeepAlive &keepAlive, const std::atomic<bool> &stop);
+
   etcd::EtcdClient &client_;
   ControllerOptions options_;
 };

@@ -60,6 +60,75 @@ Result<LeaderKey> Election::campaign(LeaseKeepAlive &keepAlive, const std::strin
   return won;
 }
 
+Result<std::optional<LeaderKey>> Election::campaignUntil(LeaseKeepAlive &keepAlive, const std::string &value,
+                                                        const std::atomic<bool> &stop) {
+  using namespace std::chrono_literals;
+  const std::optional<LeaderKey> stopped;
+  while (!keepAlive.waitRenewed(100ms)) {
+    if (keepAlive.lost())
+      return keepAlive.lostStatus();
+    if (stop)
+      return stopped;
+  }
+  // The call has no deadline of its own; this thread cancels it when `stop` is set or the lease is
+  // lost (a candidate without a lease must not wait on, let alone win).
+  std::mutex mutex;
+  std::condition_variable finished;
+  bool done = false;
+  grpc::ClientContext *active = nullptr;
+  std::thread canceller([&] {
+    std::unique_lock lock(mutex);
+    while (!finished.wait_for(lock, 50ms, [&] { return done; }))
+      if ((stop || keepAlive.lost()) && active)
+        active->TryCancel();
+  });
+  v3electionpb::CampaignRequest request;
+  request.set_name(name_);
+  request.set_lease(keepAlive.leaseId());
+  request.set_value(value);
+  v3electionpb::CampaignResponse response;
+  // Long enough to outwait any leader; `stop` is how it ends early.
+  constexpr Milliseconds kForever = std::chrono::hours(24 * 365);
+  Status status = impl_->call(
+      "Campaign of election '" + name_ + "'",
+      [&](Endpoint &endpoint, grpc::ClientContext &context) {
+        {
+          std::lock_guard lock(mutex);
+          active = &context;
+        }
+        grpc::Status s = endpoint.election->Campaign(&context, request, &response);
+        std::lock_guard lock(mutex);
+        active = nullptr;
+        return s;
+      },
+      kForever);
+  {
+    std::lock_guard lock(mutex);
+    done = true;
+  }
+  finished.notify_all();
+  canceller.join();
+  if (keepAlive.lost())
+    return keepAlive.lostStatus();
+  if (stop)
+    return stopped;
+  if (!status)
+    return status;
+  LeaderKey won{response.leader().name(), response.leader().key(), response.leader().rev(), response.leader().lease()};
+  // Read the key back: it must still be ours, created at the revision we were told.
+  etcdserverpb::RangeRequest read;
+  read.set_key(won.key);
+  etcdserverpb::RangeResponse kv;
+  Status readStatus = impl_->call("Range of the leader key", [&](Endpoint &endpoint, grpc::ClientContext &context) {
+    return endpoint.kv->Range(&context, read, &kv);
+  });
+  if (!readStatus)
+    return readStatus;
+  if (kv.kvs_size() != 1 || kv.kvs(0).create_revision() != won.rev || kv.kvs(0).lease() != won.lease)
+    return Status::make(ErrorCode::ERR_ETCD_008, {name_, "Campaign (the leader key was withdrawn behind the victory)"});
+  return std::optional<LeaderKey>(std::move(won));
+}
+
 Status Election::proclaim(const LeaderKey &leader, const std::string &value) {
   v3electionpb::ProclaimRequest request;
   *request.mutable_leader() = toProto(leader);

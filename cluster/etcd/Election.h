@@ -10,9 +10,11 @@
 
 #include "cluster/etcd/EtcdClient.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 namespace grpc {
@@ -60,9 +62,18 @@ public:
   const std::string &name() const { return name_; }
 
   // Blocks until this candidate leads (or `timeout`: ERR_ETCD_003; the candidacy is withdrawn).
-  // The form to use: campaigns under the lease `keepAlive` renews, only once a renewal was
-  // confirmed, and reports ERR_ETCD_006 instead of a victory when the lease was lost meanwhile.
+  // Campaigns under the lease `keepAlive` renews, only once a renewal was confirmed, and reports
+  // ERR_ETCD_006 instead of a victory when the lease was lost meanwhile.
+  //
+  // Do not campaign again at once after a timeout, under the same lease: etcd withdraws a cancelled
+  // campaign on its own time (the server resigns the candidate's key when it notices the cancel), and
+  // the key of a lease is always the same, so that withdrawal can delete the key a later campaign
+  // has just won with. Wait with the form below instead.
   Result<LeaderKey> campaign(LeaseKeepAlive &keepAlive, const std::string &value, Milliseconds timeout);
+  // One campaign for as long as it takes: the victory; nullopt once `stop` is set (the call is
+  // cancelled, the candidacy withdrawn); ERR_ETCD_006 when the lease is lost. A victory is confirmed
+  // by reading the key back: a key withdrawn behind the server's answer is no victory (ERR_ETCD_008).
+  Result<std::optional<LeaderKey>> campaignUntil(LeaseKeepAlive &keepAlive, const std::string &value, const std::atomic<bool> &stop);
   // The raw call, for a lease kept alive by other means.
   Result<LeaderKey> campaign(int64_t lease, const std::string &value, Milliseconds timeout);
   // Publishes a new value as the leader; ERR_ETCD_008 when `leader` no longer leads.

@@ -92,7 +92,7 @@ int run() {
   msc::etcd::Status s = controller.run(stopRequested);
   sys::fs::remove_directories(scratch);
   if (!s.ok()) {
-    logLine(s.str());
+    logLine("exiting: " + s.str());
     return 1;
   }
   return 0;
