@@ -19,6 +19,23 @@ Controller::Controller(etcd::EtcdClient &client, ControllerOptions options)
     options_.log = [](const std::string &) {};
 }
 
+std::string electionValue(const std::string &name, const std::string &address) {
+  return address.empty() ? name : name + " " + address;
+}
+
+void parseElectionValue(const std::string &value, std::string &name, std::string &address) {
+  size_t space = value.find(' ');
+  name = value.substr(0, space);
+  address = space == std::string::npos ? std::string() : value.substr(space + 1);
+}
+
+std::optional<etcd::Fencing> Controller::currentTerm() const {
+  std::lock_guard lock(termMutex_);
+  if (!term_)
+    return std::nullopt;
+  return etcd::Fencing(client_, *term_);
+}
+
 etcd::Status Controller::run(const std::atomic<bool> &stop) {
   using namespace std::chrono_literals;
   // A controller that stops leading (deposed while it hung, its lease lost, etcd unreachable for a
@@ -44,7 +61,7 @@ etcd::Status Controller::serve(const std::atomic<bool> &stop) {
   etcd::Election election = client_.election(kControllerElection);
   options_.log("campaigning as '" + options_.name + "'");
   // One campaign, however long another controller leads (see Election::campaignUntil).
-  auto leader = election.campaignUntil(*keepAlive, options_.name, stop);
+  auto leader = election.campaignUntil(*keepAlive, electionValue(options_.name, serviceAddress_), stop);
   auto endTerm = [&] {
     // The lease goes with this term: its key, if etcd still holds it, must not stand in line.
     keepAlive.reset();
@@ -55,7 +72,15 @@ etcd::Status Controller::serve(const std::atomic<bool> &stop) {
     return leader ? etcd::Status{} : leader.status();
   }
   options_.log("leading (leader revision " + std::to_string((*leader)->rev) + ")");
+  {
+    std::lock_guard lock(termMutex_);
+    term_ = **leader;
+  }
   etcd::Status why = lead(**leader, *keepAlive, stop);
+  {
+    std::lock_guard lock(termMutex_);
+    term_.reset();
+  }
   if (why.ok())
     election.resign(**leader);
   endTerm();
@@ -80,6 +105,8 @@ etcd::Status Controller::lead(const etcd::LeaderKey &leader, etcd::LeaseKeepAliv
       options_.log("placed again after a lost node: " + p);
     for (const std::string &r : report->refused)
       options_.log("refused " + r);
+    for (const std::string &w : report->withdrawn)
+      options_.log("withdrawn " + w);
     for (const std::string &w : report->waiting)
       options_.log("waiting before placing again (a node of it is lost): " + w);
     seen = report->revision;

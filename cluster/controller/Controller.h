@@ -8,16 +8,24 @@
 #include "cluster/controller/Reconcile.h"
 #include "cluster/etcd/Election.h"
 #include "cluster/etcd/EtcdClient.h"
+#include "cluster/etcd/Fencing.h"
 #include "cluster/etcd/Lease.h"
 
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <mutex>
+#include <optional>
 #include <string>
 
 namespace msc::cluster {
 
 inline constexpr const char *kControllerElection = "mscale/controllers";
+
+// A controller's election value: "NAME ADDRESS" (the address of its service; empty when it serves
+// none). The one place that spells and reads it.
+std::string electionValue(const std::string &name, const std::string &address);
+void parseElectionValue(const std::string &value, std::string &name, std::string &address);
 
 struct ControllerOptions {
   std::string name;           // this instance, the election value ("controller-a")
@@ -36,6 +44,13 @@ public:
   // watch failed, etcd unreachable). Returns once `stop` is set.
   etcd::Status run(const std::atomic<bool> &stop);
 
+  // What this controller proclaims as its election value besides its name: the address of its
+  // service (ControllerService.h), so that clients find the leader through etcd. Set before run().
+  void setServiceAddress(std::string address) { serviceAddress_ = std::move(address); }
+  const std::string &name() const { return options_.name; }
+  // The fencing of the term this controller leads now; nullopt while it stands by.
+  std::optional<etcd::Fencing> currentTerm() const;
+
 private:
   // One term: a fresh lease, one campaign, leadership until it ends. OK when `stop` ended it.
   etcd::Status serve(const std::atomic<bool> &stop);
@@ -44,6 +59,9 @@ private:
 
   etcd::EtcdClient &client_;
   ControllerOptions options_;
+  std::string serviceAddress_;
+  mutable std::mutex termMutex_;
+  std::optional<etcd::LeaderKey> term_;
 };
 
 } // namespace msc::cluster

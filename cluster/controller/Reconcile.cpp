@@ -1,16 +1,12 @@
 #include "cluster/controller/Reconcile.h"
 
+#include "cluster/controller/ContractCheck.h"
+
 #include "cluster/keys/Keys.h"
 #include "cluster/placement/Placer.h"
-#include "driver/Compile.h"
 #include "hal/TopologyYaml.h"
 #include "plan/PlanFile.h"
-#include "support/DiagnosticPrinters.h"
 
-#include <llvm/Support/FileSystem.h>
-#include <llvm/Support/Path.h>
-#include <llvm/Support/SourceMgr.h>
-#include <llvm/Support/raw_ostream.h>
 
 #include <algorithm>
 #include <map>
@@ -18,25 +14,6 @@
 
 namespace msc::cluster {
 namespace {
-
-// Diagnostics of one decision, printed as the tools print them, kept as text for the status key.
-struct Captured {
-  std::string text;
-  llvm::raw_string_ostream os{text};
-  llvm::SourceMgr sm;
-  std::unique_ptr<DiagnosticConsumer> printer = makeDiagnosticPrinter(DiagnosticsFormat::Text, os, "mscale-controller", "");
-  DiagnosticEngine diags{&sm, *printer};
-  // Call once the decision is made: the printer writes what it buffered.
-  void done() {
-    diags.finish();
-    os.flush();
-  }
-  std::string firstLine() const {
-    size_t at = text.find("error[");
-    std::string line = at == std::string::npos ? text : text.substr(at);
-    return line.substr(0, line.find('\n'));
-  }
-};
 
 etcd::RangeOptions under(const char *prefix) {
   etcd::RangeOptions o;
@@ -50,28 +27,6 @@ struct Assigned {
   Assignment assignment;
 };
 
-// The contract's IR from its source text; the frontend reads files, so the text goes to a scratch
-// file named after the contract (its diagnostics then name "<contract>.msc").
-std::optional<ir::Module> frontend(const std::string &name, const std::string &source,
-                                   const ReconcileOptions &options, Captured &out) {
-  llvm::SmallString<256> path(options.scratchDir);
-  llvm::sys::path::append(path, name + ".msc");
-  std::error_code ec;
-  {
-    llvm::raw_fd_ostream file(path, ec);
-    if (ec) {
-      out.diags.report(DiagCode::ERR_DRV_004) << path.str() << ec.message();
-      return std::nullopt;
-    }
-    file << source;
-  }
-  driver::CompileOptions co;
-  co.inputs = {std::string(path)};
-  co.stdlibDir = options.stdlibDir;
-  co.onlyContract = name;
-  return driver::loadContracts(co, out.sm, out.diags);
-}
-
 } // namespace
 
 etcd::Result<ReconcileReport> reconcile(etcd::EtcdClient &client, etcd::Fencing &fencing,
@@ -83,9 +38,9 @@ etcd::Result<ReconcileReport> reconcile(etcd::EtcdClient &client, etcd::Fencing 
   ReconcileReport report;
   report.revision = all->revision;
 
-  Captured setup;
+  CapturedDiagnostics setup;
   NodeRegistry registry;
-  std::map<std::string, std::string> contracts;           // name -> source
+  std::map<std::string, std::string> contracts;           // name -> its submission as stored
   std::map<std::string, std::vector<Assigned>> assigned;   // contract -> its assignments
   std::set<std::string> live;                             // registered nodes
   for (const etcd::KeyValue &kv : all->kvs) {
@@ -126,7 +81,7 @@ etcd::Result<ReconcileReport> reconcile(etcd::EtcdClient &client, etcd::Fencing 
   // What stays: a contract whose every assignment is on a live node holds those nodes' resources.
   std::set<std::string> toPlace, lost;
   auto now = std::chrono::steady_clock::now();
-  for (const auto &[name, source] : contracts) {
+  for (const auto &[name, value] : contracts) {
     auto it = assigned.find(name);
     if (it == assigned.end()) {
       toPlace.insert(name);
@@ -155,22 +110,41 @@ etcd::Result<ReconcileReport> reconcile(etcd::EtcdClient &client, etcd::Fencing 
   }
 
   const std::string rev = std::to_string(fencing.leader().rev);
+  // A withdrawn contract: its assignments go (the agents stop its workers) and so does its status.
+  for (const auto &[name, list] : assigned) {
+    if (contracts.count(name))
+      continue;
+    std::vector<etcd::TxnOp> ops;
+    for (const Assigned &a : list)
+      ops.push_back(etcd::TxnOp::remove(a.key));
+    ops.push_back(etcd::TxnOp::remove(std::string(kContractStatusPrefix) + name));
+    // Only while it is still withdrawn: a submission of the same name since then is placed anew.
+    etcd::Txn txn;
+    txn.compares.push_back(etcd::Compare::absent(std::string(kContractsPrefix) + name));
+    txn.success = std::move(ops);
+    auto done = fencing.commit(txn);
+    if (!done)
+      return done.status();
+    report.withdrawn.push_back(name);
+  }
+  ContractSourceOptions sourceOptions{options.stdlibDir, options.scratchDir};
   for (const std::string &name : toPlace) {
-    Captured decision;
+    CapturedDiagnostics decision;
     std::vector<etcd::TxnOp> ops;
     bool replacing = assigned.count(name) != 0;
-    std::optional<ir::Module> module = frontend(name, contracts[name], options, decision);
-    const ir::Contract *contract = nullptr;
-    if (module)
-      for (const ir::Contract &c : module->contracts)
-        if (c.name == name)
-          contract = &c;
+    std::string why;
+    std::optional<Submission> submission = decodeSubmission(contracts[name], why);
+    if (submission && submission->contract != name)
+      why = "it names contract '" + submission->contract + "'", submission.reset();
+    std::optional<LoadedContract> loaded;
+    if (!submission)
+      decision.os << etcd::Status::make(etcd::ErrorCode::ERR_CLUSTER_006, {name, why}).str() << "\n";
+    else
+      loaded = loadSubmittedContract(name, submission->source, sourceOptions, decision);
     PlacementResult placed;
-    if (contract) {
+    if (loaded) {
       Placer placer(registry, options.compilerVersion);
-      placed = placer.place(*contract, decision.diags);
-    } else if (module) {
-      decision.os << "error: the source under '" << kContractsPrefix << name << "' has no contract '" << name << "'\n";
+      placed = placer.place(loaded->contract(), decision.diags);
     }
     decision.done();
     std::string status;
@@ -180,6 +154,8 @@ etcd::Result<ReconcileReport> reconcile(etcd::EtcdClient &client, etcd::Fencing 
         Assignment a;
         a.leaderRevision = fencing.leader().rev;
         a.plan = plan::encodePlan(p.plan);
+        a.command = submission->command;
+        a.environment = submission->environment;
         ops.push_back(etcd::TxnOp::put(assignmentKey(p.node->name, name), encodeAssignment(a)));
         nodes += (nodes.empty() ? "" : ",") + p.node->name;
       }

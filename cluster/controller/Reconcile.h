@@ -4,7 +4,8 @@
 // of live nodes are placed (cluster/placement: the compiler's own check per node) and their
 // assignments written in one transaction fenced by the leader key: a deposed leader writes nothing.
 // A contract that had an assignment on a node whose lease expired is placed again, whole; the
-// workers resume from the disk tier on storage the nodes share.
+// workers resume from the disk tier on storage the nodes share. A withdrawn contract's assignments
+// are removed (its agents stop its workers).
 #pragma once
 
 #include "cluster/etcd/EtcdClient.h"
@@ -49,6 +50,7 @@ struct ReconcileReport {
   std::vector<std::string> refused;  // "contract: first error"
   std::vector<std::string> replaced; // contracts placed again after a node was lost
   std::vector<std::string> waiting;  // contracts on a lost node, inside the grace period
+  std::vector<std::string> withdrawn; // contracts whose assignments were removed with them
   int64_t revision = 0;              // the store revision the reconciliation read
 };
 

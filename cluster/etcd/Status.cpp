@@ -2,6 +2,8 @@
 
 #include "support/Diagnostic.h"
 
+#include <iterator>
+
 namespace msc::etcd {
 namespace {
 struct CodeInfo {
@@ -17,6 +19,13 @@ const CodeInfo kCodes[] = {
 } // namespace
 
 const char *codeName(ErrorCode code) { return kCodes[static_cast<size_t>(code)].name; }
+
+std::optional<ErrorCode> codeFromName(const std::string &name) {
+  for (size_t i = 1; i < std::size(kCodes); ++i)
+    if (name == kCodes[i].name)
+      return static_cast<ErrorCode>(i);
+  return std::nullopt;
+}
 
 Status Status::make(ErrorCode code, const std::vector<std::string> &args) {
   return Status{code, formatDiag(kCodes[static_cast<size_t>(code)].format, args)};

@@ -18,6 +18,8 @@ enum class ErrorCode : uint16_t {
 };
 
 const char *codeName(ErrorCode code); // "ERR_ETCD_004"; "ok" for None
+// The code called `name` ("ERR_CLUSTER_007"); nullopt for a name that is not one of these codes.
+std::optional<ErrorCode> codeFromName(const std::string &name);
 
 struct Status {
   ErrorCode code = ErrorCode::None;

@@ -2,6 +2,7 @@
 #include "cluster/keys/Keys.h"
 
 #include "cluster/keys/assignment.pb.h"
+#include "cluster/keys/submission.pb.h"
 
 #include <charconv>
 #include <sstream>
@@ -78,6 +79,89 @@ std::optional<Assignment> decodeAssignment(const std::string &value, std::string
   a.command.assign(m.command().begin(), m.command().end());
   a.environment.insert(m.environment().begin(), m.environment().end());
   return a;
+}
+
+bool isContractName(const std::string &name, std::string &why) {
+  auto letter = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (name.empty() || name.size() > 128 || !letter(name[0])) {
+    why = "'" + name + "' is not a contract name (a letter or '_', then letters, digits or '_'; at most 128)";
+    return false;
+  }
+  for (char c : name)
+    if (!letter(c) && !digit(c)) {
+      why = "'" + name + "' is not a contract name (a letter or '_', then letters, digits or '_'; at most 128)";
+      return false;
+    }
+  return true;
+}
+
+bool checkSubmission(const Submission &s, std::string &why) {
+  if (!isContractName(s.contract, why))
+    return false;
+  if (s.source.find_first_not_of(" \t\r\n") == std::string::npos) {
+    why = "the source is empty";
+    return false;
+  }
+  size_t bytes = s.contract.size() + s.source.size();
+  for (const std::string &arg : s.command)
+    bytes += arg.size() + 1;
+  for (const auto &[k, v] : s.environment) {
+    bytes += k.size() + v.size() + 2;
+    if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos || v.find('\0') != std::string::npos) {
+      why = "environment variable '" + k + "' is not NAME=VALUE without NUL bytes";
+      return false;
+    }
+  }
+  for (const std::string &arg : s.command)
+    if (arg.find('\0') != std::string::npos) {
+      why = "a command argument holds a NUL byte";
+      return false;
+    }
+  if (!s.command.empty() && s.command.front().empty()) {
+    why = "the command's program is empty";
+    return false;
+  }
+  if (bytes > kMaxSubmissionBytes) {
+    why = std::to_string(bytes) + " bytes, more than the " + std::to_string(kMaxSubmissionBytes) + " a submission may have";
+    return false;
+  }
+  return true;
+}
+
+std::string encodeSubmission(const Submission &s) {
+  proto::Submission m;
+  m.set_format(kSubmissionFormat);
+  m.set_contract(s.contract);
+  m.set_source(s.source);
+  for (const std::string &arg : s.command)
+    m.add_command(arg);
+  for (const auto &[k, v] : s.environment)
+    (*m.mutable_environment())[k] = v;
+  std::string out;
+  m.SerializeToString(&out);
+  return out;
+}
+
+std::optional<Submission> decodeSubmission(const std::string &value, std::string &why) {
+  proto::Submission m;
+  if (value.empty() || !m.ParseFromString(value)) {
+    why = "not an encoded submission (" + std::to_string(value.size()) + " bytes)";
+    return std::nullopt;
+  }
+  if (m.format() != kSubmissionFormat) {
+    why = "submission format " + std::to_string(m.format()) + ", this controller reads format " +
+          std::to_string(kSubmissionFormat);
+    return std::nullopt;
+  }
+  Submission s;
+  s.contract = m.contract();
+  s.source = m.source();
+  s.command.assign(m.command().begin(), m.command().end());
+  s.environment.insert(m.environment().begin(), m.environment().end());
+  if (!checkSubmission(s, why))
+    return std::nullopt;
+  return s;
 }
 
 std::string encodeStatus(const AssignmentStatus &s) {

@@ -6,7 +6,8 @@
 //   /mscale/assignments/<node>/<contract> a plan assigned by the controller leader (assignment.proto)
 //   /mscale/status/<node>/<contract>      what the agent made of it: applied / refused with a code,
 //                                         the worker's state (text, for people and controllers)
-//   /mscale/contracts/<contract>          a submitted contract's source (what should run)
+//   /mscale/contracts/<contract>          a submitted contract: source, worker command (submission.proto),
+//                                         what should run; written by the leading controller only
 //   /mscale/contract-status/<contract>    the leading controller's decision on it
 #pragma once
 
@@ -25,9 +26,13 @@ inline constexpr const char *kNodesPrefix = "/mscale/nodes/";
 inline constexpr const char *kAssignmentsPrefix = "/mscale/assignments/";
 inline constexpr const char *kStatusPrefix = "/mscale/status/";
 inline constexpr uint32_t kAssignmentFormat = 1;
-// /mscale/contracts/<name>: a contract's source text, what the cluster should run (mscale-controller
-// submit); /mscale/contract-status/<name>: what the leading controller made of it, lines
-// "placed NODE,NODE leader-rev N" or "refused leader-rev N" followed by the diagnostics as printed.
+inline constexpr uint32_t kSubmissionFormat = 1;
+// etcd refuses requests over 1.5 MiB by default; a submission stays well below, with its key.
+inline constexpr size_t kMaxSubmissionBytes = 1u << 20;
+// /mscale/contracts/<name>: a Submission, what the cluster should run (written by the leader when
+// `mscale-cli cluster submit` asks it); /mscale/contract-status/<name>: what the leading controller
+// made of it, lines "placed NODE,NODE leader-rev N" or "refused leader-rev N" followed by the
+// diagnostics as printed.
 inline constexpr const char *kContractsPrefix = "/mscale/contracts/";
 inline constexpr const char *kContractStatusPrefix = "/mscale/contract-status/";
 
@@ -65,6 +70,24 @@ std::string encodeAssignment(const Assignment &a);
 // nullopt with `why` for bytes that are not an assignment, a format this agent does not know, a
 // leader revision that is not positive, or no plan.
 std::optional<Assignment> decodeAssignment(const std::string &value, std::string &why);
+
+// A contract as submitted: what /mscale/contracts/<contract> holds.
+struct Submission {
+  std::string contract;
+  std::string source;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> environment;
+};
+// The name must be a contract identifier of the language ([A-Za-z_][A-Za-z0-9_]*, at most 128
+// characters): it is a key component and a name in diagnostics. False with `why` otherwise.
+bool isContractName(const std::string &name, std::string &why);
+// Everything a controller checks before it writes or reads a submission, other than compiling it:
+// the name, a source that is not empty, the size, environment names. False with `why`.
+bool checkSubmission(const Submission &s, std::string &why);
+std::string encodeSubmission(const Submission &s);
+// nullopt with `why` for bytes that are not a submission, a format this controller does not know,
+// or one that fails checkSubmission.
+std::optional<Submission> decodeSubmission(const std::string &value, std::string &why);
 
 // /mscale/status/<node>/<contract>: lines "state applied|refused|not-applied", "code ERR_...",
 // "leader-rev N", "worker none|running|exited|killed", "pid N", "exit N", then "message ..." lines

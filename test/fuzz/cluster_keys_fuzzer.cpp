@@ -1,5 +1,5 @@
 // Fuzzes what node agents and controllers decode from etcd values that any etcd client can write:
-// an assignment (protobuf), a node's registration (a header line, then topology YAML, which the
+// an assignment and a submission (protobuf), a node's registration (a header line, then topology YAML, which the
 // topology_yaml fuzzer covers) and a status (text lines). None of it may crash or hang; whatever
 // decodes must encode again to a value that decodes to the same thing.
 #include "cluster/keys/Keys.h"
@@ -18,6 +18,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     std::optional<Assignment> again = decodeAssignment(encodeAssignment(*a), why);
     if (!again || again->leaderRevision != a->leaderRevision || again->plan != a->plan ||
         again->command != a->command || again->environment != a->environment)
+      std::abort();
+  }
+  if (std::optional<Submission> sub = decodeSubmission(value, why)) {
+    std::optional<Submission> again = decodeSubmission(encodeSubmission(*sub), why);
+    if (!again || again->contract != sub->contract || again->source != sub->source || again->command != sub->command ||
+        again->environment != sub->environment)
       std::abort();
   }
   if (std::optional<Registration> r = decodeRegistration(value, why)) {

@@ -1,17 +1,25 @@
 // mscale-cli cluster nodes | show NODE [--matrix] | status [CONTRACT]
-// Reads only, and serializable: any etcd member answers from its own copy without asking the raft
+//                   submit FILE.msc [--contract NAME] [--env K=V]... [-- WORKER COMMAND...]
+//                   withdraw CONTRACT
+// Reads are serializable: any etcd member answers from its own copy without asking the raft
 // leader, so reads go on while the leader is busy or being elected, and never touch the
-// controllers. (Writes go through the leading controller: mscale-controller submit.)
+// controllers. Writes go through the leading controller's service (cluster/controller), found
+// through etcd's election, which checks them and writes them fenced by its leader key.
 #include "tools/mscale-cli/CommandGroup.h"
 
+#include "cluster/controller/ControllerClient.h"
 #include "cluster/etcd/EtcdClient.h"
 #include "cluster/keys/Keys.h"
 #include "hal/LinkMatrix.h"
 #include "hal/Render.h"
+#include "driver/Compile.h"
 #include "hal/TopologyYaml.h"
 
 #include <llvm/ADT/StringRef.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/raw_ostream.h>
+
+#include <chrono>
 
 #include <cstdlib>
 
@@ -20,9 +28,22 @@ using namespace msc;
 
 namespace {
 
-cl::SubCommand ClusterCmd("cluster", "Read the cluster's state from etcd (nodes, show NODE, status [CONTRACT])");
-cl::list<std::string> Args(cl::Positional, cl::desc("<nodes | show NODE | status [CONTRACT]>"), cl::OneOrMore,
-                           cl::sub(ClusterCmd));
+cl::SubCommand ClusterCmd("cluster", "The cluster: read its state from etcd (nodes, show NODE, status [CONTRACT]); "
+                                     "submit FILE.msc [-- COMMAND], withdraw CONTRACT through the leader");
+cl::list<std::string> Args(cl::Positional,
+                           cl::desc("<nodes | show NODE | status [CONTRACT] | submit FILE.msc [-- COMMAND...] | withdraw CONTRACT>"),
+                           cl::OneOrMore, cl::sub(ClusterCmd));
+cl::opt<std::string> ContractName("contract", cl::desc("submit: the contract of the file (default: its only one)"),
+                                  cl::sub(ClusterCmd));
+cl::list<std::string> Env("env", cl::desc("submit: an environment variable of the worker"), cl::value_desc("NAME=VALUE"),
+                          cl::sub(ClusterCmd));
+cl::opt<unsigned> TimeoutMs("timeout-ms", cl::desc("submit, withdraw: how long to look for a leading controller"),
+                            cl::init(15000), cl::sub(ClusterCmd));
+cl::opt<std::string> Controller("controller", cl::desc("submit, withdraw: call this controller only, without "
+                                                       "following the leadership"),
+                                cl::value_desc("host:port"), cl::sub(ClusterCmd));
+
+cluster::WriteOptions writeOptions() { return {std::chrono::milliseconds(TimeoutMs), Controller}; }
 cl::opt<std::string> Endpoints("endpoints", cl::desc("etcd members (default: $ETCD_ENDPOINTS)"),
                                cl::value_desc("host:port,..."), cl::sub(ClusterCmd));
 cl::opt<bool> ShowMatrix("matrix", cl::desc("show: GPU/NIC/NVMe link classes (like nvidia-smi topo -m)"),
@@ -104,6 +125,48 @@ int status(etcd::EtcdClient &client, const std::string &only) {
   return 0;
 }
 
+int printWrite(const etcd::Result<cluster::WriteOutcome> &done, const std::string &what) {
+  if (!done)
+    return fail(done.status());
+  llvm::outs() << what << (done->unchanged ? " (unchanged)" : "") << " at revision " << done->revision << " by "
+               << done->leader << ", leader-rev " << done->leaderRevision << "\n";
+  return 0;
+}
+
+// The file's contract compiled here first: a mistake is reported at once, with carets, and the name
+// of a file's only contract is known. The leader compiles it again before it accepts it.
+int submit(etcd::EtcdClient &client, cli::Diagnostics &diagnostics, const std::string &file,
+           std::vector<std::string> command) {
+  DiagnosticEngine &diags = diagnostics.engine();
+  auto buffer = llvm::MemoryBuffer::getFile(file);
+  if (!buffer) {
+    diags.report(DiagCode::ERR_DRV_001) << file << buffer.getError().message();
+    return 2;
+  }
+  driver::CompileOptions co;
+  co.inputs = {file};
+  co.onlyContract = ContractName;
+  std::optional<ir::Module> module = driver::loadContracts(co, diagnostics.sourceMgr(), diags);
+  if (!module)
+    return 1;
+  std::string contract = ContractName;
+  if (contract.empty()) {
+    if (module->contracts.size() != 1)
+      return usage(diags, "'" + file + "' defines " + std::to_string(module->contracts.size()) +
+                              " contracts; name the one to submit with --contract");
+    contract = module->contracts.front().name;
+  }
+  cluster::Submission s{contract, (*buffer)->getBuffer().str(), std::move(command), {}};
+  for (const std::string &kv : Env) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return usage(diags, "--env '" + kv + "': expected NAME=VALUE");
+    s.environment[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return printWrite(cluster::submitContract(client, s, writeOptions()),
+                    "submitted contract '" + contract + "'");
+}
+
 int run() {
   cli::Diagnostics diagnostics;
   DiagnosticEngine &diags = diagnostics.engine();
@@ -123,7 +186,17 @@ int run() {
     return nodes(**client, diags, Args[1]);
   if (what == "status" && Args.size() <= 2)
     return status(**client, Args.size() == 2 ? Args[1] : "");
-  return usage(diags, "cluster: expected 'nodes', 'show NODE' or 'status [CONTRACT]'");
+  if (what == "submit" && Args.size() >= 2) {
+    std::vector<std::string> command(Args.begin() + 2, Args.end());
+    if (!command.empty() && command.front() == "--")
+      command.erase(command.begin());
+    return submit(**client, diagnostics, Args[1], std::move(command));
+  }
+  if (what == "withdraw" && Args.size() == 2)
+    return printWrite(cluster::withdrawContract(**client, Args[1], writeOptions()),
+                      "withdrew contract '" + Args[1] + "'");
+  return usage(diags, "cluster: expected 'nodes', 'show NODE', 'status [CONTRACT]', 'submit FILE.msc [-- COMMAND...]' "
+                      "or 'withdraw CONTRACT'");
 }
 
 cli::Registration registration(ClusterCmd, run);

@@ -1,16 +1,16 @@
 // mscale-controller: one controller of the cluster (docs/cluster.md). Run several; one leads.
-//   mscale-controller run --endpoints H:P,... --name NAME [--lease-ttl 2] [--stdlib DIR]
-//   mscale-controller submit --endpoints H:P,... contract.msc [--name CONTRACT]
-//   mscale-controller leader --endpoints H:P,...
-// The endpoints default to $ETCD_ENDPOINTS.
+//   mscale-controller run --endpoints H:P,... --name NAME [--listen HOST:PORT] [--lease-ttl 2] [--stdlib DIR]
+//   mscale-controller leader --endpoints H:P,...      prints "NAME LEADER-REVISION ADDRESS"
+// The endpoints default to $ETCD_ENDPOINTS. Contracts are submitted with `mscale-cli cluster submit`,
+// which calls the leader's service (the address it proclaims in the election).
 #include "cluster/controller/Controller.h"
+#include "cluster/controller/ControllerService.h"
 #include "cluster/etcd/Election.h"
 #include "driver/Compile.h"
 #include "support/Version.h"
 
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/FileSystem.h>
-#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/Path.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -18,25 +18,23 @@
 #include <chrono>
 #include <csignal>
 #include <ctime>
-#include <regex>
 
 using namespace llvm;
 
 namespace {
 
 cl::SubCommand runCmd("run", "Campaign, and lead the cluster while elected");
-cl::SubCommand submitCmd("submit", "Submit a contract for the leader to place");
 cl::SubCommand leaderCmd("leader", "Print the leading controller");
 
 cl::opt<std::string> endpoints("endpoints", cl::desc("etcd members (default: $ETCD_ENDPOINTS)"),
-                               cl::value_desc("host:port,..."), cl::sub(runCmd), cl::sub(submitCmd), cl::sub(leaderCmd));
-cl::opt<std::string> name("name", cl::desc("run: this controller's name; submit: the contract (default: the file's only contract)"),
-                          cl::sub(runCmd), cl::sub(submitCmd));
+                               cl::value_desc("host:port,..."), cl::sub(runCmd), cl::sub(leaderCmd));
+cl::opt<std::string> name("name", cl::desc("This controller's name"), cl::sub(runCmd));
+cl::opt<std::string> listen("listen", cl::desc("Where this controller serves the cluster's writes (port 0: any free port)"),
+                            cl::value_desc("host:port"), cl::init("127.0.0.1:0"), cl::sub(runCmd));
 cl::opt<unsigned> leaseTtl("lease-ttl", cl::desc("Seconds of the leader's lease (etcd's minimum is 2)"), cl::init(2),
                            cl::sub(runCmd));
 cl::opt<std::string> stdlibDir("stdlib", cl::desc("Standard library directory (default: the installed one)"),
                                cl::sub(runCmd));
-cl::opt<std::string> contractFile(cl::Positional, cl::desc("<contract.msc>"), cl::sub(submitCmd));
 
 std::atomic<bool> stopRequested{false};
 
@@ -89,41 +87,22 @@ int run() {
   std::signal(SIGINT, [](int) { stopRequested = true; });
   std::signal(SIGTERM, [](int) { stopRequested = true; });
   msc::cluster::Controller controller(*client, o);
+  std::string error;
+  auto server = msc::cluster::ControllerServer::start(controller, *client, listen,
+                                                      {o.reconcile.stdlibDir, o.reconcile.scratchDir}, error);
+  if (!server) {
+    sys::fs::remove_directories(scratch);
+    return usage("--listen: " + error);
+  }
+  controller.setServiceAddress(server->address());
+  logLine("serving the cluster's writes at " + server->address());
   msc::etcd::Status s = controller.run(stopRequested);
+  server.reset();
   sys::fs::remove_directories(scratch);
   if (!s.ok()) {
     logLine("exiting: " + s.str());
     return 1;
   }
-  return 0;
-}
-
-int submit() {
-  auto buffer = MemoryBuffer::getFile(contractFile);
-  if (!buffer) {
-    errs() << "mscale-controller: error[ERR_DRV_001]: cannot read '" << contractFile << "': "
-           << buffer.getError().message() << "\n";
-    return 2;
-  }
-  std::string source = (*buffer)->getBuffer().str();
-  std::string contract = name;
-  if (contract.empty()) { // the file's one contract: the leader compiles it; here only its name is needed
-    static const std::regex decl(R"((^|\n)\s*contract\s+([A-Za-z_][A-Za-z0-9_]*))");
-    auto first = std::sregex_iterator(source.begin(), source.end(), decl);
-    if (first == std::sregex_iterator() || std::next(first) != std::sregex_iterator())
-      return usage("'" + contractFile + "' must hold exactly one contract, or name it with --name");
-    contract = (*first)[2];
-  }
-  int status = 0;
-  auto client = connect(status);
-  if (!client)
-    return status;
-  auto put = client->put(std::string(msc::cluster::kContractsPrefix) + contract, source);
-  if (!put) {
-    errs() << "mscale-controller: " << put.status().str() << "\n";
-    return 1;
-  }
-  outs() << "submitted contract '" << contract << "' at revision " << *put << "\n";
   return 0;
 }
 
@@ -137,7 +116,9 @@ int leader() {
     errs() << "mscale-controller: " << l.status().str() << "\n";
     return 1;
   }
-  outs() << l->value << " " << l->createRevision << "\n";
+  std::string leaderName, address;
+  msc::cluster::parseElectionValue(l->value, leaderName, address);
+  outs() << leaderName << " " << l->createRevision << " " << address << "\n";
   return 0;
 }
 
@@ -148,9 +129,7 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv, "MegaScale-Omni cluster controller\n");
   if (runCmd)
     return run();
-  if (submitCmd)
-    return submit();
   if (leaderCmd)
     return leader();
-  return usage("give a command: run, submit or leader (--help)");
+  return usage("give a command: run or leader (--help)");
 }

@@ -68,3 +68,54 @@ TEST(ClusterKeys, StatusAndRegistrationRoundTrip) {
   EXPECT_EQ(r->topologyYaml, "node: a\n");
   EXPECT_FALSE(decodeRegistration("node: a\n", why));
 }
+
+TEST(ClusterKeys, SubmissionRoundTrip) {
+  Submission s{"train1", "contract train1 { cpu_cores = 2; }\n", {"python3", "train.py"}, {{"STEPS", "40"}}};
+  std::string why;
+  std::optional<Submission> back = decodeSubmission(encodeSubmission(s), why);
+  ASSERT_TRUE(back) << why;
+  EXPECT_EQ(back->contract, "train1");
+  EXPECT_EQ(back->source, s.source);
+  EXPECT_EQ(back->command, s.command);
+  EXPECT_EQ(back->environment, s.environment);
+}
+
+TEST(ClusterKeys, MalformedSubmissions) {
+  std::string why;
+  EXPECT_FALSE(decodeSubmission("not a submission", why));
+  EXPECT_NE(why.find("not an encoded submission"), std::string::npos) << why;
+  auto refused = [&](Submission s, const char *what) {
+    EXPECT_FALSE(checkSubmission(s, why)) << what;
+    EXPECT_FALSE(decodeSubmission(encodeSubmission(s), why)) << what;
+    return why;
+  };
+  Submission good{"c1", "contract c1 {}", {}, {}};
+  EXPECT_TRUE(checkSubmission(good, why)) << why;
+  Submission s = good;
+  s.contract = "9lives";
+  EXPECT_NE(refused(s, "name").find("is not a contract name"), std::string::npos);
+  s = good;
+  s.contract = "a/b";
+  refused(s, "slash in the name: it is a key component");
+  s = good;
+  s.contract = std::string(129, 'a');
+  refused(s, "long name");
+  s = good;
+  s.source = " \n\t";
+  EXPECT_EQ(refused(s, "empty source"), "the source is empty");
+  s = good;
+  s.environment = {{"A=B", "1"}};
+  refused(s, "'=' in a variable name");
+  s = good;
+  s.environment = {{"", "1"}};
+  refused(s, "empty variable name");
+  s = good;
+  s.command = {"", "x"};
+  refused(s, "empty program");
+  s = good;
+  s.command = {"prog", std::string("a\0b", 3)};
+  refused(s, "NUL in an argument");
+  s = good;
+  s.source = std::string(kMaxSubmissionBytes, 'x');
+  EXPECT_NE(refused(s, "too large").find("more than the"), std::string::npos);
+}

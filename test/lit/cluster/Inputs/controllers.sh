@@ -18,7 +18,7 @@ leader() { mscale-controller leader | cut -d' ' -f1; }
 submit() {
   printf 'import "profiles/mlvm.msc";\ncontract %s uses profile mlvm_light {\n  nodes = %s;\n  io_topology { r0 { gpu = any; rdma_port = nearest; } }\n}\n' \
     "$1" "$2" > "$work/$1.msc"
-  mscale-controller submit "$work/$1.msc" > /dev/null || fail "submit $1"
+  mscale-cli cluster submit "$work/$1.msc" > /dev/null || fail "submit $1"
 }
 
 mscale-cli topology export --format=yaml --input "$fixture" > "$work/node.yaml" || fail "topology export"

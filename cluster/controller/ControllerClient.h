@@ -1,0 +1,37 @@
+// The client side of the cluster's writes (ControllerService.h): finds the leading controller
+// through etcd's election (its value carries the leader's address), calls it, and follows the
+// leadership when it moves: a standby's ERR_CLUSTER_008, a deposed leader's ERR_CLUSTER_001, an
+// unreachable address or no leader at all are retried, at the leader found anew, until the deadline
+// (then ERR_CLUSTER_009 with the last reason). Any other refusal is final and returned as is.
+#pragma once
+
+#include "cluster/etcd/EtcdClient.h"
+#include "cluster/keys/Keys.h"
+
+#include <cstdint>
+#include <string>
+
+namespace msc::cluster {
+
+struct WriteOutcome {
+  int64_t revision = 0;       // the store's revision with the write in it
+  int64_t leaderRevision = 0; // the fencing token of the leader that wrote it
+  std::string leader;         // the controller that did, "NAME at ADDRESS"
+  bool unchanged = false;     // Submit: the same submission was already in place
+};
+
+struct WriteOptions {
+  etcd::Milliseconds deadline{15000};
+  // Call this controller ("host:port") once, without looking for the leader or following it: its own
+  // answer, ERR_CLUSTER_008 included (for operators and tests).
+  std::string controller;
+};
+
+// `Status::message` of a final refusal is the leader's whole text (the coded error, then the
+// compiler's diagnostics when the contract did not compile).
+etcd::Result<WriteOutcome> submitContract(etcd::EtcdClient &etcd, const Submission &submission,
+                                          const WriteOptions &options);
+etcd::Result<WriteOutcome> withdrawContract(etcd::EtcdClient &etcd, const std::string &contract,
+                                            const WriteOptions &options);
+
+} // namespace msc::cluster

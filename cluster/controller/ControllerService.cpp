@@ -1,0 +1,160 @@
+#include "cluster/controller/ControllerService.h"
+
+#include "cluster/controller/controller.grpc.pb.h"
+#include "cluster/keys/Keys.h"
+
+#include <grpcpp/grpcpp.h>
+
+namespace msc::cluster {
+namespace {
+
+using etcd::ErrorCode;
+
+// A refusal as the client reads it: the gRPC code says whether another controller could do better
+// (FAILED_PRECONDITION, UNAVAILABLE: it retries at the leader), the message is the coded error.
+grpc::Status refuse(grpc::StatusCode code, const etcd::Status &why, const std::string &details = {}) {
+  return grpc::Status(code, why.str() + (details.empty() ? "" : "\n" + details));
+}
+
+// A failed fenced write: the leadership went (a standby now, the client asks the new leader) or
+// etcd failed (unavailable: the client may retry).
+grpc::Status writeFailed(const etcd::Status &why) {
+  return refuse(why.code == ErrorCode::ERR_CLUSTER_001 ? grpc::StatusCode::FAILED_PRECONDITION
+                                                       : grpc::StatusCode::UNAVAILABLE,
+                why);
+}
+
+class Service final : public proto::Controller::Service {
+public:
+  Service(Controller &controller, etcd::EtcdClient &client, ContractSourceOptions sources)
+      : controller_(controller), client_(client), sources_(std::move(sources)) {}
+
+  grpc::Status Submit(grpc::ServerContext *, const proto::SubmitRequest *request, proto::SubmitReply *reply) override {
+    Submission s;
+    s.contract = request->contract();
+    s.source = request->source();
+    s.command.assign(request->command().begin(), request->command().end());
+    s.environment.insert(request->environment().begin(), request->environment().end());
+    std::string why;
+    if (!checkSubmission(s, why))
+      return refuse(grpc::StatusCode::INVALID_ARGUMENT, etcd::Status::make(ErrorCode::ERR_CLUSTER_006, {s.contract, why}));
+    std::optional<etcd::Fencing> term = controller_.currentTerm();
+    if (!term)
+      return notLeader();
+    CapturedDiagnostics check;
+    std::optional<LoadedContract> loaded = loadSubmittedContract(s.contract, s.source, sources_, check);
+    check.done();
+    if (!loaded) {
+      // The frontend's own diagnostics follow the coded refusal (unless it is the refusal itself).
+      if (check.text.rfind("error[ERR_CLUSTER_007]", 0) == 0)
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, check.text);
+      return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                    etcd::Status::make(ErrorCode::ERR_CLUSTER_007, {s.contract, "its source does not compile"}),
+                    check.text);
+    }
+    const std::string key = kContractsPrefix + s.contract, value = encodeSubmission(s);
+    etcd::Txn txn;
+    txn.compares.push_back(etcd::Compare::absent(key));
+    txn.success.push_back(etcd::TxnOp::put(key, value));
+    auto written = term->commit(txn);
+    if (!written)
+      return writeFailed(written.status());
+    reply->set_leader_revision(term->leader().rev);
+    if (written->succeeded) {
+      reply->set_revision(written->revision);
+      return grpc::Status::OK;
+    }
+    // The name is taken: a Submit retried after its reply was lost is no error; another one is.
+    auto present = client_.range(key);
+    if (!present)
+      return writeFailed(present.status());
+    if (!present->kvs.empty() && present->kvs.front().value == value) {
+      reply->set_revision(present->kvs.front().modRevision);
+      reply->set_unchanged(true);
+      return grpc::Status::OK;
+    }
+    std::string since = present->kvs.empty() ? "" : " since revision " + std::to_string(present->kvs.front().modRevision);
+    return refuse(grpc::StatusCode::ALREADY_EXISTS,
+                  etcd::Status::make(ErrorCode::ERR_CLUSTER_007,
+                                     {s.contract, "another submission of it is in place" + since + "; withdraw it first"}));
+  }
+
+  grpc::Status Withdraw(grpc::ServerContext *, const proto::WithdrawRequest *request,
+                        proto::WithdrawReply *reply) override {
+    std::string why;
+    if (!isContractName(request->contract(), why))
+      return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                    etcd::Status::make(ErrorCode::ERR_CLUSTER_006, {request->contract(), why}));
+    std::optional<etcd::Fencing> term = controller_.currentTerm();
+    if (!term)
+      return notLeader();
+    // The submission goes; the next reconciliation removes its assignments and its status.
+    const std::string key = kContractsPrefix + request->contract();
+    etcd::Txn txn;
+    txn.compares.push_back(etcd::Compare::onCreateRevision(key, etcd::Compare::Op::Greater, 0));
+    txn.success.push_back(etcd::TxnOp::remove(key));
+    auto written = term->commit(txn);
+    if (!written)
+      return writeFailed(written.status());
+    if (!written->succeeded)
+      return refuse(grpc::StatusCode::NOT_FOUND,
+                    etcd::Status::make(ErrorCode::ERR_CLUSTER_007, {request->contract(), "no such contract is submitted"}));
+    reply->set_revision(written->revision);
+    reply->set_leader_revision(term->leader().rev);
+    return grpc::Status::OK;
+  }
+
+private:
+  grpc::Status notLeader() {
+    std::string leader = "no controller leads now";
+    auto l = client_.election(kControllerElection).leader();
+    if (l) {
+      std::string name, address;
+      parseElectionValue(l->value, name, address);
+      leader = "the leader is '" + name + "'" + (address.empty() ? "" : " at " + address);
+    }
+    return refuse(grpc::StatusCode::FAILED_PRECONDITION, etcd::Status::make(ErrorCode::ERR_CLUSTER_008, {name_(), leader}));
+  }
+  std::string name_() const { return controller_.name(); }
+
+  Controller &controller_;
+  etcd::EtcdClient &client_;
+  ContractSourceOptions sources_;
+};
+
+} // namespace
+
+struct ControllerServer::Impl {
+  std::unique_ptr<Service> service;
+  std::unique_ptr<grpc::Server> server;
+};
+
+std::unique_ptr<ControllerServer> ControllerServer::start(Controller &controller, etcd::EtcdClient &client,
+                                                         const std::string &listen, ContractSourceOptions sources,
+                                                         std::string &error) {
+  auto impl = std::make_unique<Impl>();
+  impl->service = std::make_unique<Service>(controller, client, std::move(sources));
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(impl->service.get());
+  // A request larger than a submission may be is refused by gRPC before it is read whole.
+  builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxSubmissionBytes + (64u << 10)));
+  impl->server = builder.BuildAndStart();
+  if (!impl->server || port == 0) {
+    error = "cannot listen on '" + listen + "'";
+    return nullptr;
+  }
+  std::string host = listen.substr(0, listen.rfind(':'));
+  return std::unique_ptr<ControllerServer>(new ControllerServer(std::move(impl), host + ":" + std::to_string(port)));
+}
+
+ControllerServer::ControllerServer(std::unique_ptr<Impl> impl, std::string address)
+    : impl_(std::move(impl)), address_(std::move(address)) {}
+
+ControllerServer::~ControllerServer() {
+  if (impl_ && impl_->server)
+    impl_->server->Shutdown();
+}
+
+} // namespace msc::cluster
