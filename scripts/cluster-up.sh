@@ -1,17 +1,41 @@
 #!/usr/bin/env bash
-# Starts a 3-member etcd cluster on loopback for tests and for trying the cluster on one machine.
-#   scripts/cluster-up.sh DIR [MEMBERS]
+# Starts a cluster on this machine, for tests and for trying it out: a 3-member etcd on loopback,
+# and optionally controllers and node agents serving recorded nodes with the sim backends.
+#   scripts/cluster-up.sh DIR [MEMBERS] [--controllers N] [--agents N] [--netns] [--agent-lease-ttl S]
+#                         [--node-topology FILE]...
 # DIR receives, per member N (0, 1, 2): mN.etcd/ (its data), mN.log, mN.pid, mN.endpoint (its client
 # host:port); and `endpoints` (every member's, comma-separated: ETCD_ENDPOINTS). Ports are chosen
 # free at start, so several clusters (parallel test runs) coexist. Waits, bounded, until every member
 # reports healthy (`etcdctl endpoint health`); if that does not happen it stops what it started,
-# shows the members' logs and exits 1. scripts/cluster-down.sh DIR stops the cluster.
+# shows the members' logs and exits 1. Controllers: scripts/cluster/controllers-up.sh (DIR/controllers/);
+# agents: scripts/cluster/agents-up.sh (DIR/agents/nodeK/, each agent in a network namespace of its
+# own with --netns; DIR/shared is the storage the nodes share). scripts/cluster-down.sh DIR stops it
+# all; scripts/cluster/partition.sh DIR NODE cut|heal cuts one agent off from etcd.
 # etcd's default timings are kept (heartbeat 100 ms, election 1 s): the minimum lease TTL is then
 # 2 s, the figure the cluster's failover times are measured against.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-dir=${1:?usage: cluster-up.sh DIR [MEMBERS]}
-members=${2:-3}
+usage() {
+  echo "usage: cluster-up.sh DIR [MEMBERS] [--controllers N] [--agents N] [--netns] [--agent-lease-ttl S] [--node-topology FILE]..." >&2
+  exit 2
+}
+dir=${1:-}
+[[ -n $dir && $dir != -* ]] || usage
+shift
+members=3
+if [[ ${1:-} =~ ^[0-9]+$ ]]; then members=$1; shift; fi
+controllers=0 agents=0 agent_args=() topologies=()
+while (($#)); do
+  case $1 in
+    --controllers) [[ ${2:-} =~ ^[0-9]+$ ]] || usage; controllers=$2; shift ;;
+    --agents) [[ ${2:-} =~ ^[0-9]+$ ]] || usage; agents=$2; shift ;;
+    --netns) agent_args+=(--netns) ;;
+    --agent-lease-ttl) [[ ${2:-} =~ ^[0-9]+$ ]] || usage; agent_args+=(--lease-ttl "$2"); shift ;;
+    --node-topology) [[ -n ${2:-} ]] || usage; topologies+=("$2"); shift ;;
+    *) usage ;;
+  esac
+  shift
+done
 health_wait_s=${MSC_ETCD_HEALTH_WAIT_S:-20}
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
@@ -80,11 +104,12 @@ wait_healthy() {
   return 1
 }
 
+healthy=0
 for attempt in 1 2; do
   start_members
   if wait_healthy; then
-    cat "$dir/endpoints"
-    exit 0
+    healthy=1
+    break
   fi
   for ((i = 0; i < members; i++)); do
     echo "--- m$i.log (last lines)" >&2
@@ -93,4 +118,14 @@ for attempt in 1 2; do
   "$here/cluster-down.sh" "$dir"
   echo "cluster-up: attempt $attempt failed" >&2
 done
-exit 1
+((healthy)) || exit 1
+if ((controllers)) && ! "$here/cluster/controllers-up.sh" "$dir" "$controllers"; then
+  "$here/cluster-down.sh" "$dir"
+  exit 1
+fi
+if ((agents)) && ! "$here/cluster/agents-up.sh" "$dir" "$agents" ${agent_args[@]+"${agent_args[@]}"} \
+    ${topologies[@]+"${topologies[@]}"}; then
+  "$here/cluster-down.sh" "$dir"
+  exit 1
+fi
+cat "$dir/endpoints"

@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # Runs a command against a fresh 3-member etcd cluster on loopback and stops the cluster afterwards,
 # whatever happens (the command fails, crashes, or this script is interrupted):
-#   scripts/with-etcd.sh CMD [ARGS...]
+#   scripts/with-etcd.sh [CLUSTER-UP OPTIONS... --] CMD [ARGS...]
+# With options (those of scripts/cluster-up.sh: --controllers N --agents N --netns ...), the cluster
+# has controllers and node agents too, and the command also sees CLUSTER_DIR (= ETCD_CLUSTER_DIR).
 # The command sees ETCD_ENDPOINTS (host:port,...) and ETCD_CLUSTER_DIR (the members' pid files,
 # endpoints and logs: tests that kill a member read mN.pid there). The cluster lives in a fresh
 # temporary directory, removed at the end; with MSC_ETCD_KEEP=1 it is kept (and named) for a post mortem.
 # Exit status: the command's; 1 when the cluster cannot be started.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-(($#)) || { echo "usage: with-etcd.sh CMD [ARGS...]" >&2; exit 2; }
+up_options=()
+if [[ ${1:-} == --* ]]; then
+  while (($#)) && [[ $1 != -- ]]; do up_options+=("$1"); shift; done
+  (($#)) && shift
+fi
+(($#)) || { echo "usage: with-etcd.sh [CLUSTER-UP OPTIONS... --] CMD [ARGS...]" >&2; exit 2; }
 cluster_dir=$(mktemp -d "${TMPDIR:-/tmp}/msc-etcd.XXXXXX") || exit 1
 rc=1
 # A trap cannot run when this script is SIGKILLed (ctest does that on a timeout), and the members
@@ -22,8 +29,8 @@ cleanup() {
   kill "$guard_pid" 2>/dev/null
   # The members' last words before they are stopped (afterwards they are only about stopping).
   if ((rc != 0)); then
-    for log in "$cluster_dir"/m*.log; do
-      [[ -e $log ]] && { echo "--- $(basename "$log") (last lines)"; tail -5 "$log"; } >&2
+    for log in "$cluster_dir"/m*.log "$cluster_dir"/controllers/*.log "$cluster_dir"/agents/*/agent.log; do
+      [[ -e $log ]] && { echo "--- ${log#"$cluster_dir"/} (last lines)"; tail -5 "$log"; } >&2
     done
   fi
   # The data is thrown away: no graceful stop (a member stopping with SIGTERM hands over leadership
@@ -38,8 +45,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-"$here/cluster-up.sh" "$cluster_dir" >/dev/null || exit 1
-export ETCD_ENDPOINTS ETCD_CLUSTER_DIR=$cluster_dir
+"$here/cluster-up.sh" "$cluster_dir" ${up_options[@]+"${up_options[@]}"} >/dev/null || exit 1
+export ETCD_ENDPOINTS ETCD_CLUSTER_DIR=$cluster_dir CLUSTER_DIR=$cluster_dir
 ETCD_ENDPOINTS=$(cat "$cluster_dir/endpoints")
 "$@"
 rc=$?

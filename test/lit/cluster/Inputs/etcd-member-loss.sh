@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# etcd-member-loss.sh WORK follower|leader FIXTURE: controllers on a 3-member etcd; one member
+# SIGKILLed (a follower, or the raft leader), and the cluster keeps serving with two of three: a
+# contract submitted through the leading controller is placed, the reads answer, the controllers'
+# leadership holds or moves to a live controller. Prints one line per fact for FileCheck.
+set -uo pipefail
+work=$1 which=$2 fixture=$3
+mkdir -p "$work"
+ectl() { etcdctl --endpoints="$ETCD_ENDPOINTS" --command-timeout=5s "$@"; }
+fail() { echo "FAIL: $*"; tail -n 5 "$CLUSTER_DIR"/controllers/*.log; exit 1; }
+until_ok() { local end=$((SECONDS + $1)); shift; until "$@"; do ((SECONDS < end)) || return 1; sleep 0.2; done; }
+decided() { [[ -n $(ectl get --print-value-only "/mscale/contract-status/$1" 2>/dev/null) ]]; }
+
+mscale-cli topology export --format=yaml --input "$fixture" > "$work/node.yaml" || fail "topology export"
+for n in n1 n2; do
+  { echo "# mscale node registration; agent test"; cat "$work/node.yaml"; } | ectl put "/mscale/nodes/$n" > /dev/null
+done
+# The raft leader: the member whose status says it leads.
+leader_member=-1
+for i in 0 1 2; do
+  status=$(etcdctl --endpoints="$(cat "$CLUSTER_DIR/m$i.endpoint")" endpoint status --write-out=fields 2>/dev/null)
+  id=$(sed -n 's/^"MemberID" : //p' <<<"$status"); lead=$(sed -n 's/^"Leader" : //p' <<<"$status")
+  [[ -n $id && $id == "$lead" ]] && leader_member=$i
+done
+((leader_member >= 0)) || fail "no raft leader found"
+victim=$leader_member
+[[ $which == follower ]] && victim=$(((leader_member + 1) % 3))
+kill -9 "$(cat "$CLUSTER_DIR/m$victim.pid")"
+echo "killed the etcd $which"
+printf 'import "profiles/mlvm.msc";\ncontract c1 uses profile mlvm_light {\n  nodes = 2;\n  io_topology { r0 { gpu = any; rdma_port = nearest; } }\n}\n' > "$work/c1.msc"
+mscale-cli cluster submit "$work/c1.msc" --timeout-ms 20000 | sed -e 's/ at revision.*//'
+until_ok 30 decided c1 || fail "c1 not decided"
+echo "c1: $(ectl get --print-value-only /mscale/contract-status/c1 | head -1 | cut -d' ' -f1)"
+echo "nodes read: $(mscale-cli cluster nodes | grep -c GPU)"
+echo "a controller leads: $(mscale-controller leader > /dev/null && echo yes)"
