@@ -20,6 +20,7 @@ struct ConfigDoc {
   std::vector<unsigned> gpus;
   std::optional<std::string> gpu_backend;
   std::optional<RdmaDoc> rdma;
+  std::optional<msc::exec::HostBackend> host_backend;
   std::optional<std::string> nvme_scheduler;
   std::optional<HugepagesDoc> hugepages;
   std::vector<std::string> allowed_users, allowed_groups;
@@ -31,6 +32,23 @@ struct ConfigDoc {
 } // namespace
 
 namespace llvm::yaml {
+// A scalar rather than a post-parse check: the YAML parser then reports a bad value with its line
+// and column, like a wrong type.
+template <> struct ScalarTraits<msc::exec::HostBackend> {
+  static void output(const msc::exec::HostBackend &v, void *, raw_ostream &os) {
+    os << (v == msc::exec::HostBackend::Sim ? "sim" : "real");
+  }
+  static StringRef input(StringRef text, void *, msc::exec::HostBackend &v) {
+    if (text == "real")
+      v = msc::exec::HostBackend::Real;
+    else if (text == "sim")
+      v = msc::exec::HostBackend::Sim;
+    else
+      return "host_backend must be real or sim";
+    return {};
+  }
+  static QuotingType mustQuote(StringRef) { return QuotingType::None; }
+};
 template <> struct MappingTraits<RdmaDoc> {
   static void mapping(IO &io, RdmaDoc &d) {
     io.mapOptional("enabled", d.enabled);
@@ -45,6 +63,7 @@ template <> struct MappingTraits<ConfigDoc> {
     io.mapOptional("gpus", d.gpus);
     io.mapOptional("gpu_backend", d.gpu_backend);
     io.mapOptional("rdma", d.rdma);
+    io.mapOptional("host_backend", d.host_backend);
     io.mapOptional("nvme_scheduler", d.nvme_scheduler);
     io.mapOptional("hugepages", d.hugepages);
     io.mapOptional("allowed_users", d.allowed_users);
@@ -115,6 +134,7 @@ std::optional<NodeConfig> parseNodeConfig(llvm::StringRef text, llvm::StringRef 
       c.rdmaBackend = *doc.rdma->backend;
     }
   }
+  c.hostBackend = doc.host_backend.value_or(HostBackend::Real);
   if (doc.nvme_scheduler) {
     if (!oneOf(*doc.nvme_scheduler, {"none", "mq-deadline", "bfq", "kyber"}))
       return bad("nvme_scheduler is '" + *doc.nvme_scheduler + "', expected none, mq-deadline, bfq or kyber"),

@@ -4,6 +4,10 @@
 //   gpus: [0, 1]              # GPU indexes the executor may use (empty: all)
 //   gpu_backend: auto         # auto | cuda | sim
 //   rdma: { enabled: true, backend: auto }   # auto | ibverbs | sim
+//   host_backend: real        # real | sim: whether the CPU, IO and memory appliers act on this host
+//                             # (cgroups, affinity, sysfs, hugepages) or only hand the worker the
+//                             # plan's variables and an ordinary memfd pool (a recorded node served
+//                             # on a machine that lacks its CPUs and hugepages: SimHostAppliers.cpp)
 //   nvme_scheduler: bfq       # written to /sys/block/<dev>/queue/scheduler of the plan's devices
 //   hugepages: { auto_allocate: true }        # honour plans' reservations
 //   allowed_users: [alice, 1001]
@@ -27,11 +31,14 @@
 
 namespace msc::exec {
 
+enum class HostBackend { Real, Sim };
+
 struct NodeConfig {
   std::vector<unsigned> gpus;
   std::string gpuBackend = "auto";
   bool rdmaEnabled = true;
   std::string rdmaBackend = "auto";
+  HostBackend hostBackend = HostBackend::Real;
   std::string nvmeScheduler;
   bool hugepageAutoAllocate = true;
   std::vector<std::string> allowedUsers, allowedGroups; // as written

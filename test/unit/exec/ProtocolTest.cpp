@@ -99,6 +99,27 @@ TEST(NodeConfig, ParsesAndRefuses) {
   EXPECT_EQ(sink.diags.size(), 3u);
 }
 
+TEST(NodeConfig, HostBackendIsRealUnlessSimAndABadValueIsRefusedWhereItIs) {
+  CollectingConsumer sink;
+  DiagnosticEngine diags(nullptr, sink);
+  std::optional<NodeConfig> defaults = parseNodeConfig("gpus: [0]\n", "node.yaml", diags);
+  ASSERT_TRUE(defaults);
+  EXPECT_EQ(defaults->hostBackend, HostBackend::Real);
+  std::optional<NodeConfig> sim = parseNodeConfig("host_backend: sim\n", "node.yaml", diags);
+  ASSERT_TRUE(sim);
+  EXPECT_EQ(sim->hostBackend, HostBackend::Sim);
+  std::optional<NodeConfig> real = parseNodeConfig("host_backend: real\n", "node.yaml", diags);
+  ASSERT_TRUE(real);
+  EXPECT_EQ(real->hostBackend, HostBackend::Real);
+  EXPECT_TRUE(sink.diags.empty());
+  EXPECT_FALSE(parseNodeConfig("gpus: [0]\nhost_backend: simulated\n", "node.yaml", diags));
+  ASSERT_EQ(sink.diags.size(), 1u);
+  EXPECT_EQ(sink.diags[0].code, DiagCode::ERR_EXEC_017);
+  EXPECT_EQ(sink.diags[0].loc.line, 2u);
+  EXPECT_NE(sink.diags[0].message.find("host_backend must be real or sim (at node.yaml:2:15)"), std::string::npos)
+      << sink.diags[0].message;
+}
+
 TEST(Metrics, PrometheusText) {
   agent::ContractStatus s;
   s.set_contract("t\"1");
