@@ -5,15 +5,13 @@
 #include "executor/Appliers.h"
 #include "executor/Logger.h"
 #include "executor/Sys.h"
+#include "executor/WorkerVariables.h"
 #include "worker/WorkerApi.h"
 
 #include "support/ContractCgroup.h"
 #include "support/CpuList.h"
 
-#include <llvm/ADT/StringExtras.h>
-
 #include <sched.h>
-#include <set>
 
 namespace msc::exec {
 
@@ -25,25 +23,11 @@ public:
   llvm::StringRef name() const override { return "cpu"; }
 
   bool apply(ApplyContext &ctx) override {
-    std::set<unsigned> cpus, mems;
-    std::vector<std::string> roles;
-    for (const plan::IoBinding &b : ctx.plan.io_bindings()) {
-      cpus.insert(b.cpus().begin(), b.cpus().end());
-      if (b.numa_node() >= 0)
-        mems.insert(static_cast<unsigned>(b.numa_node()));
-      if (!b.cpus().empty()) {
-        std::vector<unsigned> rc(b.cpus().begin(), b.cpus().end());
-        ctx.worker.variables[mscale::worker::roleVariable(b.role().c_str(), "_CPUS")] = formatCpuList(rc);
-        roles.push_back(b.role());
-      }
-    }
-    cpus_.assign(cpus.begin(), cpus.end());
+    PlanCpus planCpus = setCpuVariables(ctx.plan, ctx.contractId, ctx.worker);
+    cpus_ = planCpus.cpus;
     std::string cpuList = formatCpuList(cpus_);
-    std::string memList = formatCpuList(std::vector<unsigned>(mems.begin(), mems.end()));
-    ctx.worker.variables["MSCALE_CONTRACT"] = ctx.contractId;
-    ctx.worker.variables["MSCALE_ROLES"] = llvm::join(roles, ",");
-    if (!cpus_.empty())
-      ctx.worker.variables["MSCALE_CPUS"] = cpuList;
+    std::string memList = formatCpuList(planCpus.mems);
+    const std::vector<unsigned> &mems = planCpus.mems;
 
     std::string error;
     // cgroup2: always, so the tracer (mscale-trace --contract) and PSI find the contract.
@@ -93,10 +77,8 @@ public:
       undo(ctx);
       return false;
     }
-    for (const plan::IoBinding &b : ctx.plan.io_bindings())
-      if (!b.cpus().empty())
-        described_.push_back("role " + b.role() + ": CPUs " +
-                             formatCpuList(std::vector<unsigned>(b.cpus().begin(), b.cpus().end())));
+    for (std::string &line : describeRoleCpus(ctx.plan))
+      described_.push_back(std::move(line));
     for (const std::string &line : described_)
       ctx.log.info(ctx.contractId, "cpu: " + line);
     return true;

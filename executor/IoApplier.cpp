@@ -6,7 +6,7 @@
 #include "executor/Appliers.h"
 #include "executor/Logger.h"
 #include "executor/Sys.h"
-#include "worker/WorkerApi.h"
+#include "executor/WorkerVariables.h"
 #include "support/ContractCgroup.h"
 
 #include <liburing.h>
@@ -69,8 +69,7 @@ public:
           return false;
         }
         io_uring_queue_exit(&ring);
-        ctx.worker.variables[mscale::worker::roleVariable(b.role().c_str(), "_IO_DEPTH")] = std::to_string(b.io_uring_depth());
-        described_.push_back("role " + b.role() + ": io_uring depth " + std::to_string(b.io_uring_depth()));
+        described_.push_back(setIoDepthVariable(b, ctx.worker));
       }
       if (!b.block_device().empty() && !opts_.nvmeScheduler.empty() && !setScheduler(ctx, b))
         return false;

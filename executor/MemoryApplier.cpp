@@ -7,7 +7,7 @@
 #include "executor/Hugepages.h"
 #include "executor/Logger.h"
 #include "executor/Sys.h"
-#include "worker/WorkerApi.h"
+#include "executor/WorkerVariables.h"
 
 #include "support/Units.h"
 
@@ -117,7 +117,7 @@ private:
       }
     }
     unsigned flags = MFD_HUGETLB | MFD_CLOEXEC | (static_cast<unsigned>(log2Exact(m.page_size())) << MFD_HUGE_SHIFT);
-    std::string name = "mscale-pool-" + ctx.contractId + "-" + m.role();
+    std::string name = poolName(ctx.contractId, m.role());
     int fd = static_cast<int>(syscall(SYS_memfd_create, name.c_str(), flags));
     auto fail = [&](const char *what) {
       int err = errno;
@@ -142,19 +142,13 @@ private:
         return fail("fallocate");
     }
     pools_.push_back({m.role(), fd, m.page_size(), m.pages()});
-    const char *role = m.role().c_str();
-    ctx.worker.variables[mscale::worker::roleVariable(role, "POOL_FD")] = std::to_string(fd);
-    ctx.worker.variables[mscale::worker::roleVariable(role, "POOL_BYTES")] = std::to_string(bytes);
-    ctx.worker.variables[mscale::worker::roleVariable(role, "POOL_PAGE_SIZE")] = std::to_string(m.page_size());
-    ctx.worker.inheritedFds.push_back(fd);
+    handPoolToWorker(m.role(), fd, static_cast<uint64_t>(bytes), m.page_size(), ctx.worker);
     return true;
   }
 
   void undo(ApplyContext &ctx) {
-    for (const Pool &p : pools_) {
-      ::close(p.fd);
-      std::erase(ctx.worker.inheritedFds, p.fd);
-    }
+    for (const Pool &p : pools_)
+      closePool(p.fd, ctx.worker);
     pools_.clear();
     for (auto it = reservations_.rbegin(); it != reservations_.rend(); ++it) {
       std::string error;
