@@ -1,5 +1,6 @@
 #include "executor/Session.h"
 
+#include "executor/ProcessTree.h"
 #include "executor/Sys.h"
 #include "executor/gpu/GpuApplier.h"
 #include "executor/gpu/GpuBackends.h"
@@ -106,8 +107,9 @@ bool Session::apply(DiagnosticEngine &diags) {
 }
 
 void Session::release(DiagnosticEngine &diags) {
-  for (pid_t pid : workers_)
-    ::kill(pid, SIGKILL);
+  // The whole tree, not the workers alone: without a cgroup (host_backend sim) no applier's
+  // rollback kills what the workers started.
+  killWorkerTree();
   for (pid_t pid : workers_)
     ::waitpid(pid, nullptr, 0);
   workers_.clear();
@@ -169,14 +171,16 @@ void Session::workerExited(pid_t pid) { workers_.erase(std::remove(workers_.begi
 void Session::killWorkerTree() {
   if (workers_.empty())
     return;
+  std::string dir = cgroupV2();
+  int fd = dir.empty() ? -1 : ::open((dir + "/cgroup.kill").c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) {
+    // No cgroup (host_backend sim, no cgroup2) or a kernel before 5.14: find the tree in /proc,
+    // before the workers die and their children are handed to init.
+    killProcessTree(workers_);
+    return;
+  }
   for (pid_t pid : workers_)
     ::kill(pid, SIGKILL);
-  std::string dir = cgroupV2();
-  if (dir.empty())
-    return;
-  int fd = ::open((dir + "/cgroup.kill").c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0)
-    return; // kernels before 5.14: the worker alone
   ssize_t n = ::write(fd, "1", 1);
   (void)n;
   ::close(fd);

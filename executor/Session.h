@@ -68,8 +68,9 @@ public:
   const std::vector<pid_t> &workerPids() const { return workers_; }
   void workerExited() { workers_.clear(); } // every worker has been waited for
   void workerExited(pid_t pid);
-  // SIGKILL to the workers and, through cgroup.kill where the kernel has it, to every process they
-  // started (data-loader children must not outlive them and keep their files and control pages).
+  // SIGKILL to the workers and to every process they started (data-loader children must not outlive
+  // them and keep their files and control pages): through cgroup.kill where the contract has a
+  // cgroup2 directory and the kernel has the file, else found in /proc (ProcessTree.h).
   void killWorkerTree();
   const std::string &contract() const { return contract_; }
   const std::string &planName() const { return planName_; }
