@@ -49,7 +49,7 @@ int runPlan(const RunOptions &o, Logger &log) {
   so.config = config;
   so.inject.failIn = o.injectFailure;
   so.topology = std::make_shared<const hal::Topology>(std::move(*live));
-  log.info(contract, so.appliers.cgroups.describe());
+  log.info(contract, describeHostBackend(config.hostBackend, so.appliers.cgroups));
   Session session(*p, contract, o.planPath, log, so);
   if (!session.apply(diags))
     return 1;

@@ -49,9 +49,15 @@ static BackendOptions makeBackendOptions(const SessionOptions &o) {
 
 bool Session::buildAppliers(DiagnosticEngine &diags) {
   appliers_.clear();
-  appliers_.push_back(createCpuApplier(options_.appliers));
-  appliers_.push_back(createIoApplier(options_.appliers));
-  appliers_.push_back(createMemoryApplier(options_.appliers));
+  if (options_.config.hostBackend == HostBackend::Sim) {
+    appliers_.push_back(createSimCpuApplier());
+    appliers_.push_back(createSimIoApplier());
+    appliers_.push_back(createSimMemoryApplier());
+  } else {
+    appliers_.push_back(createCpuApplier(options_.appliers));
+    appliers_.push_back(createIoApplier(options_.appliers));
+    appliers_.push_back(createMemoryApplier(options_.appliers));
+  }
   Location where{{}, planName_, 0};
   if (plan_.gpu_slices_size() > 0) {
     std::string why;

@@ -69,7 +69,7 @@ bool Agent::start(DiagnosticEngine &diags) {
     return false; // the state directory itself is unusable: refuse to run without it
   log_.info("", "agent listening on " + options_.socketPath + " (mode 0660)" +
                     (options_.metrics.empty() ? "" : ", metrics on " + options_.metrics) + "; " +
-                    options_.appliers.cgroups.describe());
+                    describeHostBackend(options_.config.hostBackend, options_.appliers.cgroups));
   return true;
 }
 
