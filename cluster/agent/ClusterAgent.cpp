@@ -35,6 +35,9 @@ bool ClusterAgent::start(exec::NodeLedger &ledger) {
       hal::loadTopology(hal::TopologySource::fromArgument(options_.topology), diags);
   if (!topology)
     return false;
+  // The node is its registration: the controller compiles plans for a topology of this name, and
+  // the ledger re-checks them against one (LedgerOptions::nodeName).
+  topology->setName(options_.node);
   RegistrationOptions ro;
   ro.node = options_.node;
   ro.value = Registration{kVersion, hal::writeTopologyYaml(*topology)};

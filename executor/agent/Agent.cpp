@@ -41,7 +41,7 @@ agent::Worker::State workerState(NodeLedger::WorkerState s) {
 
 Agent::Agent(AgentOptions options, Logger &log)
     : options_(std::move(options)), log_(log),
-      ledger_(LedgerOptions{options_.topology, options_.config, options_.appliers}, log),
+      ledger_(LedgerOptions{options_.topology, options_.nodeName, options_.config, options_.appliers}, log),
       server_(serverOptions(options_), log,
               ServerHandlers{
                   [this](const agent::Request &r, const PeerCredentials &p) { return handle(r, p); },

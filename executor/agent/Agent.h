@@ -21,6 +21,7 @@ struct AgentOptions {
   std::string socketPath;
   std::string metrics; // "" | "PORT" (127.0.0.1) | "unix:PATH"
   std::string topology = "live"; // what plans are re-checked against (tests: a recorded node)
+  std::string nodeName;           // LedgerOptions::nodeName
   NodeConfig config;
   ApplierOptions appliers;
 };

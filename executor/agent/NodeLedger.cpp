@@ -106,7 +106,7 @@ void NodeLedger::loadState(DiagnosticEngine &diags) {
       continue;
     }
     auto c = std::make_unique<Contract>();
-    std::optional<hal::Topology> live = hal::loadTopology(hal::TopologySource::fromArgument(options_.topology), diags);
+    std::optional<hal::Topology> live = loadNodeTopology(diags);
     SessionOptions so = sessionOptions();
     if (live)
       so.topology = std::make_shared<const hal::Topology>(*live);
@@ -122,6 +122,13 @@ void NodeLedger::loadState(DiagnosticEngine &diags) {
   }
 }
 
+std::optional<hal::Topology> NodeLedger::loadNodeTopology(DiagnosticEngine &diags) const {
+  std::optional<hal::Topology> topology = hal::loadTopology(hal::TopologySource::fromArgument(options_.topology), diags);
+  if (topology && !options_.nodeName.empty())
+    topology->setName(options_.nodeName);
+  return topology;
+}
+
 std::unique_ptr<Supervisor> NodeLedger::makeSupervisor(Session &session, std::vector<std::string> command,
                                                        std::map<std::string, std::string> environment,
                                                        const std::string &planName) {
@@ -132,9 +139,7 @@ std::unique_ptr<Supervisor> NodeLedger::makeSupervisor(Session &session, std::ve
     o.planPath = std::filesystem::absolute(statePath(session.contract())).string();
   o.recheck = admission::RecheckOptions{planName, options_.config.strictFingerprint,
                                         options_.config.hugepageAutoAllocate};
-  o.loadTopology = [topology = options_.topology](DiagnosticEngine &d) {
-    return hal::loadTopology(hal::TopologySource::fromArgument(topology), d);
-  };
+  o.loadTopology = [this](DiagnosticEngine &d) { return loadNodeTopology(d); };
   std::string self = session.contract();
   o.admitted = [this, self] { return heldExcept(self); };
   o.planChanged = [this, self](const plan::Plan &) {
@@ -159,7 +164,7 @@ const NodeLedger::Contract *NodeLedger::admit(const plan::Plan &plan, const std:
     diags.report(DiagCode::ERR_EXEC_021, Location{{}, planName, 0}) << name << why;
     return nullptr;
   }
-  std::optional<hal::Topology> live = hal::loadTopology(hal::TopologySource::fromArgument(options_.topology), diags);
+  std::optional<hal::Topology> live = loadNodeTopology(diags);
   if (!live)
     return nullptr;
   // Against every admitted contract, this one's name included: a second admission of it is refused.

@@ -20,6 +20,9 @@ namespace msc::exec {
 
 struct LedgerOptions {
   std::string topology = "live"; // what plans are re-checked against (tests: a recorded node)
+  // The name the node goes by when it is not the topology's own: a cluster node is its registration
+  // (`serve --cluster --node N`), and the controller compiles its plans for a topology of that name.
+  std::string nodeName;
   NodeConfig config;
   ApplierOptions appliers;
 };
@@ -74,6 +77,8 @@ public:
 
 private:
   void reapWorkers();
+  // The node's topology as plans are re-checked against it (options_.topology, named nodeName).
+  std::optional<hal::Topology> loadNodeTopology(DiagnosticEngine &diags) const;
   // The plan file of `contract` in the state directory (only meaningful when one is configured).
   std::string statePath(const std::string &contract) const;
   bool persist(const Contract &c, DiagnosticEngine &diags);

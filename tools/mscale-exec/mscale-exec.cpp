@@ -115,6 +115,8 @@ int serve(exec::Logger &log) {
   options.socketPath = Socket;
   options.metrics = Metrics;
   options.topology = Topology;
+  if (cluster)
+    options.nodeName = NodeName;
   if (!Config.empty()) {
     std::optional<exec::NodeConfig> c = exec::readNodeConfig(Config, diags);
     if (!c)

@@ -105,7 +105,7 @@ TEST_F(ServeTest, RegistersAdmitsAndLeavesOnSigterm) {
 
   Assignment a;
   a.leaderRevision = 3;
-  a.plan = plan::encodePlan(exec::test::livePlan("s1", false, 0));
+  a.plan = plan::encodePlan(exec::test::livePlan("s1", false, 0, node_)); // as a controller compiles it
   a.command = {MSC_EXEC_TEST_WORKER, "sleep", "30"};
   ASSERT_TRUE(client_->put(assignmentKey(node_, "s1"), encodeAssignment(a)));
   ASSERT_TRUE(waitFor([&] {
@@ -164,7 +164,14 @@ TEST_F(ServeTest, ServesARecordedNode) {
   DiagnosticEngine diags(nullptr, sink);
   std::optional<hal::Topology> t = hal::readTopologyYaml(r->topologyYaml, "registration", diags);
   ASSERT_TRUE(t);
-  EXPECT_EQ(t->name(), "jrc0323");
+  // The recorded node under the name it registered as.
+  EXPECT_EQ(t->name(), node_);
+  std::optional<hal::Topology> recorded =
+      hal::loadTopology(hal::TopologySource::file(MSC_SOURCE_DIR "/test/fuzz/seeds/topology_yaml/jureca-4xa100.yaml"), diags);
+  ASSERT_TRUE(recorded);
+  EXPECT_EQ(recorded->name(), "jrc0323");
+  recorded->setName(node_);
+  EXPECT_EQ(t->fingerprint(), recorded->fingerprint());
   ::kill(agent, SIGTERM);
   EXPECT_EQ(wait(agent), 0) << err("r");
   EXPECT_FALSE(registered());

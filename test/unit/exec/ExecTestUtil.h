@@ -22,10 +22,14 @@ inline std::string readAll(int fd) {
   return out;
 }
 
-inline plan::Plan livePlan(const std::string &contract, bool pool, unsigned cpu = 0) {
+// `node`: the name the node goes by, when it is not the machine's own (a cluster node is named by its
+// registration, and the agent re-checks plans against its topology under that name).
+inline plan::Plan livePlan(const std::string &contract, bool pool, unsigned cpu = 0, const std::string &node = {}) {
   CollectingConsumer sink;
   DiagnosticEngine diags(nullptr, sink);
   std::optional<hal::Topology> live = hal::loadTopology(hal::TopologySource::liveMachine(), diags);
+  if (live && !node.empty())
+    live->setName(node);
   plan::Plan p;
   p.set_format_major(1);
   p.mutable_provenance()->set_contract(contract);
