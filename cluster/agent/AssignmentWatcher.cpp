@@ -53,8 +53,9 @@ const char *workerName(exec::NodeLedger::WorkerState s) {
 
 } // namespace
 
-AssignmentWatcher::AssignmentWatcher(etcd::EtcdClient &client, std::string node, exec::Logger &log)
-    : client_(client), node_(std::move(node)), log_(log) {}
+AssignmentWatcher::AssignmentWatcher(etcd::EtcdClient &client, std::string node, exec::Logger &log,
+                                     std::function<void()> wake)
+    : client_(client), node_(std::move(node)), log_(log), wake_(std::move(wake)) {}
 
 etcd::Status AssignmentWatcher::start(exec::NodeLedger &ledger, int64_t statusLease) {
   watch_.reset();
@@ -68,6 +69,7 @@ etcd::Status AssignmentWatcher::start(exec::NodeLedger &ledger, int64_t statusLe
   etcd::WatchOptions wo;
   wo.rangeEnd = ro.rangeEnd;
   wo.startRevision = read->revision + 1;
+  wo.onChange = wake_;
   etcd::Result<std::unique_ptr<etcd::Watch>> watch = client_.watch(prefix, wo);
   if (!watch)
     return watch.status();

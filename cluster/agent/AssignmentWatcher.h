@@ -17,6 +17,7 @@
 #include "executor/Logger.h"
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -29,7 +30,8 @@ namespace msc::cluster {
 
 class AssignmentWatcher {
 public:
-  AssignmentWatcher(etcd::EtcdClient &client, std::string node, exec::Logger &log);
+  // `wake`, when set, is called from the watch's thread when assignments change (ClusterAgent::setWake).
+  AssignmentWatcher(etcd::EtcdClient &client, std::string node, exec::Logger &log, std::function<void()> wake = {});
 
   // Reads every assignment of the node and handles them in the order etcd wrote them (their mod
   // revisions: the order a watch would have delivered them), then watches from the revision after
@@ -61,6 +63,7 @@ private:
   etcd::EtcdClient &client_;
   const std::string node_;
   exec::Logger &log_;
+  std::function<void()> wake_;
   std::unique_ptr<etcd::Watch> watch_;
   int64_t highestLeaderRevision_ = 0; // only grows, across re-registrations too
   struct Admitted {

@@ -47,7 +47,7 @@ bool ClusterAgent::start(exec::NodeLedger &ledger) {
     log_.error("", s.str());
     return false;
   }
-  watcher_ = std::make_unique<AssignmentWatcher>(*client_, options_.node, log_);
+  watcher_ = std::make_unique<AssignmentWatcher>(*client_, options_.node, log_, wake_);
   if (etcd::Status s = watcher_->start(ledger, registration_->leaseId()); !s.ok()) {
     log_.error("", "cannot read the assignments: " + s.str());
     return false;

@@ -8,6 +8,7 @@
 #include "cluster/etcd/EtcdClient.h"
 #include "executor/Logger.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +38,10 @@ public:
   // coded error in the log (ERR_ETCD_001 endpoints, ERR_HAL_* topology, ERR_CLUSTER_002 the node is
   // registered by another live agent, ERR_ETCD_00x etcd).
   bool start(exec::NodeLedger &ledger);
+  // How to make the agent's loop call tick() now (exec::Agent::wake): called from the assignment
+  // watch's thread when assignments change, so a plan is applied within milliseconds of its
+  // assignment instead of at the loop's next timeout. Set before start().
+  void setWake(std::function<void()> wake) { wake_ = std::move(wake); }
   // From the agent's loop: lease loss (stop everything), re-registration, assignments.
   void tick(exec::NodeLedger &ledger);
 
@@ -49,6 +54,7 @@ private:
   std::unique_ptr<etcd::EtcdClient> client_;
   std::unique_ptr<NodeRegistration> registration_;
   std::unique_ptr<AssignmentWatcher> watcher_;
+  std::function<void()> wake_;
 };
 
 } // namespace msc::cluster

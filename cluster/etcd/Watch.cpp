@@ -37,10 +37,14 @@ void Watch::cancel() {
 }
 
 void Watch::end(Status status) {
-  std::lock_guard lock(mutex_);
-  if (ended_.ok())
-    ended_ = std::move(status);
-  changed_.notify_all();
+  {
+    std::lock_guard lock(mutex_);
+    if (ended_.ok())
+      ended_ = std::move(status);
+    changed_.notify_all();
+  }
+  if (options_.onChange)
+    options_.onChange();
 }
 
 Result<std::vector<WatchEvent>> Watch::next(Milliseconds timeout) {
@@ -115,19 +119,24 @@ void Watch::run() {
           lastRevision = std::max(lastRevision, event.kv().mod_revision());
           batch.push_back(std::move(out));
         }
-        std::lock_guard lock(mutex_);
-        if (response.created()) {
-          created_ = true;
-          failingSince = Clock::time_point::max();
-          // A watch "from now" resumes after the revision it was created at.
-          if (nextRevision_ == 0)
-            nextRevision_ = response.header().revision() + 1;
+        const bool queued = !batch.empty();
+        {
+          std::lock_guard lock(mutex_);
+          if (response.created()) {
+            created_ = true;
+            failingSince = Clock::time_point::max();
+            // A watch "from now" resumes after the revision it was created at.
+            if (nextRevision_ == 0)
+              nextRevision_ = response.header().revision() + 1;
+          }
+          if (queued) {
+            nextRevision_ = lastRevision + 1;
+            batches_.push_back(std::move(batch));
+          }
+          changed_.notify_all();
         }
-        if (!batch.empty()) {
-          nextRevision_ = lastRevision + 1;
-          batches_.push_back(std::move(batch));
-        }
-        changed_.notify_all();
+        if (queued && options_.onChange)
+          options_.onChange();
       }
     }
     if (finished)

@@ -10,6 +10,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -23,6 +24,9 @@ struct WatchOptions {
   std::string rangeEnd;      // empty: the key alone; prefixEnd(key): every key under the prefix
   int64_t startRevision = 0; // 0: changes after the watch is created
   bool prevKv = false;       // deliver the previous value with each event
+  // Called on the watch's own thread, no lock held, after events were queued or the watch ended:
+  // lets a loop that polls next() (a node agent's) wake at once instead of at its next tick.
+  std::function<void()> onChange;
 };
 
 struct WatchEvent {

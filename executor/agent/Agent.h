@@ -36,6 +36,8 @@ public:
   int serve();
   // Async-signal-safe.
   void stop() { server_.stop(); }
+  // Runs the tick at once (from any thread): the cluster's assignment watch calls it on a change.
+  void wake() { server_.wake(); }
 
   bool allowed(const PeerCredentials &peer) const { return server_.allowed(peer); }
   // One request, as the loop hands it over (tests and the fuzzer call it directly).

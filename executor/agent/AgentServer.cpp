@@ -63,6 +63,10 @@ bool AgentServer::listen(DiagnosticEngine &diags) {
 
 void AgentServer::stop() {
   stopping_ = true;
+  wake();
+}
+
+void AgentServer::wake() {
   if (wakeWrite_ >= 0) {
     char c = 1;
     ssize_t n = ::write(wakeWrite_, &c, 1);

@@ -52,6 +52,8 @@ public:
   int serve();
   // Async-signal-safe.
   void stop();
+  // Makes the loop run its tick now rather than at its next timeout; thread- and async-signal-safe.
+  void wake();
 
   bool allowed(const PeerCredentials &peer) const;
   // Connections and frames refused, by error code (for the metrics).

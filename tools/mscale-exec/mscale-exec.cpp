@@ -143,6 +143,7 @@ int serve(exec::Logger &log) {
   sigaction(SIGTERM, &sa, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
   if (cluster) {
+    cluster->setWake([&agent] { agent.wake(); });
     if (!cluster->start(agent.ledger()))
       return 1;
     agent.setTick([&] { cluster->tick(agent.ledger()); });

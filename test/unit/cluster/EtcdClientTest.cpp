@@ -181,7 +181,10 @@ TEST(EtcdWatch, SeesPutsAndDeletesInOrder) {
   MSC_REQUIRE_ETCD();
   auto client = connectTo(clusterEndpoints());
   const std::string prefix = testPrefix();
-  auto watch = client->watch(prefix, WatchOptions{prefixEnd(prefix), 0, true});
+  WatchOptions withPrevious;
+  withPrevious.rangeEnd = prefixEnd(prefix);
+  withPrevious.prevKv = true;
+  auto watch = client->watch(prefix, withPrevious);
   ASSERT_TRUE(watch.ok()) << watch.status().str();
   ASSERT_TRUE(client->put(prefix + "job", "queued").ok());
   ASSERT_TRUE(client->put(prefix + "job", "running").ok());
@@ -205,6 +208,34 @@ TEST(EtcdWatch, SeesPutsAndDeletesInOrder) {
   EXPECT_FALSE(after.ok());
 }
 
+TEST(EtcdWatch, OnChangeIsCalledWhenEventsAreQueued) {
+  MSC_REQUIRE_ETCD();
+  auto client = connectTo(clusterEndpoints());
+  const std::string prefix = testPrefix();
+  std::mutex mutex;
+  std::condition_variable called;
+  int calls = 0;
+  WatchOptions notify;
+  notify.rangeEnd = prefixEnd(prefix);
+  notify.onChange = [&] {
+    std::lock_guard lock(mutex);
+    ++calls;
+    called.notify_all();
+  };
+  auto watch = client->watch(prefix, notify);
+  ASSERT_TRUE(watch.ok()) << watch.status().str();
+  ASSERT_TRUE(client->put(prefix + "a", "1").ok());
+  {
+    std::unique_lock lock(mutex);
+    // Told before anybody asked: a loop sleeping in poll() is woken, not left to its next timeout.
+    ASSERT_TRUE(called.wait_for(lock, 5s, [&] { return calls > 0; }));
+  }
+  auto batch = (*watch)->next(0ms);
+  ASSERT_TRUE(batch.ok()) << batch.status().str();
+  ASSERT_EQ(batch->size(), 1u);
+  EXPECT_EQ(batch->front().kv.key, prefix + "a");
+}
+
 TEST(EtcdWatch, FromACompactedRevisionIsCoded) {
   MSC_REQUIRE_ETCD();
   auto client = connectTo(clusterEndpoints());
@@ -215,7 +246,9 @@ TEST(EtcdWatch, FromACompactedRevisionIsCoded) {
   auto last = client->put(key, "3");
   ASSERT_TRUE(last.ok());
   ASSERT_TRUE(client->compact(*last).ok());
-  auto watch = client->watch(key, WatchOptions{{}, *first, false});
+  WatchOptions fromFirst;
+  fromFirst.startRevision = *first;
+  auto watch = client->watch(key, fromFirst);
   Status ended = watch.ok() ? (*watch)->next(3000ms).status() : watch.status();
   EXPECT_EQ(ended.str(), "error[ERR_ETCD_007]: cannot watch '" + key + "' from revision " +
                              std::to_string(*first) + ": history up to revision " + std::to_string(*last) +

@@ -32,7 +32,9 @@ TEST(EtcdFailover, MemberThenLeaderKilled) {
   auto client = connectTo(endpoints, 1000ms);
   ASSERT_TRUE(client->put("failover/before", "1").ok());
   // A watch and a lease keep-alive, both streaming from the leader, must move to another member.
-  auto watch = client->watch("failover/", WatchOptions{prefixEnd("failover/"), 0, false});
+  WatchOptions underPrefix;
+  underPrefix.rangeEnd = prefixEnd("failover/");
+  auto watch = client->watch("failover/", underPrefix);
   ASSERT_TRUE(watch.ok()) << watch.status().str();
   auto lease = client->grantLease(5);
   ASSERT_TRUE(lease.ok()) << lease.status().str();
