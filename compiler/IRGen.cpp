@@ -241,10 +241,10 @@ void IRGen::checkContractComplete(const ir::Contract &c, const ast::Declaration 
   }
   for (const ir::Role &role : c.body.roles) {
     const ir::RoleFields &f = role.fields;
-    if (!f.cpu_cores && !f.gpu && !f.rdma_port && !f.io_queue && !f.memory_pool && !f.pcie_domain)
+    if (!f.cpu_cores && !f.gpu && !f.gpus && !f.rdma_port && !f.io_queue && !f.memory_pool && !f.pcie_domain)
       diags_.report(DiagCode::ERR_SEM_017, role.origin.range)
               .note(Location::none(),
-                    "a role needs at least one of cpu_cores, gpu, pcie_domain, rdma_port, io_queue, memory_pool")
+                    "a role needs at least one of cpu_cores, gpu, gpus, pcie_domain, rdma_port, io_queue, memory_pool")
           << c.name << ("resource for role '" + role.name + "'");
   }
 }

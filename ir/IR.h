@@ -133,10 +133,19 @@ struct PolicyFields {
 };
 #undef MSC_DECLARE_FIELD
 
+// What a role that `gpus = N` expanded (passes/GpuCount.h) was expanded from: the role as written
+// and N, so that a diagnostic about one copy can count the GPUs the role asked for.
+struct GpuCopyOf {
+  std::string role;   // "trainer" of trainer_g2
+  unsigned index = 0; // 2 of trainer_g2
+  unsigned count = 0; // N
+};
+
 struct Role {
   std::string name;     // "image_loader", "patch_embed", any name the user gives
   Origin origin;        // where the role was first declared
   RoleFields fields;
+  std::optional<GpuCopyOf> copyOf; // set on the copies of a role with `gpus = N`
 };
 
 // What a profile or a contract says, after merging its profile chain.

@@ -140,9 +140,17 @@ private:
     bool wantGpu = wantsGpu(f), wantHca = wantsHca(f);
     std::vector<hal::GpuRef> gpus;
     if (wantGpu) {
+      // The copies of a `gpus = N` role after the first that got no GPU would get none either
+      // (they see the same free GPUs and HCAs): the first one's error counts them all.
+      if (role.copyOf && unboundCopies_.count(role.copyOf->role)) {
+        dropGpu(role);
+        if (wantHca)
+          f.rdma_port.reset();
+        return;
+      }
       gpus = freeGpus(role);
       if (gpus.empty()) {
-        f.gpu.reset();
+        dropGpu(role);
         if (wantHca)
           f.rdma_port.reset(); // nearest to nothing: the error above says why
         return;
@@ -200,8 +208,28 @@ private:
         d.note(Location::none(), "the node has no GPU");
       for (const std::string &w : why)
         d.note(Location::none(), w);
+      noteCopiesBound(role, d);
     }
     return free;
+  }
+
+  // `gpu = any` that could not be bound (and was reported): dropped, and remembered so that its
+  // `N local` cores, near nothing now, are not reported a second time.
+  void dropGpu(ir::Role &role) {
+    role.fields.gpu.reset();
+    gpuDropped_.insert(role.name);
+  }
+
+  // A copy of a `gpus = N` role that got no GPU: how many the role asked for and how many the
+  // node gave (the copies before it, each of which got one). The copies after it are skipped.
+  void noteCopiesBound(const ir::Role &role, DiagBuilder &d) {
+    if (!role.copyOf)
+      return;
+    const ir::GpuCopyOf &of = *role.copyOf;
+    unboundCopies_.insert(of.role);
+    d.note(Location::none(), "role '" + of.role + "' asks for " + std::to_string(of.count) + " GPUs (gpus = " +
+                                 std::to_string(of.count) + "); node '" + node_ + "' could give " +
+                                 std::to_string(of.index));
   }
 
   void choosePair(ir::Role &role, const std::vector<hal::GpuRef> &gpus, bool wantGpu, bool wantHca) {
@@ -266,7 +294,7 @@ private:
     if (!bestAllowed) {
       reportCrossDomain(role, *best, wantGpu, nvme, nvmeName);
       if (wantGpu)
-        f.gpu.reset();
+        dropGpu(role);
       if (wantHca)
         f.rdma_port.reset();
       return;
@@ -307,13 +335,14 @@ private:
                                  : "HCA on the root complex of GPU " + std::to_string(best.gpu->index);
     const ir::Origin &origin = wantGpu ? f.gpu->origin : f.rdma_port->origin;
     hal::LinkClass link = topo_.linkClass(best.gpu->vertex, partner);
-    diags_.report(DiagCode::ERR_HAL_BIND_002, at(origin))
-            .note(at(noCross_->origin), "cross_domain_io = false set here")
-            .note(Location::none(), "GPU " + std::to_string(best.gpu->index) + " is under root complex " +
-                                        rootComplexName(topo_, topo_.rootComplexOf(best.gpu->vertex)) + ", '" +
-                                        partnerName + "' under " +
-                                        rootComplexName(topo_, topo_.rootComplexOf(partner)))
-        << wanted << role.name << node_ << best.gpu->index << partnerName << link.str();
+    DiagBuilder d = diags_.report(DiagCode::ERR_HAL_BIND_002, at(origin));
+    d.note(at(noCross_->origin), "cross_domain_io = false set here")
+        .note(Location::none(), "GPU " + std::to_string(best.gpu->index) + " is under root complex " +
+                                    rootComplexName(topo_, topo_.rootComplexOf(best.gpu->vertex)) + ", '" +
+                                    partnerName + "' under " + rootComplexName(topo_, topo_.rootComplexOf(partner)));
+    if (wantGpu)
+      noteCopiesBound(role, d);
+    d << wanted << role.name << node_ << best.gpu->index << partnerName << link.str();
   }
 
   // The NUMA node `N local` cores go on: the role's GPU's, else its HCA's, else the node it declares.
@@ -369,6 +398,10 @@ private:
     ir::RoleFields &f = role.fields;
     unsigned wanted = f.cpu_cores->value.localCores;
     std::optional<std::pair<unsigned, std::string>> local = localNode(role);
+    if (!local && gpuDropped_.count(role.name)) {
+      f.cpu_cores.reset(); // near the GPU it did not get: that error says why
+      return;
+    }
     if (!local) {
       diags_.report(DiagCode::ERR_HAL_BIND_005, at(f.cpu_cores->origin))
               .note(Location::none(), "set 'gpu', 'rdma_port' or 'numa_node' in role '" + role.name +
@@ -428,6 +461,8 @@ private:
   bool domainFirst_ = false;
   const ir::Field<bool> *noCross_ = nullptr; // cross_domain_io = false, where it is set
   std::map<PciAddress, std::string> gpuTakenBy_;
+  std::set<std::string> unboundCopies_; // roles of `gpus = N` a copy of which got no GPU
+  std::set<std::string> gpuDropped_;    // roles whose `gpu = any` could not be bound
   std::set<std::string> usedHcas_;
   std::map<unsigned, std::string> coreTakenBy_;
 };

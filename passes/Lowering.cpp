@@ -1,5 +1,6 @@
 #include "passes/Lowering.h"
 
+#include "passes/GpuCount.h"
 #include "passes/Resolve.h"
 #include "plan/PlanFile.h"
 
@@ -53,14 +54,20 @@ plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement,
   unsigned division = compute.gpu_sm_slices && compute.gpu_sm_slices->value > 0
                           ? static_cast<unsigned>(compute.gpu_sm_slices->value)
                           : 1;
-  for (const ir::Role &role : contract.body.roles) {
-    const RolePlacement *r = placement.findRole(role.name);
+  // The contract may be the one as written: a role of `gpus = N` was checked as N copies
+  // (passes/GpuCount.h), and each copy is lowered like a role written out, with the role's fields.
+  std::vector<std::pair<const ir::Role *, std::string>> lowered;
+  for (const ir::Role &role : contract.body.roles)
+    for (std::string &name : checkedRoleNames(role))
+      lowered.emplace_back(&role, std::move(name));
+  for (const auto &[role, name] : lowered) {
+    const RolePlacement *r = placement.findRole(name);
     if (!r)
       continue;
-    const ir::RoleFields &f = role.fields;
+    const ir::RoleFields &f = role->fields;
     if (r->gpu) {
       plan::GpuSlice *s = out.add_gpu_slices();
-      s->set_role(role.name);
+      s->set_role(name);
       s->set_gpu_index(r->gpu->index);
       s->set_pci_address(r->gpu->pci.str());
       s->set_model(r->gpu->model);
@@ -86,7 +93,7 @@ plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement,
     }
     if (!r->cpus.empty() || !r->blockDevice.empty() || f.io_depth || f.threads || f.decoder || f.gds) {
       plan::IoBinding *b = out.add_io_bindings();
-      b->set_role(role.name);
+      b->set_role(name);
       b->set_threads(static_cast<uint32_t>(valueOr(f.threads, static_cast<int64_t>(r->cpus.size()))));
       for (unsigned cpu : r->cpus)
         b->add_cpus(cpu);
@@ -106,21 +113,21 @@ plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement,
     }
     if (f.memory_pool) {
       plan::MemoryPool *m = out.add_memory_pools();
-      m->set_role(role.name);
+      m->set_role(name);
       m->set_page_size(f.memory_pool->value.pageSize.value);
       m->set_pages(f.memory_pool->value.count);
       m->set_numa_node(numaOr(r->poolNumaNode ? r->poolNumaNode : r->numaNode));
       for (const admission::HugepageReservation &reserve : decisions.hugepageReservations)
-        if (reserve.role == role.name)
+        if (reserve.role == name)
           m->set_reserve_pages(reserve.pages);
     }
     if (f.rdma_port) {
       plan::RdmaSetting *rd = out.add_rdma();
-      rd->set_role(role.name);
+      rd->set_role(name);
       // From the placement: `rdma_port = nearest` names its device only once bound.
       rd->set_device(r->rdmaDevice);
       rd->set_port(r->rdmaPort);
-      rd->set_queue_pairs(queuePairsOf(contract, role));
+      rd->set_queue_pairs(queuePairsOf(contract, *role));
       rd->set_max_outstanding(static_cast<uint32_t>(valueOr(f.max_outstanding, int64_t(128))));
       rd->set_retry_count(static_cast<uint32_t>(valueOr(f.retry_count, int64_t(7))));
       rd->set_timeout_ns(f.rdma_timeout ? f.rdma_timeout->value.value : 4'000'000);

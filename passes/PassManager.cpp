@@ -2,6 +2,7 @@
 
 #include "passes/Binding.h"
 #include "passes/ContractClaims.h"
+#include "passes/GpuCount.h"
 #include "passes/Passes.h"
 #include "passes/Resolve.h"
 
@@ -50,13 +51,21 @@ CheckedContract PassManager::check(const ir::Contract &contract, const hal::Topo
                                    const admission::Held &held, DiagnosticEngine &diags,
                                    const Instrumentation &instrumentation) {
   CheckedContract out;
-  // Requests that name no device are bound on the node first; everything after sees the bound
+  // A role of `gpus = N` becomes N roles first, with or without a node: what they are called and
+  // whether they clash with other roles does not depend on the node.
+  std::optional<ir::Contract> expanded;
+  if (hasGpuCounts(contract))
+    expanded = expandGpuCounts(contract, diags);
+  const ir::Contract &asked = expanded ? *expanded : contract;
+  // Requests that name no device are bound on the node next; everything after sees the bound
   // contract, so a bound GPU, HCA or core is placed, claimed and checked like a named one.
   std::optional<BoundContract> bound;
-  if (topology && hasUnboundRequests(contract))
-    bound = bindContract(contract, *topology, held, diags);
+  if (topology && hasUnboundRequests(asked))
+    bound = bindContract(asked, *topology, held, diags);
   if (bound)
     out.bound = bound->contract;
+  else if (expanded)
+    out.bound = std::move(expanded);
   const ir::Contract &checked = out.bound ? *out.bound : contract;
   out.placement = place(checked, topology);
   if (bound)

@@ -17,9 +17,10 @@ namespace msc::passes {
 // A contract after the middle of the pipeline: placed on the node, its claims built, the passes
 // run. What lowering takes.
 struct CheckedContract {
-  // The contract with its requests that named no device bound on the node (passes/Binding.h),
-  // when it had any: what placement, claims and passes saw. Its bound fields' origins say what was
-  // bound and why, so ir::print() of it is `--emit=ir` with the bindings.
+  // The contract with its roles of `gpus = N` expanded (passes/GpuCount.h) and its requests that
+  // named no device bound on the node (passes/Binding.h), when it had any: what placement, claims
+  // and passes saw. Its bound fields' origins say what was bound and why, so ir::print() of it is
+  // `--emit=ir` with the bindings.
   std::optional<ir::Contract> bound;
   Placement placement;
   admission::Claims claims;
