@@ -1,5 +1,7 @@
 #include "cluster/placement/JobShape.h"
 
+#include "passes/GpuCount.h"
+
 namespace msc::cluster {
 
 JobShape shapeOf(const ir::Contract &contract) {
@@ -9,13 +11,18 @@ JobShape shapeOf(const ir::Contract &contract) {
     s.nodes = static_cast<unsigned>(body.compute.nodes->value);
   for (const ir::Role &role : body.roles) {
     const ir::RoleFields &f = role.fields;
-    if (f.gpu) {
+    // A role of `gpus = N` is checked as N roles of `gpu = any`, each with the role's other fields.
+    const unsigned copies = static_cast<unsigned>(passes::checkedRoleNames(role).size());
+    if (f.gpus) {
+      s.gpus += copies;
+      s.anyGpus += copies;
+    } else if (f.gpu) {
       ++s.gpus;
       if (f.gpu->value.form == ir::GpuRef::Form::Any)
         ++s.anyGpus;
     }
     if (f.cpu_cores && f.cpu_cores->value.localCores)
-      s.localCores += f.cpu_cores->value.localCores;
+      s.localCores += copies * f.cpu_cores->value.localCores;
     if (f.rdma_port && f.rdma_port->value.nearest)
       s.wantsHca = true;
     if (!s.ioHeavy && f.io_queue) {

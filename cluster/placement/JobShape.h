@@ -13,8 +13,8 @@ namespace msc::cluster {
 struct JobShape {
   unsigned nodes = 1;      // the contract's `nodes`
   unsigned gpus = 0;       // roles with a GPU (named or `any`): a role holds a GPU of its own or slices of it
-  unsigned anyGpus = 0;    // of those, `gpu = any`
-  unsigned localCores = 0; // sum of `cpu_cores = N local`
+  unsigned anyGpus = 0;    // of those, `gpu = any`; a role of `gpus = N` counts as N
+  unsigned localCores = 0; // sum of `cpu_cores = N local`, once per copy of a `gpus = N` role
   bool wantsHca = false;   // a role asks for `rdma_port = nearest`
   // IO-heavy: a role reads an NVMe (io_queue) or uses GPU Direct Storage, or the contract itself
   // forbids cross-domain IO. Such a job is only ever placed with GPU, HCA and NVMe under one root
