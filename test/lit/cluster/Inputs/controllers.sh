@@ -2,29 +2,20 @@
 # controllers.sh WORK FIXTURE: three controllers on the etcd of $ETCD_ENDPOINTS, four registered
 # nodes of one recorded machine; contracts submitted while the leader is SIGKILLed and SIGSTOPped,
 # a node lost. Prints one line per fact for FileCheck. Every controller is stopped on exit.
-set -uo pipefail
 work=$1 fixture=$2
 mkdir -p "$work"
 declare -A pid
 trap 'for p in "${pid[@]}"; do kill -9 "$p" 2>/dev/null; kill -CONT "$p" 2>/dev/null; done; wait 2>/dev/null' EXIT
-ectl() { etcdctl --endpoints="$ETCD_ENDPOINTS" "$@"; }
-fail() { echo "FAIL: $*"; for n in A B C; do echo "--- $n"; tail -5 "$work/$n.log"; done; exit 1; }
-# until SECONDS CMD...: retries CMD every 0.2 s for at most SECONDS.
-until_ok() { local end=$((SECONDS + $1)); shift; until "$@"; do ((SECONDS < end)) || return 1; sleep 0.2; done; }
-status_of() { ectl get --print-value-only "/mscale/contract-status/$1" | head -1; }
-placed() { [[ $(status_of "$1") == placed* || $(status_of "$1") == refused* ]]; }
+source "$(dirname "$0")/common.sh"
+fail_logs="$work/A.log $work/B.log $work/C.log"
 count_assignments() { ectl get --prefix /mscale/assignments/ --keys-only | grep -c "/$1\$"; }
 leader() { mscale-controller leader | cut -d' ' -f1; }
 submit() {
-  printf 'import "profiles/mlvm.msc";\ncontract %s uses profile mlvm_light {\n  nodes = %s;\n  io_topology { r0 { gpu = any; rdma_port = nearest; } }\n}\n' \
-    "$1" "$2" > "$work/$1.msc"
+  cluster_contract "$1" "$2" "$work/$1.msc"
   mscale-cli cluster submit "$work/$1.msc" > /dev/null || fail "submit $1"
 }
 
-mscale-cli topology export --format=yaml --input "$fixture" > "$work/node.yaml" || fail "topology export"
-for n in n1 n2 n3 n4; do
-  { echo "# mscale node registration; agent test"; cat "$work/node.yaml"; } | ectl put "/mscale/nodes/$n" > /dev/null
-done
+register_nodes "$fixture" n1 n2 n3 n4
 for n in A B C; do
   mscale-controller run --name "$n" 2> "$work/$n.log" &
   pid[$n]=$!
@@ -34,13 +25,13 @@ first=$(leader)
 echo "leader: one of three"
 
 submit c1 2
-until_ok 20 placed c1 || fail "c1 not placed"
+until_ok 20 decided c1 || fail "c1 not placed"
 echo "c1: $(status_of c1 | cut -d' ' -f1), $(count_assignments c1) assignments"
 
 # The leader is killed while a contract is submitted: a standby leads, places it, once.
 kill -9 "${pid[$first]}"
 submit c2 2
-until_ok 30 placed c2 || fail "c2 not placed after the leader was killed"
+until_ok 30 decided c2 || fail "c2 not placed after the leader was killed"
 second=$(leader)
 [[ $second != "$first" ]] && echo "after SIGKILL: another controller leads"
 echo "c2: $(status_of c2 | cut -d' ' -f1), $(count_assignments c2) assignments; c1 still $(count_assignments c1)"
@@ -53,7 +44,7 @@ mscale-cli cluster status c1 | head -1 | sed -e 's/placed .* leader-rev/placed (
 until_ok 30 bash -c "[[ \$(mscale-controller leader | cut -d' ' -f1) != $second ]]" 2>/dev/null || fail "no new leader after SIGSTOP"
 third=$(leader)
 submit c3 1
-until_ok 30 placed c3 || fail "c3 not placed"
+until_ok 30 decided c3 || fail "c3 not placed"
 kill -CONT "${pid[$second]}"
 third_rev=$(mscale-controller leader | cut -d' ' -f2)
 until_ok 15 grep -q "stopped leading" "$work/$second.log" || fail "the woken leader did not stop"
@@ -69,5 +60,5 @@ echo "c1 after losing a node: $(status_of c1 | cut -d' ' -f1), $(count_assignmen
 
 # A job larger than the cluster: refused, with the code.
 submit c4 9
-until_ok 20 placed c4 || fail "c4 not decided"
+until_ok 20 decided c4 || fail "c4 not decided"
 echo "c4: $(ectl get --print-value-only /mscale/contract-status/c4 | grep -o 'refused\|error\[ERR_[A-Z]*_[0-9]*\]' | tr '\n' ' ')"

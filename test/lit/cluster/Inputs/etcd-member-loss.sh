@@ -3,18 +3,11 @@
 # SIGKILLed (a follower, or the raft leader), and the cluster keeps serving with two of three: a
 # contract submitted through the leading controller is placed, the reads answer, the controllers'
 # leadership holds or moves to a live controller. Prints one line per fact for FileCheck.
-set -uo pipefail
 work=$1 which=$2 fixture=$3
 mkdir -p "$work"
-ectl() { etcdctl --endpoints="$ETCD_ENDPOINTS" --command-timeout=5s "$@"; }
-fail() { echo "FAIL: $*"; tail -n 5 "$CLUSTER_DIR"/controllers/*.log; exit 1; }
-until_ok() { local end=$((SECONDS + $1)); shift; until "$@"; do ((SECONDS < end)) || return 1; sleep 0.2; done; }
-decided() { [[ -n $(ectl get --print-value-only "/mscale/contract-status/$1" 2>/dev/null) ]]; }
-
-mscale-cli topology export --format=yaml --input "$fixture" > "$work/node.yaml" || fail "topology export"
-for n in n1 n2; do
-  { echo "# mscale node registration; agent test"; cat "$work/node.yaml"; } | ectl put "/mscale/nodes/$n" > /dev/null
-done
+source "$(dirname "$0")/common.sh"
+fail_logs="$CLUSTER_DIR/controllers/*.log"
+register_nodes "$fixture" n1 n2
 # The raft leader: the member whose status says it leads.
 leader_member=-1
 for i in 0 1 2; do
@@ -27,7 +20,7 @@ victim=$leader_member
 [[ $which == follower ]] && victim=$(((leader_member + 1) % 3))
 kill -9 "$(cat "$CLUSTER_DIR/m$victim.pid")"
 echo "killed the etcd $which"
-printf 'import "profiles/mlvm.msc";\ncontract c1 uses profile mlvm_light {\n  nodes = 2;\n  io_topology { r0 { gpu = any; rdma_port = nearest; } }\n}\n' > "$work/c1.msc"
+cluster_contract c1 2 "$work/c1.msc"
 mscale-cli cluster submit "$work/c1.msc" --timeout-ms 20000 | sed -e 's/ at revision.*//'
 until_ok 30 decided c1 || fail "c1 not decided"
 echo "c1: $(ectl get --print-value-only /mscale/contract-status/c1 | head -1 | cut -d' ' -f1)"

@@ -2,29 +2,19 @@
 # submit.sh WORK FIXTURE: writes through the leading controller, on the etcd of $ETCD_ENDPOINTS.
 # Two controllers (one leads, one stands by) and two registered nodes of one recorded machine.
 # Prints one line per fact for FileCheck; every controller is stopped on exit.
-set -uo pipefail
 work=$1 fixture=$2
 mkdir -p "$work"
 declare -A pid
 trap 'for p in "${pid[@]}"; do kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null' EXIT
-ectl() { etcdctl --endpoints="$ETCD_ENDPOINTS" "$@"; }
-fail() { echo "FAIL: $*"; for n in A B; do echo "--- $n"; tail -5 "$work/$n.log"; done; exit 1; }
-until_ok() { local end=$((SECONDS + $1)); shift; until "$@"; do ((SECONDS < end)) || return 1; sleep 0.2; done; }
-status_of() { ectl get --print-value-only "/mscale/contract-status/$1" | head -1; }
-decided() { [[ $(status_of "$1") == placed* || $(status_of "$1") == refused* ]]; }
-contract() { # contract NAME NODES: a contract file for the cluster
-  printf 'import "profiles/mlvm.msc";\ncontract %s uses profile mlvm_light {\n  nodes = %s;\n  io_topology { r0 { gpu = any; rdma_port = nearest; } }\n}\n' \
-    "$1" "$2" > "$work/$1.msc"
-}
+source "$(dirname "$0")/common.sh"
+fail_logs="$work/A.log $work/B.log"
+contract() { cluster_contract "$1" "$2" "$work/$1.msc"; }
 
 # No controller yet: a write finds no leader before its deadline.
 contract c1 1
 mscale-cli cluster submit "$work/c1.msc" --timeout-ms 600 2>&1 | sed -e 's/within [0-9]* ms/within N ms/'
 
-mscale-cli topology export --format=yaml --input "$fixture" > "$work/node.yaml" || fail "topology export"
-for n in n1 n2; do
-  { echo "# mscale node registration; agent test"; cat "$work/node.yaml"; } | ectl put "/mscale/nodes/$n" > /dev/null
-done
+register_nodes "$fixture" n1 n2
 mscale-controller run --name A 2> "$work/A.log" & pid[A]=$!
 until_ok 20 mscale-controller leader > /dev/null 2>&1 || fail "A does not lead"
 mscale-controller run --name B 2> "$work/B.log" & pid[B]=$!
