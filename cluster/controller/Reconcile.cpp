@@ -169,6 +169,13 @@ etcd::Result<ReconcileReport> reconcile(etcd::EtcdClient &client, etcd::Fencing 
     } else {
       std::string first = decision.firstLine();
       status = "refused leader-rev " + rev + "\n" + decision.text;
+      // A job that cannot be placed whole again does not run in part: its workers on the nodes that
+      // are left stop too (their snapshots stay on the shared disk). It is placed again, and resumes,
+      // once the cluster can take it whole.
+      for (const Assigned &a : assigned[name])
+        ops.push_back(etcd::TxnOp::remove(a.key));
+      if (replacing)
+        report.released.push_back(name);
       report.refused.push_back(name + ": " + first);
     }
     ops.push_back(etcd::TxnOp::put(std::string(kContractStatusPrefix) + name, status));

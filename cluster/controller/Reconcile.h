@@ -51,6 +51,7 @@ struct ReconcileReport {
   std::vector<std::string> replaced; // contracts placed again after a node was lost
   std::vector<std::string> waiting;  // contracts on a lost node, inside the grace period
   std::vector<std::string> withdrawn; // contracts whose assignments were removed with them
+  std::vector<std::string> released;  // refused when placed again: their assignments left went too
   int64_t revision = 0;              // the store revision the reconciliation read
 };
 

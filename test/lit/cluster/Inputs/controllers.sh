@@ -62,3 +62,11 @@ echo "c1 after losing a node: $(status_of c1 | cut -d' ' -f1), $(count_assignmen
 submit c4 9
 until_ok 20 decided c4 || fail "c4 not decided"
 echo "c4: $(ectl get --print-value-only /mscale/contract-status/c4 | grep -o 'refused\|error\[ERR_[A-Z]*_[0-9]*\]' | tr '\n' ' ')"
+
+# Nodes lost until the job no longer fits: it is refused, and its assignment on the node left goes
+# too (a job runs whole or not at all).
+left=$(ectl get --prefix /mscale/nodes/ --keys-only | grep . | sed 's|/mscale/nodes/||' | tail -n +2)
+for n in $left; do ectl del "/mscale/nodes/$n" > /dev/null; done
+until_ok 20 bash -c "etcdctl --endpoints=$ETCD_ENDPOINTS get --print-value-only /mscale/contract-status/c1 | head -1 | grep -q '^refused'" \
+  || fail "c1 not refused with one node left"
+echo "c1 with one node left: $(status_of c1 | cut -d' ' -f1), $(count_assignments c1) assignments; $(cat "$work"/[ABC].log | grep -c 'released c1: it cannot be placed whole again') release logged"
