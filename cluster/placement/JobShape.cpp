@@ -36,7 +36,11 @@ JobShape shapeOf(const ir::Contract &contract) {
   }
   if (!s.ioHeavy && body.policy.cross_domain_io && !body.policy.cross_domain_io->value) {
     s.ioHeavy = true;
-    s.ioReason = "the contract sets cross_domain_io = false";
+    // Set by the contract or a profile it uses, or filled in from elsewhere (the cluster config's
+    // scaling defaults name themselves in the origin).
+    llvm::StringRef by = body.policy.cross_domain_io->origin.declaration;
+    bool ownValue = by.empty() || by.starts_with("contract ") || by.starts_with("profile ");
+    s.ioReason = (ownValue ? std::string("the contract") : by.str()) + " sets cross_domain_io = false";
   }
   return s;
 }
@@ -46,13 +50,16 @@ std::string prefilter(const JobShape &shape, const NodeCapacity &capacity) {
   // contract, which the node's check decides. Roles share GPUs only when they name them, so every
   // `any` role needs a free one of its own.
   if (capacity.freeGpus < shape.anyGpus)
-    return std::to_string(capacity.freeGpus) + " free GPUs, the job needs " + std::to_string(shape.anyGpus) +
-           " per node";
+    return std::to_string(capacity.freeGpus) + " free GPUs" +
+           (capacity.reservedGpus ? " (" + std::to_string(capacity.reservedGpus) + " more in reserved PCIe domains)"
+                                  : std::string()) +
+           ", the job needs " + std::to_string(shape.anyGpus) + " per node";
   if (capacity.freeCores < shape.localCores)
     return std::to_string(capacity.freeCores) + " free cores, the job needs " + std::to_string(shape.localCores) +
            " per node";
   if (shape.wantsHca && capacity.usableHcas == 0)
-    return "no RDMA device with a usable port";
+    return capacity.reservedHcas ? "no RDMA device with a usable port outside reserved PCIe domains"
+                                 : "no RDMA device with a usable port";
   return {};
 }
 

@@ -30,6 +30,11 @@ struct Candidate {
 struct Verdict {
   std::vector<Diagnostic> diags;
   std::optional<NodePlacement> placed;
+  // A device of the placement under a PCIe domain reserved on the node: the node's refusal, before
+  // anything its check said (the check may have accepted, or refused for the reservation's held
+  // devices in words that do not say why they are held).
+  std::optional<ReservedUse> reserved;
+  Location reservedAt; // the field of the contract that asks for the device
 };
 
 // A node the full check refused, with what it reported (its last try's, for a compute-heavy job
@@ -39,7 +44,8 @@ struct Refusal {
   const Verdict *verdict;
   unsigned errors() const {
     return static_cast<unsigned>(
-        llvm::count_if(verdict->diags, [](const Diagnostic &d) { return d.severity == Severity::Error; }));
+               llvm::count_if(verdict->diags, [](const Diagnostic &d) { return d.severity == Severity::Error; })) +
+           (verdict->reserved ? 1 : 0);
   }
   const Diagnostic *firstError() const {
     for (const Diagnostic &d : verdict->diags)
@@ -50,8 +56,33 @@ struct Refusal {
 };
 
 std::string firstErrorText(const Refusal &r) {
+  if (r.verdict->reserved)
+    return r.verdict->reserved->why;
   const Diagnostic *d = r.firstError();
   return d ? d->message : std::string("refused");
+}
+
+Location firstErrorAt(const Refusal &r) {
+  if (r.verdict->reserved)
+    return r.verdict->reservedAt;
+  const Diagnostic *d = r.firstError();
+  return d ? d->loc : Location::none();
+}
+
+// Where `contract` asks for the device a reserved use is about.
+Location requestOf(const ir::Contract &contract, const ReservedUse &use) {
+  for (const ir::Role &role : contract.body.roles) {
+    if (role.name != use.role)
+      continue;
+    const ir::RoleFields &f = role.fields;
+    const ir::Origin *origin = use.device == ReservedUse::Device::Gpu && f.gpu         ? &f.gpu->origin
+                               : use.device == ReservedUse::Device::Rdma && f.rdma_port ? &f.rdma_port->origin
+                               : use.device == ReservedUse::Device::Block && f.io_queue ? &f.io_queue->origin
+                                                                                        : nullptr;
+    if (origin)
+      return Location{origin->range, {}, 0};
+  }
+  return Location::none();
 }
 
 std::string nameList(const std::vector<const NodeState *> &nodes) {
@@ -118,6 +149,11 @@ PlacementResult Placer::place(const ir::Contract &contract, DiagnosticEngine &di
     // errors; the driver refuses a contract with any error, and so does placement.
     bool accepted = checked.accepted && !scratch.hasErrors();
     v.diags = std::move(sink.diags);
+    if (std::optional<ReservedUse> use = reservedUse(checked.placement, *node.topology, node.reservation)) {
+      v.reservedAt = requestOf(variant, *use);
+      v.reserved = std::move(use);
+      return v;
+    }
     if (!accepted)
       return v;
     NodePlacement &p = v.placed.emplace();
@@ -173,8 +209,7 @@ PlacementResult Placer::place(const ir::Contract &contract, DiagnosticEngine &di
     if (closest) {
       closestName = closest->node->name;
       closestWhy = firstErrorText(*closest);
-      if (const Diagnostic *d = closest->firstError())
-        firstAt = d->loc;
+      firstAt = firstErrorAt(*closest);
     } else {
       // Every node was turned away: the one with the most free GPUs, then cores, came closest.
       const NodeState *best = nullptr;

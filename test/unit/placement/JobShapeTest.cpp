@@ -41,6 +41,16 @@ TEST(JobShape, IoHeavyFromNvmeGdsOrPolicy) {
   EXPECT_FALSE(shapeOf(contractOf(jobText(1, 1, "cross_domain_io = true;"), d)).ioHeavy);
 }
 
+TEST(JobShape, IoHeavyNamesWhoSetThePolicy) {
+  Diags d;
+  EXPECT_EQ(shapeOf(contractOf(jobText(1, 1, "cross_domain_io = false;"), d)).ioReason,
+            "the contract sets cross_domain_io = false");
+  // A default filled in from elsewhere (the cluster config) names itself in the field's origin.
+  ir::Contract filled = contractOf(jobText(1, 1), d);
+  filled.body.policy.cross_domain_io = ir::Field<bool>{false, ir::Origin{"cluster config 'booster'", {}, {}}};
+  EXPECT_EQ(shapeOf(filled).ioReason, "cluster config 'booster' sets cross_domain_io = false");
+}
+
 TEST(JobShape, PrefilterSaysWhy) {
   Diags d;
   JobShape s = shapeOf(contractOf(jobText(1, 4), d));
