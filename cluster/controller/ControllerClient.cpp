@@ -127,4 +127,19 @@ etcd::Result<WriteOutcome> withdrawContract(etcd::EtcdClient &etcd, const std::s
   return WriteOutcome{reply.revision(), reply.leader_revision(), *leader, false};
 }
 
+etcd::Result<WriteOutcome> configureCluster(etcd::EtcdClient &etcd, const std::string &yaml, const std::string &file,
+                                            const WriteOptions &options) {
+  proto::ConfigureRequest request;
+  request.set_config(yaml);
+  request.set_file(file);
+  proto::ConfigureReply reply;
+  auto leader = throughLeader(etcd, "Configure of the cluster config", options,
+                              [&](proto::Controller::Stub &stub, grpc::ClientContext &context) {
+                                return stub.Configure(&context, request, &reply);
+                              });
+  if (!leader)
+    return leader.status();
+  return WriteOutcome{reply.revision(), reply.leader_revision(), *leader, reply.unchanged()};
+}
+
 } // namespace msc::cluster

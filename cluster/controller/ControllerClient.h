@@ -33,5 +33,10 @@ etcd::Result<WriteOutcome> submitContract(etcd::EtcdClient &etcd, const Submissi
                                           const WriteOptions &options);
 etcd::Result<WriteOutcome> withdrawContract(etcd::EtcdClient &etcd, const std::string &contract,
                                             const WriteOptions &options);
+// Publishes the cluster config `yaml` (read from `file`, named in errors) to /mscale/config. The
+// leader checks it again: a config it cannot read is ERR_CLUSTER_010 with the errors as printed.
+// WriteOutcome::unchanged: the same config was already published.
+etcd::Result<WriteOutcome> configureCluster(etcd::EtcdClient &etcd, const std::string &yaml, const std::string &file,
+                                            const WriteOptions &options);
 
 } // namespace msc::cluster

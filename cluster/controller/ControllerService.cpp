@@ -1,5 +1,6 @@
 #include "cluster/controller/ControllerService.h"
 
+#include "cluster/config/ClusterConfig.h"
 #include "cluster/controller/controller.grpc.pb.h"
 #include "cluster/keys/Keys.h"
 
@@ -101,6 +102,40 @@ public:
                     etcd::Status::make(ErrorCode::ERR_CLUSTER_007, {request->contract(), "no such contract is submitted"}));
     reply->set_revision(written->revision);
     reply->set_leader_revision(term->leader().rev);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Configure(grpc::ServerContext *, const proto::ConfigureRequest *request,
+                         proto::ConfigureReply *reply) override {
+    // Checked as mscale-deploy checks it, so a client that skipped that cannot publish what the
+    // leader then fails to read at every reconciliation.
+    ConfigSource source(request->file().empty() ? std::string("cluster config") : request->file(), request->config());
+    if (!parseClusterConfig(source))
+      return refuse(grpc::StatusCode::INVALID_ARGUMENT, source.errors().front(), source.printed());
+    std::optional<etcd::Fencing> term = controller_.currentTerm();
+    if (!term)
+      return notLeader();
+    reply->set_leader_revision(term->leader().rev);
+    // The same config again changes nothing and wakes no reconciliation (a retried Configure).
+    auto present = client_.range(kConfigKey);
+    if (!present)
+      return writeFailed(present.status());
+    std::string why;
+    if (!present->kvs.empty())
+      if (std::optional<PublishedConfig> old = decodeConfig(present->kvs.front().value, why);
+          old && old->yaml == request->config()) {
+        reply->set_revision(present->kvs.front().modRevision);
+        reply->set_unchanged(true);
+        return grpc::Status::OK;
+      }
+    PublishedConfig published{"controller '" + name_() + "' (leader-rev " + std::to_string(term->leader().rev) + ")",
+                              request->config()};
+    etcd::Txn txn;
+    txn.success.push_back(etcd::TxnOp::put(kConfigKey, encodeConfig(published)));
+    auto written = term->commit(txn);
+    if (!written)
+      return writeFailed(written.status());
+    reply->set_revision(written->revision);
     return grpc::Status::OK;
   }
 

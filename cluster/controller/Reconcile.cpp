@@ -1,5 +1,6 @@
 #include "cluster/controller/Reconcile.h"
 
+#include "cluster/controller/ApplyConfig.h"
 #include "cluster/controller/ContractCheck.h"
 
 #include "cluster/keys/Keys.h"
@@ -7,6 +8,7 @@
 #include "hal/TopologyYaml.h"
 #include "plan/PlanFile.h"
 
+#include <llvm/ADT/StringExtras.h>
 
 #include <algorithm>
 #include <map>
@@ -41,6 +43,7 @@ etcd::Result<ReconcileReport> reconcile(etcd::EtcdClient &client, etcd::Fencing 
   CapturedDiagnostics setup;
   NodeRegistry registry;
   std::map<std::string, std::string> contracts;           // name -> its submission as stored
+  const etcd::KeyValue *configValue = nullptr;            // /mscale/config, when published
   std::map<std::string, std::vector<Assigned>> assigned;   // contract -> its assignments
   std::set<std::string> live;                             // registered nodes
   for (const etcd::KeyValue &kv : all->kvs) {
@@ -63,6 +66,8 @@ etcd::Result<ReconcileReport> reconcile(etcd::EtcdClient &client, etcd::Fencing 
       live.insert(node);
       if (parsed.topology)
         registry.add(node, parsed.topology, setup.diags);
+    } else if (key == kConfigKey) {
+      configValue = &kv;
     } else if (key.starts_with(kContractsPrefix)) {
       contracts[key.drop_front(llvm::StringRef(kContractsPrefix).size()).str()] = kv.value;
     } else if (key.starts_with(kAssignmentsPrefix)) {
@@ -77,6 +82,24 @@ etcd::Result<ReconcileReport> reconcile(etcd::EtcdClient &client, etcd::Fencing 
   }
 
   std::erase_if(memory.nodes, [&](const auto &entry) { return !live.count(entry.first); });
+
+  // The cluster config, as published now: it decides the placements made in this reconciliation.
+  // One that does not read (written around the leader) places nothing: which domains it reserves is
+  // unknown, and a job on the management NIC's domain is worse than a job that waits.
+  std::optional<ClusterConfig> config;
+  std::string configError;
+  if (configValue) {
+    std::string why;
+    std::optional<PublishedConfig> published = decodeConfig(configValue->value, why);
+    ConfigSource source(kConfigKey, published ? published->yaml : std::string());
+    if (published)
+      config = parseClusterConfig(source);
+    else
+      source.error(etcd::Status::make(etcd::ErrorCode::ERR_CLUSTER_010, {why}));
+    configError = source.printed();
+    if (config)
+      reserveDomains(*config, registry, setup.diags);
+  }
 
   // What stays: a contract whose every assignment is on a live node holds those nodes' resources.
   std::set<std::string> toPlace, lost;
@@ -142,9 +165,16 @@ etcd::Result<ReconcileReport> reconcile(etcd::EtcdClient &client, etcd::Fencing 
     else
       loaded = loadSubmittedContract(name, submission->source, sourceOptions, decision);
     PlacementResult placed;
-    if (loaded) {
+    std::string defaults; // what the config filled in, for the status and the log
+    if (loaded && configValue && !config) {
+      decision.os << configError;
+    } else if (loaded) {
+      ir::Contract contract = loaded->contract();
+      if (config)
+        if (std::vector<std::string> filled = applyScalingDefaults(*config, contract); !filled.empty())
+          defaults = "defaults from " + config->describe() + ": " + llvm::join(filled, ", ");
       Placer placer(registry, options.compilerVersion);
-      placed = placer.place(loaded->contract(), decision.diags);
+      placed = placer.place(contract, decision.diags);
     }
     decision.done();
     std::string status;
@@ -159,16 +189,17 @@ etcd::Result<ReconcileReport> reconcile(etcd::EtcdClient &client, etcd::Fencing 
         ops.push_back(etcd::TxnOp::put(assignmentKey(p.node->name, name), encodeAssignment(a)));
         nodes += (nodes.empty() ? "" : ",") + p.node->name;
       }
-      status = "placed " + nodes + " leader-rev " + rev + "\n";
+      status = "placed " + nodes + " leader-rev " + rev + "\n" + (defaults.empty() ? "" : defaults + "\n");
       // The old set goes, live nodes included (placed whole); a node chosen again gets its new
       // assignment by the put above (etcd refuses a key twice in one transaction).
       for (const Assigned &a : assigned[name])
         if (std::find_if(ops.begin(), ops.end(), [&](const etcd::TxnOp &op) { return op.key == a.key; }) == ops.end())
           ops.push_back(etcd::TxnOp::remove(a.key));
-      (replacing ? report.replaced : report.placed).push_back(name + " -> " + nodes);
+      (replacing ? report.replaced : report.placed)
+          .push_back(name + " -> " + nodes + (defaults.empty() ? "" : " (" + defaults + ")"));
     } else {
       std::string first = decision.firstLine();
-      status = "refused leader-rev " + rev + "\n" + decision.text;
+      status = "refused leader-rev " + rev + "\n" + (defaults.empty() ? "" : defaults + "\n") + decision.text;
       // A job that cannot be placed whole again does not run in part: its workers on the nodes that
       // are left stop too (their snapshots stay on the shared disk). It is placed again, and resumes,
       // once the cluster can take it whole.

@@ -5,7 +5,9 @@
 // assignments written in one transaction fenced by the leader key: a deposed leader writes nothing.
 // A contract that had an assignment on a node whose lease expired is placed again, whole; the
 // workers resume from the disk tier on storage the nodes share. A withdrawn contract's assignments
-// are removed (its agents stop its workers).
+// are removed (its agents stop its workers). The cluster config at /mscale/config applies to each
+// placement (ApplyConfig.h): scaling defaults for what a contract does not set, reserved PCIe
+// domains; a config that does not read refuses every placement (ERR_CLUSTER_010) until it does.
 #pragma once
 
 #include "cluster/etcd/EtcdClient.h"

@@ -11,6 +11,7 @@ namespace msc::cluster {
 
 namespace {
 constexpr const char *kRegistrationHeader = "# mscale node registration; agent ";
+constexpr const char *kConfigHeader = "# mscale cluster config; written by ";
 
 template <class T> bool number(const std::string &text, T &out) {
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
@@ -38,6 +39,18 @@ std::optional<Registration> decodeRegistration(const std::string &value, std::st
     return std::nullopt;
   }
   return Registration{value.substr(header.size(), eol - header.size()), value.substr(eol + 1)};
+}
+
+std::string encodeConfig(const PublishedConfig &c) { return kConfigHeader + c.writtenBy + "\n" + c.yaml; }
+
+std::optional<PublishedConfig> decodeConfig(const std::string &value, std::string &why) {
+  std::string header = kConfigHeader;
+  size_t eol = value.find('\n');
+  if (value.compare(0, header.size(), header) != 0 || eol == std::string::npos) {
+    why = "the value does not start with '" + header + "...'";
+    return std::nullopt;
+  }
+  return PublishedConfig{value.substr(header.size(), eol - header.size()), value.substr(eol + 1)};
 }
 
 std::string encodeAssignment(const Assignment &a) {

@@ -9,6 +9,8 @@
 //   /mscale/contracts/<contract>          a submitted contract: source, worker command (submission.proto),
 //                                         what should run; written by the leading controller only
 //   /mscale/contract-status/<contract>    the leading controller's decision on it
+//   /mscale/config                        the cluster config (YAML), what mscale-deploy published;
+//                                         written by the leading controller only
 #pragma once
 
 #include "cluster/etcd/Status.h"
@@ -31,10 +33,17 @@ inline constexpr uint32_t kSubmissionFormat = 1;
 inline constexpr size_t kMaxSubmissionBytes = 1u << 20;
 // /mscale/contracts/<name>: a Submission, what the cluster should run (written by the leader when
 // `mscale-cli cluster submit` asks it); /mscale/contract-status/<name>: what the leading controller
-// made of it, lines "placed NODE,NODE leader-rev N" or "refused leader-rev N" followed by the
-// diagnostics as printed.
+// made of it, lines "placed NODE,NODE leader-rev N" or "refused leader-rev N", then
+// "defaults from cluster config 'NAME': FIELD = VALUE, ..." when the cluster config filled in
+// scaling defaults, then (refused) the diagnostics as printed.
 inline constexpr const char *kContractsPrefix = "/mscale/contracts/";
 inline constexpr const char *kContractStatusPrefix = "/mscale/contract-status/";
+
+// /mscale/config: the cluster config (cluster/config/ClusterConfig.h) as the operator wrote it,
+// comments included (they say why a domain is reserved), after a header line that says which
+// controller wrote it. YAML, like the registrations: people read it with etcdctl, the leader reads
+// it on every reconciliation, and the header is a YAML comment.
+inline constexpr const char *kConfigKey = "/mscale/config";
 
 inline std::string nodeKey(const std::string &node) { return kNodesPrefix + node; }
 // Ends with '/': a watch on [prefix, etcd::prefixEnd(prefix)) sees one node's assignments only
@@ -59,6 +68,14 @@ struct Registration {
 std::string encodeRegistration(const Registration &r);
 // ERR_CLUSTER_004 style failures are the caller's: nullopt with `why` when the value is not one.
 std::optional<Registration> decodeRegistration(const std::string &value, std::string &why);
+
+struct PublishedConfig {
+  std::string writtenBy; // "controller 'A' (leader-rev 17)"
+  std::string yaml;      // the config as given to mscale-deploy
+};
+std::string encodeConfig(const PublishedConfig &c);
+// nullopt with `why` when the value does not start with the header line.
+std::optional<PublishedConfig> decodeConfig(const std::string &value, std::string &why);
 
 struct Assignment {
   int64_t leaderRevision = 0;
