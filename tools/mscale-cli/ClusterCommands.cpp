@@ -1,4 +1,4 @@
-// mscale-cli cluster nodes | show NODE [--matrix] | status [CONTRACT]
+// mscale-cli cluster nodes | show NODE [--matrix] | topology [NODE] | status [CONTRACT]
 //                   submit FILE.msc [--contract NAME] [--env K=V]... [-- WORKER COMMAND...]
 //                   withdraw CONTRACT
 // Reads are serializable: any etcd member answers from its own copy without asking the raft
@@ -7,7 +7,10 @@
 // through etcd's election, which checks them and writes them fenced by its leader key.
 #include "tools/mscale-cli/CommandGroup.h"
 
+#include "cluster/config/ClusterConfig.h"
 #include "cluster/controller/ControllerClient.h"
+#include "cluster/deploy/ClusterView.h"
+#include "cluster/deploy/RegisteredNodes.h"
 #include "cluster/etcd/EtcdClient.h"
 #include "cluster/keys/Keys.h"
 #include "hal/LinkMatrix.h"
@@ -28,10 +31,12 @@ using namespace msc;
 
 namespace {
 
-cl::SubCommand ClusterCmd("cluster", "The cluster: read its state from etcd (nodes, show NODE, status [CONTRACT]); "
-                                     "submit FILE.msc [-- COMMAND], withdraw CONTRACT through the leader");
+cl::SubCommand ClusterCmd("cluster", "The cluster: read its state from etcd (nodes, show NODE, topology [NODE], "
+                                     "status [CONTRACT]); submit FILE.msc [-- COMMAND], withdraw CONTRACT through the "
+                                     "leader");
 cl::list<std::string> Args(cl::Positional,
-                           cl::desc("<nodes | show NODE | status [CONTRACT] | submit FILE.msc [-- COMMAND...] | withdraw CONTRACT>"),
+                           cl::desc("<nodes | show NODE | topology [NODE] | status [CONTRACT] | submit FILE.msc "
+                                    "[-- COMMAND...] | withdraw CONTRACT>"),
                            cl::OneOrMore, cl::sub(ClusterCmd));
 cl::opt<std::string> ContractName("contract", cl::desc("submit: the contract of the file (default: its only one)"),
                                   cl::sub(ClusterCmd));
@@ -98,6 +103,43 @@ int nodes(etcd::EtcdClient &client, DiagnosticEngine &diags, const std::string &
   return 0;
 }
 
+// The published cluster config, then per registered node its PCIe domains and devices, the ones the
+// config reserves marked: what placement may use (docs/deploy.md).
+int topology(etcd::EtcdClient &client, DiagnosticEngine &diags, const std::string &only) {
+  auto nodes = cluster::readRegisteredNodes(client, etcd::Consistency::Serializable);
+  if (!nodes)
+    return fail(nodes.status());
+  auto stored = cluster::readStoredConfig(client, etcd::Consistency::Serializable);
+  std::optional<cluster::ClusterConfig> config;
+  if (!stored) {
+    llvm::outs() << "cluster config: unreadable: " << stored.status().str() << "\n";
+  } else if (!*stored) {
+    llvm::outs() << "cluster config: none published (mscale-deploy publishes one)\n";
+  } else {
+    cluster::ConfigSource source(cluster::kConfigKey, (*stored)->published.yaml);
+    config = cluster::parseClusterConfig(source);
+    if (config) {
+      cluster::printConfigSummary(*config, llvm::outs());
+      llvm::outs() << "  published at revision " << (*stored)->modRevision << " by " << (*stored)->published.writtenBy
+                   << "\n";
+    } else {
+      llvm::outs() << "cluster config: unreadable (the leader places nothing until it reads):\n" << source.printed();
+    }
+  }
+  bool found = only.empty();
+  for (const cluster::RegisteredNode &node : *nodes) {
+    if (!only.empty() && node.name != only)
+      continue;
+    found = true;
+    cluster::printNodeDomains(node, config ? &*config : nullptr, llvm::outs());
+  }
+  if (!found) {
+    diags.report(DiagCode::ERR_DRV_005) << ("no node '" + only + "' is registered");
+    return 1;
+  }
+  return 0;
+}
+
 // The leader's decision for each contract, and what each node made of its assignment.
 int status(etcd::EtcdClient &client, const std::string &only) {
   auto decided = client.range(cluster::kContractStatusPrefix, serializablePrefix(cluster::kContractStatusPrefix));
@@ -111,7 +153,11 @@ int status(etcd::EtcdClient &client, const std::string &only) {
     if (!only.empty() && contract != only)
       continue;
     llvm::StringRef value(kv.value);
-    llvm::outs() << "contract " << contract << ": " << value.split('\n').first << "\n";
+    auto [decision, rest] = value.split('\n');
+    llvm::outs() << "contract " << contract << ": " << decision << "\n";
+    // The cluster config's scaling defaults, when they decided part of the policy.
+    if (llvm::StringRef second = rest.split('\n').first; second.starts_with("defaults from "))
+      llvm::outs() << "  " << second << "\n";
     for (const etcd::KeyValue &s : applied->kvs) {
       llvm::StringRef rest = llvm::StringRef(s.key).drop_front(std::string(cluster::kStatusPrefix).size());
       auto [node, name] = rest.split('/');
@@ -184,6 +230,8 @@ int run() {
     return nodes(**client, diags, "");
   if (what == "show" && Args.size() == 2)
     return nodes(**client, diags, Args[1]);
+  if (what == "topology" && Args.size() <= 2)
+    return topology(**client, diags, Args.size() == 2 ? Args[1] : "");
   if (what == "status" && Args.size() <= 2)
     return status(**client, Args.size() == 2 ? Args[1] : "");
   if (what == "submit" && Args.size() >= 2) {
@@ -195,8 +243,8 @@ int run() {
   if (what == "withdraw" && Args.size() == 2)
     return printWrite(cluster::withdrawContract(**client, Args[1], writeOptions()),
                       "withdrew contract '" + Args[1] + "'");
-  return usage(diags, "cluster: expected 'nodes', 'show NODE', 'status [CONTRACT]', 'submit FILE.msc [-- COMMAND...]' "
-                      "or 'withdraw CONTRACT'");
+  return usage(diags, "cluster: expected 'nodes', 'show NODE', 'topology [NODE]', 'status [CONTRACT]', "
+                      "'submit FILE.msc [-- COMMAND...]' or 'withdraw CONTRACT'");
 }
 
 cli::Registration registration(ClusterCmd, run);
