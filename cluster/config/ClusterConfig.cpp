@@ -217,8 +217,7 @@ std::optional<ClusterConfig> parseClusterConfig(ConfigSource &source) {
     parse.bad("nesting deeper than 64 levels or 256 columns");
     return std::nullopt;
   }
-  // LLVM's YAML I/O has no document to read in a text of blanks and comments (and asking it for
-  // the next one then crashes): such a text is a config without its name.
+  // A text of blanks and comments has no YAML document at all: a config without its name.
   bool content = false;
   for (llvm::StringRef rest = text; !rest.empty() && !content;) {
     auto [line, next] = rest.split('\n');
@@ -234,18 +233,21 @@ std::optional<ClusterConfig> parseClusterConfig(ConfigSource &source) {
   {
     llvm::yaml::Input in(text, nullptr, yamlDiagnostic, &parse);
     in >> doc;
-    if (!in.error() && !source.failed() && in.nextDocument())
-      parse.bad("more than one YAML document; a cluster config is one");
     if (in.error() && !source.failed())
       parse.bad(in.error().message());
   }
   if (!source.failed()) {
-    // A second look at the same text, as nodes: the parse above succeeded, so this one does too.
+    // A second look at the same text, as nodes: keys given twice, documents after the first (YAML
+    // I/O reads the first alone; its own way to ask for the next one crashes on some texts).
     llvm::SourceMgr quiet;
     quiet.setDiagHandler([](const llvm::SMDiagnostic &, void *) {});
     llvm::yaml::Stream stream(text, quiet);
+    unsigned documents = 0;
     for (llvm::yaml::Document &document : stream)
-      refuseDuplicateKeys(document.getRoot(), parse);
+      if (++documents == 1)
+        refuseDuplicateKeys(document.getRoot(), parse);
+    if (documents > 1)
+      parse.bad("more than one YAML document; a cluster config is one");
   }
   if (source.failed())
     return std::nullopt;

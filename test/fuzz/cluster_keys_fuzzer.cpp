@@ -1,6 +1,7 @@
 // Fuzzes what node agents and controllers decode from etcd values that any etcd client can write:
 // an assignment and a submission (protobuf), a node's registration (a header line, then topology YAML, which the
-// topology_yaml fuzzer covers) and a status (text lines). None of it may crash or hang; whatever
+// topology_yaml fuzzer covers), the cluster config (a header line, then YAML, which the cluster_config
+// fuzzer covers) and a status (text lines). None of it may crash or hang; whatever
 // decodes must encode again to a value that decodes to the same thing.
 #include "cluster/keys/Keys.h"
 
@@ -29,6 +30,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (std::optional<Registration> r = decodeRegistration(value, why)) {
     std::optional<Registration> again = decodeRegistration(encodeRegistration(*r), why);
     if (!again || again->agentVersion != r->agentVersion || again->topologyYaml != r->topologyYaml)
+      std::abort();
+  }
+  if (std::optional<PublishedConfig> c = decodeConfig(value, why)) {
+    std::optional<PublishedConfig> again = decodeConfig(encodeConfig(*c), why);
+    if (!again || again->writtenBy != c->writtenBy || again->yaml != c->yaml)
       std::abort();
   }
   if (std::optional<AssignmentStatus> s = decodeStatus(value))
