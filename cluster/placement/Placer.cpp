@@ -1,5 +1,6 @@
 #include "cluster/placement/Placer.h"
 
+#include "passes/GpuCount.h"
 #include "passes/Lowering.h"
 
 #include <llvm/ADT/STLExtras.h>
@@ -69,10 +70,11 @@ Location firstErrorAt(const Refusal &r) {
   return d ? d->loc : Location::none();
 }
 
-// Where `contract` asks for the device a reserved use is about.
+// Where `contract` asks for the device a reserved use is about (a copy of a `gpus = N` role is
+// checked under its own name and asks where the role does).
 Location requestOf(const ir::Contract &contract, const ReservedUse &use) {
   for (const ir::Role &role : contract.body.roles) {
-    if (role.name != use.role)
+    if (!llvm::is_contained(passes::checkedRoleNames(role), use.role))
       continue;
     const ir::RoleFields &f = role.fields;
     const ir::Origin *origin = use.device == ReservedUse::Device::Gpu && f.gpu         ? &f.gpu->origin

@@ -4,13 +4,10 @@
 # PCIe domain 0000:00, GPU 1 and mlx5_1 under 0000:40, ...). Bad configs and nodes are refused before
 # anything is written; a good config is published through the leader, shown per node, and applied
 # to the placements after it. Prints what it checks for FileCheck.
-set -uo pipefail
 work=$1 fixture=$2
+fail_logs="$CLUSTER_DIR/controllers/*.log"
+source "$(dirname "$0")/common.sh"
 mkdir -p "$work"
-ectl() { etcdctl --endpoints="$ETCD_ENDPOINTS" "$@"; }
-fail() { echo "FAIL: $*"; tail -n 5 "$CLUSTER_DIR"/controllers/*.log; exit 1; }
-until_ok() { local end=$((SECONDS + $1)); shift; until "$@"; do ((SECONDS < end)) || return 1; sleep 0.2; done; }
-decided() { [[ -n $(ectl get --print-value-only "/mscale/contract-status/$1") ]]; }
 # The plan inside an assignment (assignment.proto, field 3), for mscale-plan.
 plan_of() {
   ectl get "/mscale/assignments/$1/$2" -w json | python3 -c '
@@ -38,10 +35,7 @@ contract() { # contract NAME ROLE-FIELDS
 }
 deploy() { mscale-deploy --nodes "$1" --config "$2" 2>&1 | sed -e "s#$work/##g"; echo "exit ${PIPESTATUS[0]}"; }
 
-mscale-cli topology export --format=yaml --input "$fixture" > "$work/node.yaml" || fail "topology export"
-for n in n1 n2; do
-  { echo "# mscale node registration; agent test"; cat "$work/node.yaml"; } | ectl put "/mscale/nodes/$n" > /dev/null
-done
+register_nodes "$fixture" n1 n2
 
 cat > "$work/cluster-config.yaml" <<'YAML'
 cluster: booster
@@ -92,8 +86,7 @@ contract c2 'gpu = any; rdma_port = nearest;'
 mscale-cli cluster submit "$work/c2.msc" > /dev/null || fail "submit c2"
 until_ok 20 decided c2 || fail "c2 not decided"
 mscale-cli cluster status c2 | sed -e 's/leader-rev [0-9]*/leader-rev N/'
-node=$(ectl get --print-value-only /mscale/contract-status/c2 | head -1 | awk '{print $2}')
-plan_of "$node" c2 "$work/c2.msp"
+plan_of "$(node_of c2)" c2 "$work/c2.msp"
 mscale-plan dump "$work/c2.msp" | grep -o 'GPU [0-9] 0000:[0-9a-f:.]* .*bound: [^)]*)\|mlx5_[0-9]:[0-9].*bound: [^)]*)'
 
 echo "--- a config written around the leader"
