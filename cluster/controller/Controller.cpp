@@ -105,6 +105,8 @@ etcd::Status Controller::lead(const etcd::LeaderKey &leader, etcd::LeaseKeepAliv
       options_.log("placed again after a lost node: " + p);
     for (const std::string &r : report->refused)
       options_.log("refused " + r);
+    for (const std::string &u : report->unreadableNodes)
+      options_.log("ignoring a node: " + u);
     for (const std::string &r : report->released)
       options_.log("released " + r + ": it cannot be placed whole again, so it runs nowhere until it can");
     for (const std::string &w : report->withdrawn)

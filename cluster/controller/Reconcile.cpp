@@ -55,12 +55,18 @@ etcd::Result<ReconcileReport> reconcile(etcd::EtcdClient &client, etcd::Fencing 
         parsed = {kv.modRevision, nullptr};
         std::string why;
         std::optional<Registration> r = decodeRegistration(kv.value, why);
-        // A malformed registration places nothing (its agent reports its own errors).
+        // A malformed registration places nothing; it is reported once per value (the parsed cache
+        // holds it until the value changes), with the topology reader's own first error.
+        CapturedDiagnostics yaml;
         std::optional<hal::Topology> topo =
-            r ? hal::readTopologyYaml(r->topologyYaml, kv.key, setup.diags) : std::optional<hal::Topology>{};
+            r ? hal::readTopologyYaml(r->topologyYaml, kv.key, yaml.diags) : std::optional<hal::Topology>{};
         if (topo) {
           topo->setName(node);
           parsed.topology = std::make_shared<const hal::Topology>(std::move(*topo));
+        } else {
+          yaml.done();
+          report.unreadableNodes.push_back(
+              etcd::Status::make(etcd::ErrorCode::ERR_CLUSTER_012, {node, r ? yaml.firstLine() : why}).str());
         }
       }
       live.insert(node);

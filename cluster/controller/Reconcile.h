@@ -54,6 +54,7 @@ struct ReconcileReport {
   std::vector<std::string> waiting;  // contracts on a lost node, inside the grace period
   std::vector<std::string> withdrawn; // contracts whose assignments were removed with them
   std::vector<std::string> released;  // refused when placed again: their assignments left went too
+  std::vector<std::string> unreadableNodes; // ERR_CLUSTER_012 lines, once per registration value
   int64_t revision = 0;              // the store revision the reconciliation read
 };
 

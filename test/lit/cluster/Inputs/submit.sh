@@ -41,6 +41,17 @@ mscale-cli cluster submit "$work/broken.msc" 2>&1 | grep -o 'error\[[A-Z_0-9]*\]
 printf 'not a submission' | ectl put /mscale/contracts/handmade > /dev/null
 until_ok 20 decided handmade || fail "handmade not decided"
 echo "handmade: $(ectl get --print-value-only /mscale/contract-status/handmade | grep -o 'refused\|error\[ERR_[A-Z]*_[0-9]*\]' | tr '\n' ' ')"
+# Malformed registrations (no header; a header and YAML that does not read): the leader ignores the
+# nodes and says why once, the reads show them as unreadable, a job that would need them is refused.
+printf 'just text' | ectl put /mscale/nodes/bad1 > /dev/null
+printf '# mscale node registration; agent test\nname: [unclosed\n' | ectl put /mscale/nodes/bad2 > /dev/null
+contract c3 3
+mscale-cli cluster submit "$work/c3.msc" > /dev/null
+until_ok 20 decided c3 || fail "c3 not decided"
+until_ok 10 bash -c "(( \$(grep -c ERR_CLUSTER_012 '$work/A.log') >= 2 ))" || fail "the leader did not report bad registrations"
+grep -o "ignoring a node: error\[ERR_CLUSTER_012\]: the registration of node '[a-z0-9]*' cannot be read: [a-z]*" "$work/A.log" | sort -u
+mscale-cli cluster nodes | grep unreadable | sed -e 's/:.*unreadable/: unreadable/' -e 's/registration:.*/registration/'
+echo "c3: $(ectl get --print-value-only /mscale/contract-status/c3 | grep -o 'refused\|error\[ERR_[A-Z]*_[0-9]*\]' | tr '\n' ' ')"
 # Withdrawn: its assignments and status go; withdrawing it again is refused.
 mscale-cli cluster withdraw c1 | sed -e 's/revision [0-9]*/revision R/; s/at 127[^,]*/at ADDR/; s/leader-rev [0-9]*/leader-rev N/'
 until_ok 20 bash -c "[[ -z \$(etcdctl --endpoints=$ETCD_ENDPOINTS get --prefix /mscale/assignments/ --keys-only | grep '/c1\$') ]]" \
