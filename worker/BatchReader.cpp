@@ -1,8 +1,7 @@
 #include "worker/BatchReader.h"
 
+#include "worker/UringQueue.h"
 #include "worker/WorkerApi.h"
-
-#include <liburing.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -22,32 +21,18 @@ std::unique_ptr<BatchReader> BatchReader::create(unsigned depth, size_t chunkByt
     return nullptr;
   }
   std::unique_ptr<BatchReader> r(new BatchReader());
-  r->ring_ = std::make_unique<io_uring>();
-  int rc = io_uring_queue_init(depth, r->ring_.get(), 0);
-  if (rc < 0) {
-    error = "io_uring_queue_init(" + std::to_string(depth) + "): " + std::strerror(-rc);
-    err = -rc;
-    r->ring_.reset();
+  r->queue_ = UringQueue::create(depth, error, err);
+  if (!r->queue_)
     return nullptr;
-  }
   r->depth_ = depth;
   // One sqe reads at most 2^31 - 1 bytes; pieces of a power of two below that keep it simple.
   r->chunkBytes_ = std::min<size_t>(chunkBytes, size_t(1) << 30);
   return r;
 }
 
-BatchReader::~BatchReader() {
-  if (ring_)
-    io_uring_queue_exit(ring_.get());
-}
+BatchReader::~BatchReader() = default;
 
-int BatchReader::resetRing() {
-  io_uring_queue_exit(ring_.get());
-  int rc = io_uring_queue_init(depth_, ring_.get(), 0);
-  if (rc < 0)
-    ring_.reset();
-  return rc;
-}
+unsigned BatchReader::maxInFlight() const { return queue_->maxInFlight(); }
 
 namespace {
 
@@ -71,7 +56,7 @@ struct Slot {
 } // namespace
 
 int BatchReader::read(ReadRequest *requests, size_t count, std::string &error, size_t &failedIndex) {
-  if (!ring_) {
+  if (!queue_->usable()) {
     error = "the reader's io_uring could not be set up again after an error";
     failedIndex = 0;
     return EIO;
@@ -82,8 +67,8 @@ int BatchReader::read(ReadRequest *requests, size_t count, std::string &error, s
   for (unsigned i = depth_; i-- > 0;)
     freeSlots.push_back(i);
   std::vector<Slot> retries; // the rest of short reads, and reads the kernel asked to repeat
+  std::vector<UringQueue::Completion> completions;
   size_t next = 0;           // the first request not fully queued
-  unsigned inFlight = 0;
   int fatal = 0;
 
   auto finish = [&](size_t i) {
@@ -113,16 +98,13 @@ int BatchReader::read(ReadRequest *requests, size_t count, std::string &error, s
     s.submitAt = s.end; // queue nothing more of it
   };
   auto queue = [&](const Slot &slot) {
-    io_uring_sqe *sqe = io_uring_get_sqe(ring_.get());
     unsigned b = freeSlots.back();
     freeSlots.pop_back();
     slots[b] = slot;
     ReadRequest &r = requests[slot.request];
-    io_uring_prep_read(sqe, states[slot.request].fd, static_cast<char *>(r.buffer) + (slot.offset - r.offset),
-                       slot.length, slot.offset);
-    io_uring_sqe_set_data64(sqe, b);
+    queue_->queueRead(states[slot.request].fd, static_cast<char *>(r.buffer) + (slot.offset - r.offset), slot.length,
+                      slot.offset, b, -1, false);
     ++states[slot.request].pending;
-    ++inFlight;
   };
 
   for (;;) {
@@ -165,29 +147,22 @@ int BatchReader::read(ReadRequest *requests, size_t count, std::string &error, s
       queue({next, s.submitAt, len});
       s.submitAt += len;
     }
-    maxInFlight_ = std::max(maxInFlight_, inFlight);
-    if (inFlight == 0)
+    if (queue_->inFlight() == 0)
       break;
-    int rc = io_uring_submit_and_wait(ring_.get(), 1);
-    if (rc < 0 && rc != -EINTR) {
-      // Reads queued but never sent would complete into the caller's buffers after we return:
-      // take a new ring once the sent ones are in. Which were sent is unknown, so none is waited for
-      // beyond what completes; every unfinished request fails.
+    if (int rc = queue_->submitAndWait(completions); rc < 0) {
+      // The queue waited for the reads the kernel took and dropped the rest: every unfinished
+      // request fails.
       fatal = -rc;
       error = std::string("io_uring_submit_and_wait: ") + std::strerror(-rc);
       break;
     }
-    io_uring_cqe *cqe;
-    unsigned head, seen = 0;
-    io_uring_for_each_cqe(ring_.get(), head, cqe) {
-      ++seen;
-      --inFlight;
-      unsigned b = static_cast<unsigned>(io_uring_cqe_get_data64(cqe));
+    for (const UringQueue::Completion &c : completions) {
+      unsigned b = static_cast<unsigned>(c.tag);
       Slot slot = slots[b];
       freeSlots.push_back(b);
       State &s = states[slot.request];
       --s.pending;
-      int res = cqe->res;
+      int res = c.result;
       if (res == -EAGAIN || res == -EINTR) {
         retries.push_back(slot);
       } else if (res < 0) {
@@ -207,22 +182,8 @@ int BatchReader::read(ReadRequest *requests, size_t count, std::string &error, s
       if (!retried)
         finishIfDone(slot.request);
     }
-    io_uring_cq_advance(ring_.get(), seen);
   }
   if (fatal) {
-    // Only reads the kernel took can still land; wait for those, then start over on a fresh ring.
-    unsigned sent = inFlight - std::min<unsigned>(inFlight, io_uring_sq_ready(ring_.get()));
-    while (sent > 0) {
-      io_uring_cqe *cqe = nullptr;
-      int rc = io_uring_wait_cqe(ring_.get(), &cqe);
-      if (rc == -EINTR)
-        continue;
-      if (rc < 0)
-        break;
-      io_uring_cqe_seen(ring_.get(), cqe);
-      --sent;
-    }
-    resetRing();
     for (size_t i = 0; i < count; ++i)
       if (!states[i].done) {
         states[i].pending = 0;

@@ -8,9 +8,9 @@
 #include <memory>
 #include <string>
 
-struct io_uring;
-
 namespace msc::worker {
+
+class UringQueue;
 
 struct ReadRequest {
   const char *path = nullptr; // opened when its first read is queued, closed when it is done
@@ -28,6 +28,8 @@ public:
   // is read in pieces of at most `chunkBytes`, so one large file also keeps the queue full.
   static std::unique_ptr<BatchReader> create(unsigned depth, size_t chunkBytes, std::string &error, int &err);
   ~BatchReader();
+  BatchReader(const BatchReader &) = delete;
+  BatchReader &operator=(const BatchReader &) = delete;
 
   // Reads every request; each one's `result` says how it went. Returns 0, or the errno of the first
   // failed request with `error` naming it and `failedIndex` its index.
@@ -35,16 +37,14 @@ public:
 
   unsigned depth() const { return depth_; }
   size_t chunkBytes() const { return chunkBytes_; }
-  unsigned maxInFlight() const { return maxInFlight_; } // the deepest queue reached
+  unsigned maxInFlight() const; // the deepest queue reached
   uint64_t bytesRead() const { return bytes_; }
 
 private:
   BatchReader() = default;
-  int resetRing(); // after a failed submit the ring's queue can hold reads that were never sent
-  std::unique_ptr<io_uring> ring_;
+  std::unique_ptr<UringQueue> queue_;
   unsigned depth_ = 0;
   size_t chunkBytes_ = 0;
-  unsigned maxInFlight_ = 0;
   uint64_t bytes_ = 0;
 };
 

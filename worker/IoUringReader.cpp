@@ -1,15 +1,13 @@
 #include "worker/IoUringReader.h"
 
+#include "worker/UringQueue.h"
 #include "worker/WorkerApi.h"
-
-#include <liburing.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -61,15 +59,13 @@ std::unique_ptr<IoUringReader> IoUringReader::create(unsigned depth, size_t bloc
     return nullptr;
   }
   std::unique_ptr<IoUringReader> r(new IoUringReader());
-  r->ring_ = std::make_unique<io_uring>();
-  int rc = io_uring_queue_init(depth, r->ring_.get(), 0);
-  if (rc < 0) {
-    error = "io_uring_queue_init(" + std::to_string(depth) + "): " + errnoText(-rc);
-    r->ring_.reset();
+  int err = 0;
+  r->queue_ = UringQueue::create(depth, error, err);
+  if (!r->queue_)
     return nullptr;
-  }
   r->depth_ = depth;
-  r->blockSize_ = blockSize;
+  // One read is at most 1 GiB (an sqe's length is 32 bits; a power of two keeps O_DIRECT aligned).
+  r->blockSize_ = std::min<size_t>(blockSize, size_t(1) << 30);
   return r;
 }
 
@@ -86,159 +82,195 @@ std::unique_ptr<IoUringReader> IoUringReader::forRole(const std::string &role, u
   return create(depth, blockSize, error);
 }
 
-IoUringReader::~IoUringReader() {
-  if (ring_)
-    io_uring_queue_exit(ring_.get());
-}
+IoUringReader::~IoUringReader() = default;
+
+unsigned IoUringReader::maxInFlight() const { return queue_->maxInFlight(); }
+bool IoUringReader::buffersRegistered() const { return queue_->buffersRegistered(); }
 
 namespace {
 
+constexpr uint64_t kDirectAlign = 4096;
+
 struct FileState {
   int fd = -1;
+  bool direct = false;
+  bool done = false;
   uint64_t size = 0, submitAt = 0, deliverAt = 0;
-  bool opened = false;
-  std::map<uint64_t, std::pair<unsigned, uint32_t>> ready; // offset -> (buffer, length)
+  std::vector<unsigned> ready; // buffers read completely, not yet delivered (few: at most the depth)
 };
 
-struct Slot {
+// What one buffer holds: bytes [offset, offset + length) of a file, of which the first `skip` are
+// before the resume offset and not delivered; `got` bytes are in so far.
+struct Block {
   size_t file = 0;
   uint64_t offset = 0;
-  uint32_t length = 0;
+  uint32_t length = 0, readLength = 0, skip = 0, got = 0;
 };
 
 } // namespace
 
 bool IoUringReader::readFiles(const std::vector<std::string> &paths, const Consumer &consume, std::string &error) {
   offsets_.clear();
-  std::vector<FileState> files(paths.size());
   for (const std::string &p : paths) {
     auto it = start_.find(p);
     offsets_.push_back({p, it == start_.end() ? 0 : it->second, 0, false});
   }
-  std::vector<char *> buffers(depth_);
-  std::vector<Slot> slots(depth_);
-  std::deque<unsigned> freeBuffers;
-  for (unsigned i = 0; i < depth_; ++i) {
-    buffers[i] = static_cast<char *>(std::aligned_alloc(4096, (blockSize_ + 4095) / 4096 * 4096));
-    freeBuffers.push_back(i);
+  if (!queue_->usable()) {
+    error = "the reader's io_uring could not be set up again after an error";
+    return false;
   }
-  auto cleanup = [&]() {
-    for (char *b : buffers)
-      std::free(b);
-    for (FileState &f : files)
-      if (f.fd >= 0)
-        ::close(f.fd);
-  };
+  if (!queue_->provideBuffers(depth_, blockSize_)) {
+    error = "cannot allocate " + std::to_string(depth_) + " buffers of " + std::to_string(blockSize_) + " bytes";
+    return false;
+  }
+  const bool direct = streaming_.direct && blockSize_ % kDirectAlign == 0;
+  std::vector<FileState> files(paths.size());
+  std::vector<Block> blocks(depth_);
+  std::vector<unsigned> freeBuffers, retries;
+  for (unsigned i = depth_; i-- > 0;)
+    freeBuffers.push_back(i);
+  std::vector<size_t> active; // files opened and not done, in order
+  std::vector<UringQueue::Completion> completions;
+  size_t next = 0; // the first file not fully queued
+  bool ok = true;
+
   auto finishFile = [&](size_t i) {
     FileState &f = files[i];
-    if (f.fd >= 0)
-      ::close(f.fd);
+    ::close(f.fd);
     f.fd = -1;
+    f.done = true;
     offsets_[i].done = true;
   };
-  size_t next = 0;   // first file not fully submitted
-  unsigned inFlight = 0;
-  bool ok = true;
+  auto fail = [&](std::string message) {
+    if (ok)
+      error = std::move(message);
+    ok = false;
+  };
+  auto queueBlock = [&](unsigned b) {
+    Block &k = blocks[b];
+    const FileState &f = files[k.file];
+    queue_->queueRead(f.fd, queue_->buffer(b) + k.got, k.readLength - k.got, k.offset + k.got, b, static_cast<int>(b),
+                      streaming_.asyncBuffered && !f.direct);
+  };
+  auto open = [&](size_t i) {
+    FileState &f = files[i];
+    if (direct) {
+      f.fd = ::open(paths[i].c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
+      f.direct = f.fd >= 0;
+    }
+    if (f.fd < 0) // not asked for O_DIRECT, or the file system refuses it (tmpfs: EINVAL)
+      f.fd = ::open(paths[i].c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (f.fd < 0 || ::fstat(f.fd, &st) != 0) {
+      fail("cannot open '" + paths[i] + "': " + errnoText(errno));
+      return false;
+    }
+    f.size = static_cast<uint64_t>(st.st_size);
+    f.deliverAt = std::min(offsets_[i].offset, f.size);
+    f.submitAt = f.direct ? f.deliverAt / kDirectAlign * kDirectAlign : f.deliverAt;
+    offsets_[i].offset = f.deliverAt;
+    offsets_[i].size = f.size;
+    active.push_back(i);
+    return true;
+  };
+
   while (ok) {
-    // Fill the queue.
-    while (!freeBuffers.empty() && next < files.size()) {
+    // Fill the queue: the rest of short reads first, then new blocks in file order.
+    while (ok && !queue_->full() && !retries.empty()) {
+      queueBlock(retries.back());
+      retries.pop_back();
+    }
+    while (ok && !freeBuffers.empty() && next < files.size()) {
       FileState &f = files[next];
-      if (!f.opened) {
-        f.opened = true;
-        f.fd = ::open(paths[next].c_str(), O_RDONLY | O_CLOEXEC);
-        struct stat st;
-        if (f.fd < 0 || ::fstat(f.fd, &st) != 0) {
-          error = "cannot open '" + paths[next] + "': " + errnoText(errno);
-          ok = false;
-          break;
-        }
-        f.size = static_cast<uint64_t>(st.st_size);
-        f.submitAt = f.deliverAt = std::min(offsets_[next].offset, f.size);
-        offsets_[next].offset = f.deliverAt;
-        offsets_[next].size = f.size;
-      }
+      if (f.fd < 0 && !f.done && !open(next))
+        break;
       if (f.submitAt >= f.size) {
-        if (f.deliverAt >= f.size)
+        if (f.deliverAt >= f.size && !f.done)
           finishFile(next);
         ++next;
         continue;
       }
-      io_uring_sqe *sqe = io_uring_get_sqe(ring_.get());
-      if (!sqe)
-        break;
-      unsigned b = freeBuffers.front();
-      freeBuffers.pop_front();
+      unsigned b = freeBuffers.back();
+      freeBuffers.pop_back();
       uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(blockSize_, f.size - f.submitAt));
-      slots[b] = {next, f.submitAt, len};
-      io_uring_prep_read(sqe, f.fd, buffers[b], len, f.submitAt);
-      io_uring_sqe_set_data64(sqe, b);
+      // O_DIRECT reads whole 4 KiB units; the last one returns what the file holds.
+      uint32_t readLen = f.direct ? static_cast<uint32_t>((len + kDirectAlign - 1) / kDirectAlign * kDirectAlign) : len;
+      uint32_t skip = static_cast<uint32_t>(f.deliverAt > f.submitAt ? f.deliverAt - f.submitAt : 0);
+      blocks[b] = {next, f.submitAt, len, readLen, skip, 0};
+      queueBlock(b);
       f.submitAt += len;
-      ++inFlight;
     }
-    if (!ok)
-      break;
-    maxInFlight_ = std::max(maxInFlight_, inFlight);
-    if (inFlight == 0)
-      break; // everything submitted and delivered
-    int rc = io_uring_submit_and_wait(ring_.get(), 1);
-    if (rc < 0 && rc != -EINTR) {
-      error = "io_uring_submit_and_wait: " + errnoText(-rc);
-      ok = false;
+    if (queue_->inFlight() == 0)
+      break; // everything delivered, or an error with nothing left in flight
+    if (int rc = queue_->submitAndWait(completions); rc < 0) {
+      fail("io_uring_submit_and_wait: " + errnoText(-rc));
       break;
     }
-    io_uring_cqe *cqe;
-    unsigned head, seen = 0;
-    io_uring_for_each_cqe(ring_.get(), head, cqe) {
-      ++seen;
-      --inFlight;
-      unsigned b = static_cast<unsigned>(io_uring_cqe_get_data64(cqe));
-      Slot s = slots[b];
-      FileState &f = files[s.file];
-      int res = cqe->res;
-      if (res >= 0 && static_cast<uint32_t>(res) < s.length) {
-        // Short read (rare for regular files): finish the block synchronously.
-        ssize_t more = ::pread(f.fd, buffers[b] + res, s.length - res, static_cast<off_t>(s.offset + res));
-        res = more < 0 ? -errno : res + static_cast<int>(more);
-        if (res >= 0 && static_cast<uint32_t>(res) < s.length)
-          res = -EIO;
+    for (const UringQueue::Completion &c : completions) {
+      unsigned b = static_cast<unsigned>(c.tag);
+      Block &k = blocks[b];
+      if (c.result == -EAGAIN || c.result == -EINTR) {
+        retries.push_back(b);
+        continue;
       }
-      if (res < 0) {
-        if (ok)
-          error = "read of '" + paths[s.file] + "' at offset " + std::to_string(s.offset) + ": " + errnoText(-res);
-        ok = false;
+      if (c.result < 0) {
+        fail("read of '" + paths[k.file] + "' at offset " + std::to_string(k.offset + k.got) + ": " +
+             errnoText(-c.result));
         freeBuffers.push_back(b);
         continue;
       }
-      f.ready.emplace(s.offset, std::make_pair(b, s.length));
+      if (c.result == 0 && k.got < k.length) {
+        fail("read of '" + paths[k.file] + "' at offset " + std::to_string(k.offset + k.got) +
+             ": the file ended before its size, " + std::to_string(files[k.file].size) + " bytes");
+        freeBuffers.push_back(b);
+        continue;
+      }
+      k.got += static_cast<uint32_t>(c.result);
+      if (k.got < k.length) {
+        // Short read (an interrupted one): read the rest; O_DIRECT again from a 4 KiB boundary.
+        if (files[k.file].direct)
+          k.got = static_cast<uint32_t>(k.got / kDirectAlign * kDirectAlign);
+        retries.push_back(b);
+        continue;
+      }
+      files[k.file].ready.push_back(b);
     }
-    io_uring_cq_advance(ring_.get(), seen);
     if (!ok)
       break;
     // Deliver in order per file.
-    for (size_t i = 0; i < files.size() && i <= next; ++i) {
+    for (size_t i : active) {
       FileState &f = files[i];
-      while (!f.ready.empty() && f.ready.begin()->first == f.deliverAt) {
-        auto [b, len] = f.ready.begin()->second;
-        f.ready.erase(f.ready.begin());
-        consume(i, f.deliverAt, std::string_view(buffers[b], len));
-        f.deliverAt += len;
-        bytes_ += len;
-        offsets_[i].offset = f.deliverAt;
-        freeBuffers.push_back(b);
+      for (bool found = true; found && !f.ready.empty();) {
+        found = false;
+        for (size_t r = 0; r < f.ready.size(); ++r) {
+          unsigned b = f.ready[r];
+          const Block &k = blocks[b];
+          if (k.offset + k.skip != f.deliverAt)
+            continue;
+          uint32_t n = k.length - k.skip;
+          consume(i, f.deliverAt, std::string_view(queue_->buffer(b) + k.skip, n));
+          f.deliverAt += n;
+          bytes_ += n;
+          offsets_[i].offset = f.deliverAt;
+          f.ready[r] = f.ready.back();
+          f.ready.pop_back();
+          freeBuffers.push_back(b);
+          found = true;
+          break;
+        }
       }
-      if (f.opened && f.fd >= 0 && f.deliverAt >= f.size && f.submitAt >= f.size)
+      if (!f.done && f.deliverAt >= f.size && f.submitAt >= f.size)
         finishFile(i);
     }
+    std::erase_if(active, [&](size_t i) { return files[i].done; });
   }
-  // Drain what is still in flight before freeing buffers (only on error).
-  while (inFlight > 0) {
-    io_uring_cqe *cqe;
-    if (io_uring_wait_cqe(ring_.get(), &cqe) < 0)
+  // On an error, reads still in flight land in the buffers: wait for them before anything reuses them.
+  while (queue_->inFlight() > 0)
+    if (queue_->submitAndWait(completions) < 0)
       break;
-    io_uring_cqe_seen(ring_.get(), cqe);
-    --inFlight;
-  }
-  cleanup();
+  for (FileState &f : files)
+    if (f.fd >= 0)
+      ::close(f.fd);
   return ok;
 }
 
@@ -246,28 +278,18 @@ int64_t IoUringReader::readAt(const std::string &path, uint64_t offset, void *bu
   int fd = files_.fd(path);
   if (fd < 0)
     return fd;
-  io_uring *ring = ring_.get();
-  int64_t got = readFully(buf, offset, size, [fd, ring](uint64_t at, char *p, size_t n) -> int64_t {
-    io_uring_sqe *sqe = io_uring_get_sqe(ring);
-    if (!sqe)
-      return -EBUSY;
-    io_uring_prep_read(sqe, fd, p, static_cast<unsigned>(std::min<size_t>(n, 1u << 30)), at);
-    // One system call submits and waits; -EINTR means nothing was submitted yet.
-    int rc;
-    do
-      rc = io_uring_submit_and_wait(ring, 1);
-    while (rc == -EINTR);
-    if (rc < 0)
-      return rc;
-    io_uring_cqe *cqe = nullptr;
-    do
-      rc = io_uring_wait_cqe(ring, &cqe);
-    while (rc == -EINTR);
-    if (rc < 0)
-      return rc;
-    int res = cqe->res;
-    io_uring_cqe_seen(ring, cqe);
-    return res;
+  if (!queue_->usable())
+    return -EIO;
+  UringQueue &queue = *queue_;
+  std::vector<UringQueue::Completion> done;
+  int64_t got = readFully(buf, offset, size, [fd, &queue, &done](uint64_t at, char *p, size_t n) -> int64_t {
+    done.clear();
+    queue.queueRead(fd, p, static_cast<unsigned>(std::min<size_t>(n, 1u << 30)), at, 0, -1, false);
+    // One system call submits and waits; -EINTR there means nothing was reaped yet.
+    while (done.empty())
+      if (int rc = queue.submitAndWait(done); rc < 0)
+        return rc;
+    return done.front().result;
   });
   if (got > 0)
     bytes_ += static_cast<uint64_t>(got);

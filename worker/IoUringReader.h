@@ -1,9 +1,11 @@
 // The io_uring reader of workers, in two modes over one ring of `depth` entries (the plan's io_depth
 // for the role: MSCALE_ROLE_<ROLE>_IO_DEPTH names the depth the executor checked):
-//  - streaming: readFiles reads a list of files in blocks with up to `depth` reads in flight, hands
-//    each block to the caller in file order, and reports per file the byte offset up to which
-//    everything has been delivered: the basis of exact resume (a restarted worker calls
-//    setStartOffset with the offsets of its last snapshot);
+//  - streaming: readFiles reads a list of files in blocks with up to `depth` reads in flight across
+//    files (many small files are in flight at once; one large file is read ahead `depth` blocks),
+//    into `depth` page-aligned buffers registered with the kernel once per reader, hands each block to
+//    the caller in file order, and reports per file the byte offset up to which everything has been
+//    delivered: the basis of exact resume (a restarted worker calls setStartOffset with the offsets of
+//    its last snapshot). Keeping that offset is one store per block;
 //  - random access: readAt reads (file, offset, length) for loaders that need one record before they
 //    know where the next one is; files stay open for the reader's life.
 // Needs only liburing: workers link it without the executor.
@@ -18,9 +20,9 @@
 #include <string_view>
 #include <vector>
 
-struct io_uring;
-
 namespace msc::worker {
+
+class UringQueue;
 
 // The files a reader keeps open for its life, by path.
 class OpenFiles {
@@ -52,6 +54,21 @@ public:
   static std::unique_ptr<IoUringReader> forRole(const std::string &role, unsigned fallbackDepth, size_t blockSize,
                                                 std::string &error);
   ~IoUringReader();
+  IoUringReader(const IoUringReader &) = delete;
+  IoUringReader &operator=(const IoUringReader &) = delete;
+
+  // How readFiles opens and reads its files.
+  struct Streaming {
+    // O_DIRECT where the file system allows it (others are read through the page cache): reads go to
+    // the device at the queue's depth without a copy through the page cache; what is cached is not
+    // used. Needs a block size that is a multiple of 4 KiB (otherwise the page cache is used).
+    bool direct = false;
+    // IOSQE_ASYNC on buffered reads: go to the kernel's worker threads at once rather than trying
+    // each read inline first (which blocks the submitting call when the data is not cached).
+    bool asyncBuffered = false;
+  };
+  void setStreaming(Streaming s) { streaming_ = s; }
+  Streaming streaming() const { return streaming_; }
 
   // ---- streaming ----
   // Resume: reading of `path` starts at `offset` (a block boundary is not required).
@@ -71,15 +88,16 @@ public:
   unsigned depth() const { return depth_; }
   size_t blockSize() const { return blockSize_; }
   uint64_t bytesRead() const { return bytes_; }
-  unsigned maxInFlight() const { return maxInFlight_; } // the deepest queue reached
+  unsigned maxInFlight() const; // the deepest queue reached
+  bool buffersRegistered() const; // readFiles's buffers, once it has run
 
 private:
   IoUringReader() = default;
-  std::unique_ptr<io_uring> ring_;
+  std::unique_ptr<UringQueue> queue_;
   unsigned depth_ = 0;
   size_t blockSize_ = 0;
   uint64_t bytes_ = 0;
-  unsigned maxInFlight_ = 0;
+  Streaming streaming_;
   std::map<std::string, uint64_t> start_;
   std::vector<FileOffset> offsets_;
   OpenFiles files_; // readAt's
