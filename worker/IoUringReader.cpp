@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 namespace msc::worker {
@@ -95,6 +96,7 @@ struct FileState {
   int fd = -1;
   bool direct = false;
   bool done = false;
+  bool noWait = false; // try the page cache synchronously first
   uint64_t size = 0, submitAt = 0, deliverAt = 0;
   std::vector<unsigned> ready; // buffers read completely, not yet delivered (few: at most the depth)
 };
@@ -119,15 +121,18 @@ bool IoUringReader::readFiles(const std::vector<std::string> &paths, const Consu
     error = "the reader's io_uring could not be set up again after an error";
     return false;
   }
-  if (!queue_->provideBuffers(depth_, blockSize_)) {
-    error = "cannot allocate " + std::to_string(depth_) + " buffers of " + std::to_string(blockSize_) + " bytes";
+  // Blocks that complete ahead of an earlier one of their file wait for it in their buffer; a quarter
+  // more buffers than the depth keeps the queue full meanwhile.
+  const unsigned bufferCount = depth_ + (depth_ + 3) / 4;
+  if (!queue_->provideBuffers(bufferCount, blockSize_)) {
+    error = "cannot allocate " + std::to_string(bufferCount) + " buffers of " + std::to_string(blockSize_) + " bytes";
     return false;
   }
   const bool direct = streaming_.direct && blockSize_ % kDirectAlign == 0;
   std::vector<FileState> files(paths.size());
-  std::vector<Block> blocks(depth_);
+  std::vector<Block> blocks(bufferCount);
   std::vector<unsigned> freeBuffers, retries;
-  for (unsigned i = depth_; i-- > 0;)
+  for (unsigned i = bufferCount; i-- > 0;)
     freeBuffers.push_back(i);
   std::vector<size_t> active; // files opened and not done, in order
   std::vector<UringQueue::Completion> completions;
@@ -152,6 +157,47 @@ bool IoUringReader::readFiles(const std::vector<std::string> &paths, const Consu
     queue_->queueRead(f.fd, queue_->buffer(b) + k.got, k.readLength - k.got, k.offset + k.got, b, static_cast<int>(b),
                       streaming_.asyncBuffered && !f.direct);
   };
+  // Hands over the blocks of file `i` that are next in order; closes the file once it is all delivered.
+  auto deliver = [&](size_t i) {
+    FileState &f = files[i];
+    if (f.done)
+      return;
+    for (bool found = true; found && !f.ready.empty();) {
+      found = false;
+      for (size_t r = 0; r < f.ready.size(); ++r) {
+        unsigned b = f.ready[r];
+        const Block &k = blocks[b];
+        if (k.offset + k.skip != f.deliverAt)
+          continue;
+        uint32_t n = k.length - k.skip;
+        consume(i, f.deliverAt, std::string_view(queue_->buffer(b) + k.skip, n));
+        f.deliverAt += n;
+        bytes_ += n;
+        offsets_[i].offset = f.deliverAt;
+        f.ready[r] = f.ready.back();
+        f.ready.pop_back();
+        freeBuffers.push_back(b);
+        found = true;
+        break;
+      }
+    }
+    if (f.deliverAt >= f.size && f.submitAt >= f.size)
+      finishFile(i);
+  };
+  // What the page cache already holds is a copy away: read it now, without blocking (RWF_NOWAIT), and
+  // leave only the rest to the ring. True when the block is complete.
+  auto readCached = [&](unsigned b) {
+    Block &k = blocks[b];
+    FileState &f = files[k.file];
+    iovec iov{queue_->buffer(b), k.readLength};
+    ssize_t n = ::preadv2(f.fd, &iov, 1, static_cast<off_t>(k.offset), RWF_NOWAIT);
+    if (n < 0 && errno == EOPNOTSUPP)
+      f.noWait = false; // this file system cannot say "not cached"; the ring reads all of it
+    if (n <= 0)
+      return false;
+    k.got = static_cast<uint32_t>(n);
+    return k.got >= k.length;
+  };
   auto open = [&](size_t i) {
     FileState &f = files[i];
     if (direct) {
@@ -166,8 +212,9 @@ bool IoUringReader::readFiles(const std::vector<std::string> &paths, const Consu
       return false;
     }
     f.size = static_cast<uint64_t>(st.st_size);
+    f.noWait = streaming_.pageCacheFirst && !f.direct;
     f.deliverAt = std::min(offsets_[i].offset, f.size);
-    f.submitAt = f.direct ? f.deliverAt / kDirectAlign * kDirectAlign : f.deliverAt;
+    f.submitAt = f.direct && f.deliverAt < f.size ? f.deliverAt / kDirectAlign * kDirectAlign : f.deliverAt;
     offsets_[i].offset = f.deliverAt;
     offsets_[i].size = f.size;
     active.push_back(i);
@@ -180,7 +227,7 @@ bool IoUringReader::readFiles(const std::vector<std::string> &paths, const Consu
       queueBlock(retries.back());
       retries.pop_back();
     }
-    while (ok && !freeBuffers.empty() && next < files.size()) {
+    while (ok && !freeBuffers.empty() && !queue_->full() && next < files.size()) {
       FileState &f = files[next];
       if (f.fd < 0 && !f.done && !open(next))
         break;
@@ -197,8 +244,13 @@ bool IoUringReader::readFiles(const std::vector<std::string> &paths, const Consu
       uint32_t readLen = f.direct ? static_cast<uint32_t>((len + kDirectAlign - 1) / kDirectAlign * kDirectAlign) : len;
       uint32_t skip = static_cast<uint32_t>(f.deliverAt > f.submitAt ? f.deliverAt - f.submitAt : 0);
       blocks[b] = {next, f.submitAt, len, readLen, skip, 0};
-      queueBlock(b);
       f.submitAt += len;
+      if (f.noWait && readCached(b)) {
+        f.ready.push_back(b);
+        deliver(next); // in order unless earlier blocks of the file are still in flight
+        continue;
+      }
+      queueBlock(b);
     }
     if (queue_->inFlight() == 0)
       break; // everything delivered, or an error with nothing left in flight
@@ -237,31 +289,8 @@ bool IoUringReader::readFiles(const std::vector<std::string> &paths, const Consu
     }
     if (!ok)
       break;
-    // Deliver in order per file.
-    for (size_t i : active) {
-      FileState &f = files[i];
-      for (bool found = true; found && !f.ready.empty();) {
-        found = false;
-        for (size_t r = 0; r < f.ready.size(); ++r) {
-          unsigned b = f.ready[r];
-          const Block &k = blocks[b];
-          if (k.offset + k.skip != f.deliverAt)
-            continue;
-          uint32_t n = k.length - k.skip;
-          consume(i, f.deliverAt, std::string_view(queue_->buffer(b) + k.skip, n));
-          f.deliverAt += n;
-          bytes_ += n;
-          offsets_[i].offset = f.deliverAt;
-          f.ready[r] = f.ready.back();
-          f.ready.pop_back();
-          freeBuffers.push_back(b);
-          found = true;
-          break;
-        }
-      }
-      if (!f.done && f.deliverAt >= f.size && f.submitAt >= f.size)
-        finishFile(i);
-    }
+    for (size_t i : active)
+      deliver(i);
     std::erase_if(active, [&](size_t i) { return files[i].done; });
   }
   // On an error, reads still in flight land in the buffers: wait for them before anything reuses them.

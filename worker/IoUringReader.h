@@ -66,6 +66,10 @@ public:
     // IOSQE_ASYNC on buffered reads: go to the kernel's worker threads at once rather than trying
     // each read inline first (which blocks the submitting call when the data is not cached).
     bool asyncBuffered = false;
+    // Buffered files: take what the page cache holds with a non-blocking read (preadv2 RWF_NOWAIT,
+    // one system call, the copy a read() loop makes) and queue only what it lacks. Warm data then
+    // costs what read() costs, in a buffer that is still in the CPU's cache; cold data one failed call.
+    bool pageCacheFirst = true;
   };
   void setStreaming(Streaming s) { streaming_ = s; }
   Streaming streaming() const { return streaming_; }
