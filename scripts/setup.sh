@@ -6,6 +6,8 @@ packages=(
   libclang-rt-16-dev libbpf-dev libelf-dev bpftool liburing-dev libhwloc-dev hwloc libboost-graph-dev
   libprotobuf-dev protobuf-compiler libibverbs-dev libgtest-dev libbenchmark-dev
   libboost-dev cmake ninja-build pkg-config python3 ccache
+  # The baseline reader_bench measures the io_uring reader against.
+  fio
   # The mscale Python package and its tests run on Debian's interpreter (/usr/bin/python3).
   python3-torch python3-numpy python3-pil
   # The cluster (cluster/): a real etcd 3.4 for its members and etcdctl, gRPC C++ and its protoc
