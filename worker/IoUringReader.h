@@ -69,7 +69,9 @@ public:
     // Buffered files: take what the page cache holds with a non-blocking read (preadv2 RWF_NOWAIT,
     // one system call, the copy a read() loop makes) and queue only what it lacks. Warm data then
     // costs what read() costs, in a buffer that is still in the CPU's cache; cold data one failed call.
-    bool pageCacheFirst = true;
+    // Off by default: every read then goes through the ring at the plan's depth, as the executor's
+    // tests of the reader expect.
+    bool pageCacheFirst = false;
   };
   void setStreaming(Streaming s) { streaming_ = s; }
   Streaming streaming() const { return streaming_; }
