@@ -294,11 +294,11 @@ int main(int argc, char **argv) {
       {"open + read() + close", [&](const DataSet &s, bool) {
          return seconds([&] { return readFilesPlain(s.paths, o.block, [](size_t, uint64_t, std::string_view d) { touch(d); }, error); });
        }, {}},
-      {"io_uring reader (default: page cache first, then the ring)", viaReader(reader({false, false, true})), {}},
-      {"io_uring reader, ring only", viaReader(reader({false, false, false})), {}},
-      {"io_uring reader, ring only, IOSQE_ASYNC", viaReader(reader({false, true, false})), {}},
+      {"io_uring reader (default: every read through the ring)", viaReader(reader({false, false, false})), {}},
+      {"io_uring reader, page cache first (RWF_NOWAIT)", viaReader(reader({false, false, true})), {}},
+      {"io_uring reader, IOSQE_ASYNC", viaReader(reader({false, true, false})), {}},
       {"io_uring reader, O_DIRECT", viaReader(reader({true, false, false})), {}},
-      {"same queue, ring only, no resume bookkeeping", unordered(rawBuffered, false), {}},
+      {"same queue, no resume bookkeeping", unordered(rawBuffered, false), {}},
       {"same queue, O_DIRECT, no resume bookkeeping", unordered(rawDirect, true), {}},
       {"fio io_uring, buffered", fio(false), {}},
       {"fio io_uring, direct=1", fio(true), {}},
