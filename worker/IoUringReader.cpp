@@ -221,7 +221,9 @@ bool IoUringReader::readFiles(const std::vector<std::string> &paths, const Consu
     return true;
   };
 
-  while (ok) {
+  // After an error nothing more is queued, but what is in flight is waited for (it lands in the
+  // buffers) and delivered where it is next in its file: the caller keeps every block read correctly.
+  for (;;) {
     // Fill the queue: the rest of short reads first, then new blocks in file order.
     while (ok && !queue_->full() && !retries.empty()) {
       queueBlock(retries.back());
@@ -256,7 +258,7 @@ bool IoUringReader::readFiles(const std::vector<std::string> &paths, const Consu
       break; // everything delivered, or an error with nothing left in flight
     if (int rc = queue_->submitAndWait(completions); rc < 0) {
       fail("io_uring_submit_and_wait: " + errnoText(-rc));
-      break;
+      break; // the queue waited for what the kernel had taken; nothing is in flight
     }
     for (const UringQueue::Completion &c : completions) {
       unsigned b = static_cast<unsigned>(c.tag);
@@ -287,16 +289,10 @@ bool IoUringReader::readFiles(const std::vector<std::string> &paths, const Consu
       }
       files[k.file].ready.push_back(b);
     }
-    if (!ok)
-      break;
     for (size_t i : active)
       deliver(i);
     std::erase_if(active, [&](size_t i) { return files[i].done; });
   }
-  // On an error, reads still in flight land in the buffers: wait for them before anything reuses them.
-  while (queue_->inFlight() > 0)
-    if (queue_->submitAndWait(completions) < 0)
-      break;
   for (FileState &f : files)
     if (f.fd >= 0)
       ::close(f.fd);
