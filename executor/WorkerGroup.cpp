@@ -201,9 +201,14 @@ bool WorkerGroup::observeBeats(uint64_t nowNs) {
 }
 
 std::optional<unsigned> WorkerGroup::hungRank(uint64_t nowNs, uint64_t hangAfterNs) const {
-  for (const Rank &r : ranks_)
-    if (r.pid > 0 && r.control && r.lastBeats > 0 && nowNs - r.lastBeatNs >= hangAfterNs)
+  for (const Rank &r : ranks_) {
+    if (r.pid <= 0 || !r.control || r.lastBeats == 0)
+      continue;
+    // A rank that said it is finishing may take the exit grace to go; silence beyond is a hang.
+    uint64_t limit = r.control->finishing() ? std::max(hangAfterNs, kExitGraceNs) : hangAfterNs;
+    if (nowNs - r.lastBeatNs >= limit)
       return r.index;
+  }
   return std::nullopt;
 }
 

@@ -24,6 +24,10 @@
 
 namespace msc::exec {
 
+// How long a worker that said it is finishing may take to exit before its silence is a hang: data
+// loader processes, a process group and files torn down on a busy node.
+inline constexpr uint64_t kExitGraceNs = 30'000'000'000ull;
+
 // At most this many ranks per node: more than any node has cores for, small enough that a typo
 // (--nproc-per-node 1000) is refused instead of forking a thousand interpreters.
 constexpr unsigned kMaxRanksPerNode = 256;
@@ -92,7 +96,8 @@ public:
 
   // Heartbeats: records each running rank's beats. True when some rank beat since the last call.
   bool observeBeats(uint64_t nowNs);
-  // The first running rank that beat once and then not for `hangAfterNs`, with its silence.
+  // The first running rank that beat once and then not for `hangAfterNs` (kExitGraceNs at least once
+  // it said it is finishing: mscale::worker::finishing), with its silence.
   std::optional<unsigned> hungRank(uint64_t nowNs, uint64_t hangAfterNs) const;
   bool hasPages() const;
   // The step of `rank`, or of the job (the step every rank has done; kStepRestoring while any rank

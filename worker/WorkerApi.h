@@ -104,6 +104,8 @@ struct ControlPage {
   std::atomic<uint64_t> ackGeneration;
   std::atomic<uint64_t> slicesSeq; // odd while the executor rewrites `slices` (a seqlock)
   std::atomic<uint64_t> milliTflops; // the worker's own achieved TFLOP/s x 1000, 0 = not reported
+  // Non-zero once the worker's work is done and it is exiting (see finishing()).
+  std::atomic<uint64_t> finishing;
   char slices[2048]; // MSCALE_GPU_SLICES syntax, NUL-terminated
 };
 static_assert(sizeof(ControlPage) <= 4096 && std::atomic<uint64_t>::is_always_lock_free);
@@ -133,6 +135,14 @@ inline void heartbeat(uint64_t step) {
     c->step.store(step, std::memory_order_relaxed);
     c->beats.fetch_add(1, std::memory_order_release);
   }
+}
+
+// The work is done and the worker is exiting: tearing down data loader processes, a process group,
+// files. That takes what it takes (seconds on a busy node), without steps to beat for, so from now
+// on the supervisor does not take silence for a hang until a generous exit grace has passed.
+inline void finishing() {
+  if (ControlPage *c = controlPage())
+    c->finishing.store(1, std::memory_order_release);
 }
 
 // The worker's achieved TFLOP/s (model FLOPs per step / step time). The monitor uses it where the

@@ -78,6 +78,8 @@ MSC_WORKER_API int msc_worker_supervised(void); /* 1 when the process has a cont
 /* `step` is the last completed step, or MSC_WORKER_STEP_RESTORING. Call it at least once per
  * heartbeat interval while the worker makes progress. */
 MSC_WORKER_API void msc_worker_heartbeat(uint64_t step);
+/* The work is done and the worker is exiting: silence is no longer a hang (within the exit grace). */
+MSC_WORKER_API void msc_worker_finishing(void);
 MSC_WORKER_API void msc_worker_report_throughput(double tflops);
 
 #ifdef __cplusplus

@@ -20,7 +20,7 @@ from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Union
 from mscale import _native
 from mscale.errors import MScaleError, UsageError
 
-__all__ = ["DataError", "PlacementError", "UringReader", "heartbeat", "library", "pin_to_role",
+__all__ = ["DataError", "PlacementError", "UringReader", "finishing", "heartbeat", "library", "pin_to_role",
            "report_throughput", "role_cpus", "role_io_depth", "role_worker_init", "supervised",
            "DEFAULT_QUEUE_DEPTH"]
 
@@ -76,6 +76,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "msc_worker_pin_to_role": (c_int, [c_str]),
         "msc_worker_supervised": (c_int, []),
         "msc_worker_heartbeat": (None, [u64]),
+        "msc_worker_finishing": (None, []),
         "msc_worker_report_throughput": (None, [ctypes.c_double]),
     }
     for name, (restype, argtypes) in signatures.items():
@@ -208,6 +209,14 @@ def heartbeat(step: Optional[int]) -> None:
     else:
         raise UsageError("ERR_PY_044", "a heartbeat's step must be an int in [0, 2**64 - 1), got %r" % (step,))
     library().msc_worker_heartbeat(value)
+
+
+def finishing() -> None:
+    """Tells the supervisor the work is done and the worker is exiting: tearing down data loader
+    processes and a process group can take seconds on a busy node without a step to beat for, and
+    that is not a hang (the supervisor allows an exit grace).  ``ExactResume.close()`` calls it.  A
+    no-op when the process is not supervised."""
+    library().msc_worker_finishing()
 
 
 def report_throughput(tflops: float) -> None:

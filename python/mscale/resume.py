@@ -87,6 +87,11 @@ class _Heartbeat:
     def during(self, step: Optional[int]) -> "_BeatWhile":
         return _BeatWhile(self, step)
 
+    def finishing(self) -> None:
+        if self._beat:
+            from mscale import io as _io
+            _io.finishing()
+
 
 class _BeatWhile:
     RESTORING = None  # the worker runtime's "restoring, step not known yet"
@@ -278,7 +283,10 @@ class ExactResume:
 
     def _finish_disk_write(self) -> None:
         if self._disk_writer:
-            self._disk_writer.join()
+            # The wait is the disk's (fsync under someone else's I/O can take seconds): the worker
+            # is not hung meanwhile, so the control page keeps beating.
+            with self._heartbeat.during(self.last_snapshot_step):
+                self._disk_writer.join()
             self._disk_writer = None
         if self._disk_error:
             error, self._disk_error = self._disk_error, None
@@ -371,11 +379,14 @@ class ExactResume:
         set_rng_state(_from_bytes(restored.blobs[_RNG_PART]), restored.step)
 
     def close(self) -> None:
-        """Wait for a background disk write and close the store (raises its error, if any)."""
+        """Wait for a background disk write and close the store (raises its error, if any).  The
+        training is over: the supervisor is told the worker is finishing, so the seconds its exit may
+        take (data loader processes, a process group) are not taken for a hang."""
         try:
             self._finish_disk_write()
         finally:
             self._store.close()
+            self._heartbeat.finishing()
 
     def __enter__(self) -> "ExactResume":
         return self

@@ -215,6 +215,17 @@ TEST(WorkerGroup, HeartbeatsAreWatchedPerRank) {
   EXPECT_TRUE(group.observeBeats(300));
   EXPECT_FALSE(group.hungRank(449, 150));
   EXPECT_EQ(group.commonStep(), 40u); // the step every rank has done
+  // A rank that said it is finishing (its work done, tearing down) may be silent for the exit grace.
+  page1->finishing = 1;
+  EXPECT_EQ(group.hungRank(450, 150), 0u); // rank 0, silent since 300, is hung; rank 1 is finishing
+  page0->beats = 2;
+  EXPECT_TRUE(group.observeBeats(460));
+  EXPECT_FALSE(group.hungRank(300 + kExitGraceNs - 1, 150) == 1u);
+  EXPECT_EQ(group.hungRank(300 + kExitGraceNs, 150).value_or(9), 0u); // rank 0 is silent again by then
+  page0->beats = 3;
+  EXPECT_TRUE(group.observeBeats(300 + kExitGraceNs));
+  EXPECT_EQ(group.hungRank(300 + kExitGraceNs, 150), 1u); // past the grace, finishing or not
+  page1->finishing = 0;
   page1->step = mscale::worker::kStepRestoring;
   EXPECT_EQ(group.step(std::nullopt), mscale::worker::kStepRestoring);
   // Hand-over notices reach every rank; acknowledged once all running ranks took them.
