@@ -3,6 +3,8 @@
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <algorithm>
+
 namespace msc::cluster {
 
 ConfigSource::ConfigSource(std::string name, llvm::StringRef text) : name_(std::move(name)) {
@@ -50,15 +52,13 @@ TextSpan ConfigSource::spanOf(llvm::SMRange range) const {
   unsigned length = inside(text_, range.End) && range.End.getPointer() > range.Start.getPointer()
                         ? unsigned(range.End.getPointer() - range.Start.getPointer())
                         : 0;
-  return {line, column, length};
+  return {line, column, length, size_t(range.Start.getPointer() - text_.data())};
 }
 
 llvm::SMRange ConfigSource::rangeOf(const TextSpan &at) const {
-  if (!at.line)
+  if (!at.line || at.offset > text_.size())
     return {};
-  llvm::SMLoc start = sm_.FindLocForLineAndColumn(1, at.line, at.column);
-  if (!inside(text_, start))
-    return {};
+  llvm::SMLoc start = llvm::SMLoc::getFromPointer(text_.data() + at.offset);
   const char *end = std::min(start.getPointer() + at.length, text_.end());
   return {start, llvm::SMLoc::getFromPointer(end)};
 }

@@ -21,7 +21,10 @@
 namespace msc::cluster {
 
 struct TextSpan {
-  unsigned line = 0, column = 0, length = 0; // 1-based; line 0: the text as a whole
+  unsigned line = 0, column = 0, length = 0; // 1-based, for people; line 0: the text as a whole
+  size_t offset = 0; // where it starts in the text: what rangeOf goes back by (line and column
+                     // cannot be inverted exactly: SourceMgr counts lines at '\n' but columns
+                     // from the last '\n' or '\r')
 };
 
 class ConfigSource {

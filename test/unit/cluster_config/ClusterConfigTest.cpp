@@ -189,5 +189,17 @@ TEST(ClusterConfig, SpansFindTheirTextAgain) {
                               "                           ^~~~~~~\n");
 }
 
+TEST(ClusterConfig, SpansSurviveCarriageReturnLineEnds) {
+  // YAML reads a lone '\r' as a line break; the spans count lines at '\n' only, both ways, so an
+  // entry after one is still found again (the fuzzer's case: a config saved with old Mac line ends).
+  ConfigSource source("c.yaml", "cluster: c\npcie_domains:\n  reserved:\r    - { node: n1, domain: \"0000:40\" }\n");
+  std::optional<ClusterConfig> config = parseClusterConfig(source);
+  ASSERT_TRUE(config) << source.printed();
+  ASSERT_EQ(config->reserved.size(), 1u);
+  llvm::SMRange at = source.rangeOf(config->reserved[0].domainAt);
+  ASSERT_TRUE(at.isValid());
+  EXPECT_EQ(llvm::StringRef(at.Start.getPointer(), at.End.getPointer() - at.Start.getPointer()), "0000:40");
+}
+
 } // namespace
 } // namespace msc::cluster
