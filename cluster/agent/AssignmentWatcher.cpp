@@ -165,6 +165,8 @@ void AssignmentWatcher::onPut(exec::NodeLedger &ledger, const etcd::KeyValue &kv
   }
   if (auto a = admitted_.find(contract); a != admitted_.end() && a->second.value == kv.value)
     return; // the same assignment again (a re-read after a lost watch): nothing changes
+  if (onContractChange_)
+    onContractChange_(contract);
   std::string why;
   std::optional<Assignment> assignment = decodeAssignment(kv.value, why);
   if (!assignment) {
@@ -221,6 +223,8 @@ void AssignmentWatcher::onDelete(exec::NodeLedger &ledger, const std::string &ke
   const std::string contract = contractOfKey(key, assignmentsPrefix(node_));
   if (contract.empty())
     return;
+  if (onContractChange_)
+    onContractChange_(contract);
   if (admitted_.erase(contract) && ledger.find(contract)) {
     log_.info(contract, "assignment deleted: releasing");
     CollectingConsumer sink;

@@ -45,6 +45,9 @@ public:
   // The ledger released everything (the registration was lost): forget what was admitted here, so
   // that the next start() admits the assignments still in etcd again.
   void forgetAdmitted();
+  // Called with the contract whenever its assignment here is put anew or deleted: its submission may
+  // have changed with it (ClusterAgent forgets its cached lookup then).
+  void setOnContractChange(std::function<void(const std::string &)> f) { onContractChange_ = std::move(f); }
   // Stops watching until the next start().
   void stop() { watch_.reset(); }
 
@@ -64,6 +67,7 @@ private:
   const std::string node_;
   exec::Logger &log_;
   std::function<void()> wake_;
+  std::function<void(const std::string &)> onContractChange_;
   std::unique_ptr<etcd::Watch> watch_;
   int64_t highestLeaderRevision_ = 0; // only grows, across re-registrations too
   struct Admitted {

@@ -1,6 +1,9 @@
 // Wiring of the registration and the assignment watcher into the agent's loop.
 #include "cluster/agent/ClusterAgent.h"
 
+#include "cluster/config/ClusterConfig.h"
+#include "cluster/config/ConfigSource.h"
+#include "executor/client/Protocol.h"
 #include "hal/Loader.h"
 #include "hal/TopologyYaml.h"
 #include "support/Version.h"
@@ -48,6 +51,7 @@ bool ClusterAgent::start(exec::NodeLedger &ledger) {
     return false;
   }
   watcher_ = std::make_unique<AssignmentWatcher>(*client_, options_.node, log_, wake_);
+  watcher_->setOnContractChange([this](const std::string &contract) { cache_.forget(contract); });
   if (etcd::Status s = watcher_->start(ledger, registration_->leaseId()); !s.ok()) {
     log_.error("", "cannot read the assignments: " + s.str());
     return false;
@@ -73,6 +77,83 @@ void ClusterAgent::tick(exec::NodeLedger &ledger) {
   }
   if (registration_->registered())
     watcher_->poll(ledger, registration_->leaseId());
+}
+
+namespace {
+
+// agents.contract_cache_ttl of the published cluster config; 0 (no cache) when nothing is published
+// or the config sets none. A config that does not read (the leader checks what it publishes, so only
+// a value written past it) leaves the TTL as it was, with a warning.
+std::optional<std::chrono::nanoseconds> publishedCacheTtl(etcd::EtcdClient &client, exec::Logger &log,
+                                                         const etcd::RangeOptions &read) {
+  etcd::Result<etcd::RangeResult> r = client.range(kConfigKey, read);
+  if (!r || r->kvs.empty())
+    return r ? std::optional<std::chrono::nanoseconds>(std::chrono::nanoseconds(0)) : std::nullopt;
+  std::string why;
+  std::optional<PublishedConfig> published = decodeConfig(r->kvs.front().value, why);
+  ConfigSource source(kConfigKey, published ? published->yaml : std::string());
+  std::optional<ClusterConfig> config = published ? parseClusterConfig(source) : std::nullopt;
+  if (!config) {
+    log.warn("", std::string(kConfigKey) + " does not read (" + (published ? source.printed() : why) +
+                     "); the contract cache keeps its TTL");
+    return std::nullopt;
+  }
+  return std::chrono::nanoseconds(config->contractCacheTtlNs.value_or(0));
+}
+
+} // namespace
+
+etcd::Result<ClusterAgent::LookedUp> ClusterAgent::lookupContract(const std::string &contract) {
+  std::string why;
+  if (!isContractName(contract, why))
+    return etcd::Status::make(etcd::ErrorCode::ERR_CLUSTER_014, {contract, why});
+  if (!client_)
+    return etcd::Status::make(etcd::ErrorCode::ERR_CLUSTER_014, {contract, "the agent has not joined the cluster"});
+  ContractCache::Clock::time_point now = ContractCache::Clock::now();
+  if (const ContractCache::Entry *hit = cache_.find(contract, now))
+    return LookedUp{hit->submission, hit->modRevision, true, now - hit->readAt};
+
+  etcd::RangeOptions read;
+  read.consistency = etcd::Consistency::Serializable;
+  if (std::optional<std::chrono::nanoseconds> ttl = publishedCacheTtl(*client_, log_, read))
+    cache_.setTtl(*ttl);
+  const std::string key = kContractsPrefix + contract;
+  etcd::Result<etcd::RangeResult> r = client_->range(key, read);
+  if (!r)
+    return r.status();
+  if (r->kvs.empty())
+    return etcd::Status::make(etcd::ErrorCode::ERR_CLUSTER_014,
+                              {contract, "it is not submitted (no key " + key + ")"});
+  std::optional<Submission> submission = decodeSubmission(r->kvs.front().value, why);
+  if (submission && submission->contract != contract)
+    why = "the value is for contract '" + submission->contract + "'";
+  if (!submission || submission->contract != contract)
+    return etcd::Status::make(etcd::ErrorCode::ERR_CLUSTER_006, {contract, why});
+  ContractCache::Entry entry{*submission, r->kvs.front().modRevision, ContractCache::Clock::now()};
+  cache_.put(contract, entry);
+  return LookedUp{std::move(*submission), entry.modRevision, false, std::chrono::nanoseconds(0)};
+}
+
+bool ClusterAgent::answerLookup(const std::string &contract, agent::ClusterContract &found, agent::Diagnostic &error) {
+  etcd::Result<LookedUp> r = lookupContract(contract);
+  if (!r) {
+    log_.warn(contract, "lookup: " + r.status().str());
+    error.set_code(etcd::codeName(r.status().code));
+    error.set_severity("error");
+    error.set_message(r.status().message);
+    return false;
+  }
+  found.set_contract(r->submission.contract);
+  found.set_source(r->submission.source);
+  for (const std::string &arg : r->submission.command)
+    found.add_command(arg);
+  for (const auto &[k, v] : r->submission.environment)
+    (*found.mutable_environment())[k] = v;
+  found.set_mod_revision(r->modRevision);
+  found.set_from_cache(r->fromCache);
+  found.set_age_ms(std::chrono::duration_cast<std::chrono::milliseconds>(r->age).count());
+  found.set_cache_ttl_ms(std::chrono::duration_cast<std::chrono::milliseconds>(cache_.ttl()).count());
+  return true;
 }
 
 } // namespace msc::cluster

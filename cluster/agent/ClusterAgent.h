@@ -4,6 +4,7 @@
 #pragma once
 
 #include "cluster/agent/AssignmentWatcher.h"
+#include "cluster/agent/ContractCache.h"
 #include "cluster/agent/NodeRegistration.h"
 #include "cluster/etcd/EtcdClient.h"
 #include "executor/Logger.h"
@@ -16,6 +17,10 @@
 namespace msc::exec {
 class NodeLedger;
 }
+namespace msc::agent {
+class ClusterContract;
+class Diagnostic;
+} // namespace msc::agent
 
 namespace msc::cluster {
 
@@ -45,6 +50,23 @@ public:
   // From the agent's loop: lease loss (stop everything), re-registration, assignments.
   void tick(exec::NodeLedger &ledger);
 
+  // A contract as the cluster holds it (/mscale/contracts/<contract>), from the cache while it is
+  // younger than the cluster config's agents.contract_cache_ttl, else read from any etcd member
+  // (serializable: a lookup works while etcd has no quorum). Every read from etcd reads the config
+  // too, so a changed TTL applies within the TTL that was in force. ERR_CLUSTER_014 for a name that
+  // is not a contract's or a contract not submitted, ERR_CLUSTER_006 for a value that does not
+  // read, ERR_ETCD_* when etcd does not answer.
+  struct LookedUp {
+    Submission submission;
+    int64_t modRevision = 0;
+    bool fromCache = false;
+    std::chrono::nanoseconds age{0};
+  };
+  etcd::Result<LookedUp> lookupContract(const std::string &contract);
+  // The agent's LookupRequest (exec::Agent::setContractLookup) answered by lookupContract().
+  bool answerLookup(const std::string &contract, agent::ClusterContract &found, agent::Diagnostic &error);
+  const ContractCache &contractCache() const { return cache_; }
+
   NodeRegistration *registration() { return registration_.get(); }
   AssignmentWatcher *watcher() { return watcher_.get(); }
 
@@ -55,6 +77,7 @@ private:
   std::unique_ptr<NodeRegistration> registration_;
   std::unique_ptr<AssignmentWatcher> watcher_;
   std::function<void()> wake_;
+  ContractCache cache_;
 };
 
 } // namespace msc::cluster

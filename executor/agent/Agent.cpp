@@ -207,6 +207,18 @@ agent::Response Agent::handle(const agent::Request &request, const PeerCredentia
       *out.mutable_list()->add_contracts() = statusOf(*c);
     out.set_ok(true);
     break;
+  case agent::Request::kLookup:
+    ++requests_["lookup"];
+    if (!lookup_) {
+      diags.report(DiagCode::ERR_EXEC_027) << request.lookup().contract();
+    } else {
+      agent::Diagnostic error;
+      if (lookup_(request.lookup().contract(), *out.mutable_contract(), error))
+        out.set_ok(true);
+      else
+        *out.add_diagnostics() = error;
+    }
+    break;
   case agent::Request::BODY_NOT_SET:
     diags.report(DiagCode::ERR_EXEC_012) << "the request carries no command";
     break;

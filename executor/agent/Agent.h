@@ -1,5 +1,5 @@
 // The node agent (`mscale-exec serve`): the protocol's requests (submit, status, release, resize,
-// list) mapped onto the node's ledger (NodeLedger.h), behind the agent's transport (AgentServer.h);
+// list, lookup) mapped onto the node's ledger (NodeLedger.h), behind the agent's transport (AgentServer.h);
 // ledger entries as protocol statuses; the request counters of the metrics.
 #pragma once
 
@@ -49,6 +49,12 @@ public:
   // ledger is never touched from two threads.
   NodeLedger &ledger() { return ledger_; }
   void setTick(std::function<void()> tick) { tick_ = std::move(tick); }
+  // How a LookupRequest is answered: by the cluster agent (cluster/agent), which knows etcd; this
+  // layer does not. True with `found` filled, or false with the coded `error`. Unset: the agent is
+  // not in a cluster and refuses lookups (ERR_EXEC_027). Called on the loop's thread.
+  using ContractLookup =
+      std::function<bool(const std::string &contract, agent::ClusterContract &found, agent::Diagnostic &error)>;
+  void setContractLookup(ContractLookup lookup) { lookup_ = std::move(lookup); }
 
 private:
   agent::ContractStatus statusOf(const NodeLedger::Contract &c) const;
@@ -61,6 +67,7 @@ private:
   AgentServer server_; // after the ledger, which its handlers use: closed before the releases
   std::map<std::string, uint64_t> requests_;
   std::function<void()> tick_;
+  ContractLookup lookup_;
 };
 
 } // namespace msc::exec

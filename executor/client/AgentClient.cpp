@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <map>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -95,6 +96,12 @@ agent::Request listRequest() {
   return r;
 }
 
+agent::Request lookupRequest(const std::string &contract) {
+  agent::Request r;
+  r.mutable_lookup()->set_contract(contract);
+  return r;
+}
+
 const char *workerStateName(agent::Worker::State s) {
   switch (s) {
   case agent::Worker::RUNNING:
@@ -161,6 +168,26 @@ void printList(const agent::ListResponse &l, llvm::raw_ostream &os) {
   for (const agent::ContractStatus &s : l.contracts())
     os << s.contract() << "\t" << (s.applied() ? "applied" : "not-applied") << "\tworker "
        << workerStateName(s.worker().state()) << "\t" << s.plan_name() << "\n";
+}
+
+void printClusterContract(const agent::ClusterContract &c, llvm::raw_ostream &os) {
+  os << "contract " << c.contract() << " (mod revision " << c.mod_revision() << ")\n";
+  if (c.from_cache())
+    os << "from the agent's cache: read " << c.age_ms() << " ms ago, kept " << c.cache_ttl_ms() << " ms\n";
+  else
+    os << "read from etcd (the agent's cache keeps it " << c.cache_ttl_ms() << " ms)\n";
+  os << "worker:";
+  if (c.command_size() == 0)
+    os << " none";
+  for (const std::string &arg : c.command())
+    os << " " << arg;
+  os << "\n";
+  std::map<std::string, std::string> environment(c.environment().begin(), c.environment().end());
+  for (const auto &[k, v] : environment)
+    os << "environment: " << k << "=" << v << "\n";
+  os << "source:\n" << c.source();
+  if (!c.source().empty() && c.source().back() != '\n')
+    os << "\n";
 }
 
 } // namespace msc::exec

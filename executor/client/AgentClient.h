@@ -37,10 +37,13 @@ agent::Request statusRequest(const std::string &contract);
 agent::Request releaseRequest(const std::string &contract);
 agent::Request resizeRequest(const std::string &contract, const std::string &profile);
 agent::Request listRequest();
+agent::Request lookupRequest(const std::string &contract);
 
 // "running", "exited", "killed", "none": the worker state as status, list and metrics print it.
 const char *workerStateName(agent::Worker::State s);
 void printStatus(const agent::ContractStatus &s, llvm::raw_ostream &os);
 void printList(const agent::ListResponse &l, llvm::raw_ostream &os);
+// Where the answer came from and the worker, then the source as submitted.
+void printClusterContract(const agent::ClusterContract &c, llvm::raw_ostream &os);
 
 } // namespace msc::exec

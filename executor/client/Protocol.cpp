@@ -88,6 +88,10 @@ std::optional<agent::Request> decodeRequest(llvm::StringRef payload, ProtocolErr
     if (!needContract(r.resize().contract(), "resize"))
       return std::nullopt;
     break;
+  case agent::Request::kLookup:
+    if (!needContract(r.lookup().contract(), "lookup"))
+      return std::nullopt;
+    break;
   case agent::Request::kList:
     break;
   }

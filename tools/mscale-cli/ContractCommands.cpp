@@ -1,10 +1,11 @@
 // mscale-cli contract status ID | release ID | resize ID --profile NAME | submit PLAN [-- CMD] | list
-//                   | trace ID [--duration 60s] [--json]
+//                   | lookup ID | trace ID [--duration 60s] [--json]
 // Talks to the node agent (mscale-exec serve) through executor/client/AgentClient.h, and traces a
 // contract's cgroup with bpf/TraceSession.h; this file only parses.
 #include "tools/mscale-cli/CommandGroup.h"
 
 #include "bpf/Process.h"
+#include "cluster/keys/Keys.h"
 #include "bpf/TraceResults.h"
 #include "bpf/TraceSession.h"
 #include "support/Quantity.h"
@@ -12,6 +13,8 @@
 #include "executor/client/AgentClient.h"
 #include "plan/PlanFile.h"
 
+#include <llvm/ADT/ScopeExit.h>
+#include <llvm/Support/FileSystem.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/Path.h>
 #include <llvm/Support/raw_ostream.h>
@@ -21,8 +24,8 @@ using namespace msc;
 
 namespace {
 
-cl::SubCommand ContractCmd("contract", "Talk to the node agent (status, release, resize, submit, list); trace");
-cl::opt<std::string> Action(cl::Positional, cl::desc("<status|release|resize|submit|list|trace>"), cl::Required,
+cl::SubCommand ContractCmd("contract", "Talk to the node agent (status, release, resize, submit, list, lookup); trace");
+cl::opt<std::string> Action(cl::Positional, cl::desc("<status|release|resize|submit|list|lookup|trace>"), cl::Required,
                             cl::sub(ContractCmd));
 cl::list<std::string> Args(cl::Positional, cl::desc("<contract id | plan.msp> [-- worker command]"),
                            cl::sub(ContractCmd));
@@ -42,12 +45,53 @@ cl::opt<std::string> Duration("duration", cl::desc("trace: how long to trace (e.
                               cl::init("60s"), cl::sub(ContractCmd));
 cl::opt<bool> Json("json", cl::desc("trace: print the results as JSON"), cl::sub(ContractCmd));
 
+// The source of a contract the cluster assigned to this node, asked of the agent (which caches it for
+// agents.contract_cache_ttl), in a file of its own under `dir`: the plan's source file is the
+// controller's, on another machine.
+std::optional<std::string> clusterSource(exec::AgentClient &client, const std::string &contract,
+                                         const std::string &dir, DiagnosticEngine &diags) {
+  std::optional<agent::Response> found = client.call(exec::lookupRequest(contract), diags);
+  if (!found || !found->ok())
+    return std::nullopt;
+  std::string path = dir + "/" + contract + ".msc";
+  std::error_code ec;
+  llvm::raw_fd_ostream out(path, ec);
+  if (!ec) {
+    out << found->contract().source();
+    out.close();
+    ec = out.error();
+  }
+  if (ec) {
+    diags.report(DiagCode::ERR_DRV_004) << path << ec.message();
+    return std::nullopt;
+  }
+  return path;
+}
+
 // A resize to another profile: the contract compiled anew on it, against this node, as mscalec
 // would. The agent re-checks it against the other contracts it admitted and hands the slices over.
-std::optional<std::string> compileOnProfile(const agent::ContractStatus &status, cli::Diagnostics &diagnostics) {
+std::optional<std::string> compileOnProfile(const agent::ContractStatus &status, exec::AgentClient &client,
+                                            cli::Diagnostics &diagnostics) {
   DiagnosticEngine &diags = diagnostics.engine();
   driver::CompileOptions options;
   options.inputs = {ContractFile.empty() ? status.source_file() : std::string(ContractFile)};
+  // A contract the cluster assigned (the ledger names it by its assignment key) is compiled from its
+  // submission, unless --contract says otherwise.
+  llvm::SmallString<64> scratch;
+  auto removeScratch = llvm::make_scope_exit([&] {
+    if (!scratch.empty())
+      llvm::sys::fs::remove_directories(scratch);
+  });
+  if (ContractFile.empty() && llvm::StringRef(status.plan_name()).starts_with(cluster::kAssignmentsPrefix)) {
+    if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("mscale-resize", scratch)) {
+      diags.report(DiagCode::ERR_DRV_004) << "a temporary directory" << ec.message();
+      return std::nullopt;
+    }
+    std::optional<std::string> source = clusterSource(client, status.contract(), scratch.str().str(), diags);
+    if (!source)
+      return std::nullopt;
+    options.inputs = {*source};
+  }
   options.includeDirs = IncludeDirs;
   options.stdlibDir = StdlibDir;
   options.profileOverride = Profile;
@@ -109,6 +153,10 @@ int run() {
   }
   if (Action == "list") {
     req = exec::listRequest();
+  } else if (Action == "lookup") {
+    if (Args.size() != 1)
+      return usage("'contract lookup' takes one contract name");
+    req = exec::lookupRequest(Args[0]);
   } else if (Action == "status" || Action == "release" || Action == "resize") {
     if (Args.size() != 1)
       return usage("'contract " + Action + "' takes one contract id");
@@ -126,7 +174,7 @@ int run() {
       std::optional<agent::Response> status = client->call(exec::statusRequest(Args[0]), diags);
       if (!status || !status->ok())
         return 1;
-      std::optional<std::string> planBytes = compileOnProfile(status->status(), diagnostics);
+      std::optional<std::string> planBytes = compileOnProfile(status->status(), *client, diagnostics);
       if (!planBytes)
         return 1;
       req = exec::resizeRequest(Args[0], Profile);
@@ -146,7 +194,8 @@ int run() {
       command.erase(command.begin());
     req = exec::submitRequest((*buf)->getBuffer().str(), llvm::sys::path::filename(Args[0]).str(), command);
   } else {
-    return usage("unknown contract action '" + Action + "' (expected status, release, resize, submit, list or trace)");
+    return usage("unknown contract action '" + Action +
+                 "' (expected status, release, resize, submit, list, lookup or trace)");
   }
   std::optional<exec::AgentClient> client = exec::AgentClient::connect(socket, diags);
   if (!client)
@@ -158,6 +207,8 @@ int run() {
     exec::printStatus(resp->status(), llvm::outs());
   else if (resp->has_list())
     exec::printList(resp->list(), llvm::outs());
+  else if (resp->has_contract())
+    exec::printClusterContract(resp->contract(), llvm::outs());
   else if (Action == "release")
     llvm::outs() << "released " << Args[0] << "\n";
   return 0;

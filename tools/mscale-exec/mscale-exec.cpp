@@ -147,6 +147,9 @@ int serve(exec::Logger &log) {
     if (!cluster->start(agent.ledger()))
       return 1;
     agent.setTick([&] { cluster->tick(agent.ledger()); });
+    agent.setContractLookup([&](const std::string &contract, agent::ClusterContract &found, agent::Diagnostic &error) {
+      return cluster->answerLookup(contract, found, error);
+    });
   }
   int rc = agent.serve();
   theAgent = nullptr;
