@@ -171,16 +171,27 @@ std::string Supervisor::rankText(std::optional<unsigned> rank) const {
   return rank && group_.size() > 1 ? " (rank " + std::to_string(*rank) + ")" : std::string();
 }
 
+void Supervisor::beginRecovery(const Fault &fault, uint64_t now, uint64_t lastGoodNs) {
+  recovery_ = Recovery{};
+  recovery_.fault = fault;
+  RecoveryTimeline &t = recovery_.timeline;
+  t.faultClass = faultClassName(fault.kind);
+  timespec wall;
+  clock_gettime(CLOCK_REALTIME, &wall);
+  t.detectedUnixUs = int64_t(wall.tv_sec) * 1'000'000 + wall.tv_nsec / 1000;
+  t.detectedNs = now;
+  t.lastGoodNs = lastGoodNs;
+  t.heartbeatNs = heartbeatNs_;
+  t.misses = misses_;
+}
+
 void Supervisor::raise(Fault fault, uint64_t now, uint64_t lastGoodNs) {
   if (pendingFault_ || !group_.running())
     return;
   bool several = group_.size() > 1;
   log_.error(session_.contract(), std::string("fault ") + faultClassName(fault.kind) + " at " + stepText(fault.rank) +
                                       " (" + fault.detail + "); stopping the " + (several ? "ranks" : "worker"));
-  recovery_ = Recovery{};
-  recovery_.fault = fault;
-  recovery_.detectedNs = now;
-  recovery_.lastGoodNs = lastGoodNs;
+  beginRecovery(fault, now, lastGoodNs);
   std::optional<unsigned> rank = fault.rank;
   pendingFault_ = std::move(fault);
   // A fault of one rank: that rank is killed, the others get the grace a healthy rank deserves.
@@ -242,7 +253,8 @@ void Supervisor::heartbeatTick(uint64_t now) {
 }
 
 void Supervisor::noteProgress(uint64_t now) {
-  if (recovery_.active && now - recovery_.startedNs > kRecoveryTimingLimitNs) {
+  RecoveryTimeline &t = recovery_.timeline;
+  if (recovery_.active && now - t.startedNs > kRecoveryTimingLimitNs) {
     log_.warn(session_.contract(), std::string("recovery from ") + faultClassName(recovery_.fault.kind) +
                                        ": the worker reported no completed step within " +
                                        ms(kRecoveryTimingLimitNs) + "; not timing it further");
@@ -251,24 +263,21 @@ void Supervisor::noteProgress(uint64_t now) {
   std::optional<uint64_t> common = recovery_.active ? group_.commonStep() : std::nullopt;
   if (!common)
     return; // not timing, or not every rank has beaten yet
+  if (!t.firstBeatNs)
+    t.firstBeatNs = now;
   uint64_t step = *common;
   if (step == mscale::worker::kStepRestoring)
     return; // beating while it restores: progress, but not restored yet
-  if (!recovery_.restoredNs) {
-    recovery_.restoredNs = now;
+  if (!t.restoredNs) {
+    t.restoredNs = now;
     recovery_.restoredStep = step;
     return;
   }
   if (step <= recovery_.restoredStep)
     return;
-  const Recovery &r = recovery_;
-  uint64_t detection = r.lastGoodNs && r.lastGoodNs < r.detectedNs ? r.detectedNs - r.lastGoodNs : 0;
-  std::string text = std::string("recovered from ") + faultClassName(r.fault.kind) + ": step " +
-                     std::to_string(step) + " done " + ms(now - r.detectedNs) + " after the fault was detected" +
-                     " (stop " + ms(r.stoppedNs - r.detectedNs) + ", move " + ms(r.movedNs - r.stoppedNs) +
-                     ", start " + ms(r.startedNs - r.movedNs) + ", restore " + ms(r.restoredNs - r.startedNs) +
-                     ", first step " + ms(now - r.restoredNs) + ")" +
-                     (detection ? "; detection took " + ms(detection) + " since the last good heartbeat of what failed" : "");
+  t.step = step;
+  t.firstStepNs = now;
+  std::string text = formatRecoveryLine(t);
   log_.info(session_.contract(), text);
   record("recovered", text);
   recovery_.active = false;
@@ -546,7 +555,7 @@ bool Supervisor::recover(const Fault &fault, DiagnosticEngine &diags, int &statu
     for (const std::string &m : moved)
       log_.info(contract, "rdma failover: " + m);
   }
-  recovery_.movedNs = monotonicNs();
+  recovery_.timeline.movedNs = monotonicNs();
   std::string who = group_.size() > 1 ? "all " + std::to_string(group_.size()) + " ranks" : std::string("the worker");
   log_.info(contract, "restarting " + who + " after " + what + " from the newest snapshot (restart " +
                           std::to_string(restarts_) + " of at most " + std::to_string(options_.maxRestarts) + ")");
@@ -554,7 +563,7 @@ bool Supervisor::recover(const Fault &fault, DiagnosticEngine &diags, int &statu
     status = 1;
     return false;
   }
-  recovery_.startedNs = monotonicNs();
+  recovery_.timeline.startedNs = monotonicNs();
   recovery_.active = true;
   return true;
 }
@@ -578,8 +587,10 @@ bool Supervisor::start(DiagnosticEngine &diags) {
 
 uint64_t Supervisor::nextWakeNs(uint64_t now) const {
   uint64_t wake = std::min(nextHeartbeat_, nextWindow_);
-  // Hand-over and resume are timed to the millisecond, while a worker runs to report them.
-  bool timing = recovery_.active && group_.running() && group_.commonStep();
+  // Hand-over and resume are timed to the millisecond, while a worker runs to report them: from the
+  // restart on, so that neither the worker's first heartbeat nor a quick restore waits for the next
+  // heartbeat tick to be seen.
+  bool timing = recovery_.active && group_.running() && group_.hasPages();
   if ((handOver_.active && group_.running()) || timing)
     wake = std::min(wake, after(now, 1'000'000));
   return std::min(wake, group_.stopDeadlineNs()); // ranks that outlive their grace are killed on time
@@ -645,9 +656,7 @@ std::optional<int> Supervisor::onWorkerExit(pid_t pid, int status, DiagnosticEng
         fault.detail = "rank " + std::to_string(*rank) + ": " + fault.detail;
       log_.error(contract, std::string("fault ") + faultClassName(fault.kind) + " at " + stepText(rank) + " (" +
                                fault.detail + ")" + (group_.running() ? "; stopping the other ranks" : ""));
-      recovery_ = Recovery{};
-      recovery_.fault = fault;
-      recovery_.detectedNs = now;
+      beginRecovery(fault, now, 0);
       pendingFault_ = std::move(fault);
     }
     if (group_.running())
@@ -683,7 +692,7 @@ std::optional<int> Supervisor::finishAttempt(uint64_t now, DiagnosticEngine &dia
     recovery_.active = false;
     return 1;
   }
-  recovery_.stoppedNs = now;
+  recovery_.timeline.stoppedNs = now;
   if (!recover(*fault, diags, code)) {
     recovery_.active = false;
     return code;

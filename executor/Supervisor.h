@@ -17,6 +17,7 @@
 
 #include "admission/PlanRecheck.h"
 #include "executor/Logger.h"
+#include "executor/RecoveryTimeline.h"
 #include "executor/ResizePolicy.h"
 #include "executor/Session.h"
 #include "executor/WorkerGroup.h"
@@ -155,13 +156,16 @@ private:
   std::map<uint64_t, uint64_t> lastGood_;      // the same keys: when they last answered
   bool everBeat_ = false; // some worker of this contract used the control page
   std::map<size_t, Session::GpuSample> lastSamples_;
-  // Recovery timing: fault raised -> worker stopped -> moved -> started -> restored -> first step.
+  // Recovery timing: fault detected -> worker stopped -> moved -> started -> restored -> first step
+  // (the log line: RecoveryTimeline.h).
   struct Recovery {
     Fault fault;
-    uint64_t detectedNs = 0, lastGoodNs = 0, stoppedNs = 0, movedNs = 0, startedNs = 0, restoredNs = 0;
+    RecoveryTimeline timeline;
     uint64_t restoredStep = 0;
     bool active = false;
   } recovery_;
+  // A fault detected `now` (monotonic): a new timeline; `lastGoodNs` when what failed last answered.
+  void beginRecovery(const Fault &fault, uint64_t now, uint64_t lastGoodNs);
   struct HandOver {
     uint64_t generation = 0, deadlineNs = 0;
     std::vector<SliceId> retiring;
