@@ -54,6 +54,11 @@ uint64_t Supervisor::monotonicNs() {
 namespace {
 
 constexpr uint64_t kRecoveryTimingLimitNs = 60'000'000'000;
+// A worker's beats are sampled this many times per heartbeat interval. The silence of a hung worker
+// is measured from the sample that first saw its last beat, so a hang is declared up to one sample
+// period after `misses` heartbeats of silence: with one sample per heartbeat that was up to a whole
+// heartbeat (200 ms) past the detection budget, with ten it is 20 ms. Reading the page is a load.
+constexpr uint64_t kBeatSamplesPerHeartbeat = 10;
 
 std::string ms(uint64_t ns) {
   char buf[32];
@@ -94,6 +99,7 @@ Supervisor::Supervisor(Session &session, Logger &log, SupervisorOptions options)
   recoverable_ = ft.snapshot_every_steps() || ft.snapshot_interval_ns();
   heartbeatNs_ = ft.heartbeat_ns() ? ft.heartbeat_ns() : 200'000'000;
   misses_ = std::max(1u, ft.heartbeat_misses() ? ft.heartbeat_misses() : 3u);
+  beatSampleNs_ = std::max<uint64_t>(heartbeatNs_ / kBeatSamplesPerHeartbeat, 1'000'000);
   resetControllers();
 }
 
@@ -240,9 +246,15 @@ void Supervisor::heartbeatTick(uint64_t now) {
       }
     }
   }
+}
+
+void Supervisor::hangTick(uint64_t now) {
+  if (!group_.running() || pendingFault_)
+    return;
   if (group_.observeBeats(now))
     everBeat_ = true;
   if (std::optional<unsigned> hung = group_.hungRank(now, hangAfterNs())) {
+    std::string period = std::to_string(misses_) + " heartbeats " + ms(heartbeatNs_) + " apart";
     uint64_t lastBeatNs = group_.rank(*hung).lastBeatNs;
     Fault fault{FaultClass::WorkerHung, "no worker heartbeat for " + ms(now - lastBeatNs) + ", " + period};
     if (group_.size() > 1)
@@ -581,12 +593,15 @@ bool Supervisor::start(DiagnosticEngine &diags) {
     return false;
   uint64_t now = monotonicNs();
   nextHeartbeat_ = after(now, heartbeatNs_);
+  nextBeatSample_ = after(now, beatSampleNs_);
   nextWindow_ = session_.gpuBackend() && !slices_.empty() ? after(now, windowNs_) : UINT64_MAX;
   return true;
 }
 
 uint64_t Supervisor::nextWakeNs(uint64_t now) const {
   uint64_t wake = std::min(nextHeartbeat_, nextWindow_);
+  if (group_.running() && group_.hasPages() && !pendingFault_)
+    wake = std::min(wake, nextBeatSample_);
   // Hand-over and resume are timed to the millisecond, while a worker runs to report them: from the
   // restart on, so that neither the worker's first heartbeat nor a quick restore waits for the next
   // heartbeat tick to be seen.
@@ -612,8 +627,12 @@ void Supervisor::tick(uint64_t now) {
     heartbeatTick(now);
     nextHeartbeat_ = after(now, heartbeatNs_);
   }
-  if (!pendingFault_ && group_.observeBeats(now))
+  if (now >= nextBeatSample_) {
+    hangTick(now);
+    nextBeatSample_ = after(now, beatSampleNs_);
+  } else if (!pendingFault_ && group_.observeBeats(now)) {
     everBeat_ = true;
+  }
   if (group_.graceExpired(now)) {
     log_.warn(session_.contract(), "ranks still running " + ms(options_.rankStopGraceNs) + " after SIGTERM: SIGKILL");
     session_.killWorkerTree();

@@ -119,7 +119,8 @@ private:
   bool startWorker(DiagnosticEngine &diags, const std::string &restartReason);
   // Every rank of an attempt has ended: completion, a recovery, or the end of supervision.
   std::optional<int> finishAttempt(uint64_t now, DiagnosticEngine &diags);
-  void heartbeatTick(uint64_t now);
+  void heartbeatTick(uint64_t now);  // the devices' heartbeats (GPU slices, RDMA ports): once per heartbeat
+  void hangTick(uint64_t now);       // the workers' beats: several samples per heartbeat (kBeatSamplesPerHeartbeat)
   void monitorTick(uint64_t now);
   void handOverTick(uint64_t now);
   // A fault found while the worker runs; `lastGoodNs`: when what failed last answered (0 unknown).
@@ -150,7 +151,8 @@ private:
   bool stopping_ = false;               // a forwarded signal: the worker's end is not a fault
   uint64_t heartbeatNs_, windowNs_;
   uint32_t misses_;
-  uint64_t nextHeartbeat_ = UINT64_MAX, nextWindow_ = UINT64_MAX; // set by start()
+  uint64_t beatSampleNs_;
+  uint64_t nextHeartbeat_ = UINT64_MAX, nextBeatSample_ = UINT64_MAX, nextWindow_ = UINT64_MAX; // set by start()
   std::vector<SliceWatch> slices_;
   std::map<uint64_t, uint32_t> qpMisses_;      // missed heartbeats by QP group id (GPU slices: id | 1<<63)
   std::map<uint64_t, uint64_t> lastGood_;      // the same keys: when they last answered
