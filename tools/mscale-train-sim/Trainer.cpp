@@ -1,6 +1,7 @@
 #include "tools/mscale-train-sim/Trainer.h"
 
 #include "tools/mscale-train-sim/Dataset.h"
+#include "tools/mscale-train-sim/StateBuffer.h"
 #include "worker/WorkerApi.h"
 #include "worker/snapshot/Hash.h"
 #include "worker/snapshot/Snapshot.h"
@@ -213,9 +214,14 @@ int runTrainer(const TrainerOptions &o) {
   snapshot::LossScaleState ls;
   ls.scale = 4096;
   ls.history.push_back({0, ls.scale});
-  std::vector<uint8_t> extra(o.stateMiB << 20);
+  StateBuffer extra(o.stateMiB << 20);
+  if (!extra.ok()) {
+    std::fprintf(stderr, "mscale-train-sim: error: cannot map %llu MiB of optimizer state: %s\n",
+                 static_cast<unsigned long long>(o.stateMiB), std::strerror(errno));
+    return kExitError;
+  }
   for (size_t i = 0; i < extra.size(); i += 4096)
-    extra[i] = static_cast<uint8_t>(i >> 12);
+    extra.data()[i] = static_cast<uint8_t>(i >> 12);
   uint64_t step = 0;
 
   if (!o.restartReason.empty())
