@@ -2,6 +2,7 @@
 
 #include "executor/Sys.h"
 
+#include <llvm/ADT/SmallVector.h>
 #include <llvm/ADT/StringRef.h>
 
 #include <algorithm>
@@ -46,6 +47,22 @@ void collectDescendants(const std::multimap<pid_t, pid_t> &children, pid_t root,
 }
 
 } // namespace
+
+bool processExiting(pid_t pid) {
+  std::optional<std::string> stat = readFileText("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat)
+    return false;
+  // After the last ')': state ppid pgrp session tty_nr tpgid flags ...
+  llvm::SmallVector<llvm::StringRef, 8> fields;
+  llvm::StringRef(*stat).rsplit(')').second.ltrim().split(fields, ' ', 7, false);
+  if (fields.size() < 7)
+    return false;
+  if (fields[0] == "Z" || fields[0] == "X")
+    return true;
+  constexpr unsigned long kPfExiting = 0x4; // include/linux/sched.h
+  unsigned long flags;
+  return !fields[6].getAsInteger(10, flags) && (flags & kPfExiting);
+}
 
 std::vector<pid_t> processDescendants(pid_t root) {
   std::set<pid_t> found;

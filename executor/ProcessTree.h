@@ -14,6 +14,12 @@ namespace msc::exec {
 // the walk is repeated until it finds nothing new, then everything found is killed.
 void killProcessTree(const std::vector<pid_t> &roots);
 
+// True while `pid` is on its way out: the kernel is tearing it down (PF_EXITING: after SIGKILL, a
+// large address space takes hundreds of milliseconds to free) or it is a zombie not yet reaped.
+// Such a process beats no more but is not hung: its exit status is on the way. False when it runs,
+// sleeps or is stopped, or when /proc has no such process.
+bool processExiting(pid_t pid);
+
 // The living descendants of `root` (children, their children, ...), from /proc; for the tests too.
 std::vector<pid_t> processDescendants(pid_t root);
 

@@ -1,5 +1,7 @@
 #include "executor/WorkerGroup.h"
 
+#include "executor/ProcessTree.h"
+
 #include <arpa/inet.h>
 #include <cerrno>
 #include <csignal>
@@ -206,7 +208,10 @@ std::optional<unsigned> WorkerGroup::hungRank(uint64_t nowNs, uint64_t hangAfter
       continue;
     // A rank that said it is finishing may take the exit grace to go; silence beyond is a hang.
     uint64_t limit = r.control->finishing() ? std::max(hangAfterNs, kExitGraceNs) : hangAfterNs;
-    if (nowNs - r.lastBeatNs >= limit)
+    uint64_t silence = nowNs - r.lastBeatNs;
+    // A rank the kernel is still tearing down (killed with a large state) is a crash whose exit
+    // status is on the way, not a hang; past the exit grace, even that is a hang.
+    if (silence >= limit && (silence >= kExitGraceNs || !processExiting(r.pid)))
       return r.index;
   }
   return std::nullopt;

@@ -1,6 +1,7 @@
 // The ranks of one job (mscale-exec run --nproc-per-node N): what each rank is given, how the group
 // stops and restarts, and the supervisor treating the group as the job. No root needed: the ranks
 // are plain processes (an unapplied session has no cgroups to put them in).
+#include "executor/ProcessTree.h"
 #include "executor/Session.h"
 #include "executor/Supervisor.h"
 #include "executor/WorkerGroup.h"
@@ -183,6 +184,39 @@ TEST(WorkerGroup, ARestartGetsANewMasterPortAndKeepsEachRanksPagesAndMemoryTier)
   EXPECT_NE(group.masterPort(), firstPort);
   EXPECT_EQ(dir.read("rank-1.0"), std::to_string(firstPort) + " " + std::to_string(memfd1) + "\n");
   EXPECT_EQ(dir.read("rank-1.1"), std::to_string(group.masterPort()) + " " + std::to_string(memfd1) + "\n");
+}
+
+// A crashed worker with a large state beats no more while the kernel tears it down, before its exit
+// status arrives: that is a crash on its way to waitpid, not a hang (a zombie stands in for it here).
+TEST(WorkerGroup, ARankOnItsWayOutIsNotHungUntilTheExitGrace) {
+  WorkerGroup group(1, false);
+  std::vector<std::string> warnings;
+  group.prepare(false, warnings);
+  CollectingConsumer sink;
+  DiagnosticEngine diags(nullptr, sink);
+  ASSERT_TRUE(group.start({"/bin/sleep", "30"}, {}, plainLauncher(), /*nowNs=*/0, diags));
+  pid_t pid = group.rank(0).pid;
+  void *p = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, group.rank(0).control->fd(), 0);
+  ASSERT_NE(p, MAP_FAILED);
+  auto *page = static_cast<mscale::worker::ControlPage *>(p);
+  page->beats = 1;
+  EXPECT_TRUE(group.observeBeats(100));
+  EXPECT_FALSE(processExiting(pid)); // sleeping
+  ::kill(pid, SIGSTOP);
+  siginfo_t info{};
+  ASSERT_EQ(::waitid(P_PID, id_t(pid), &info, WSTOPPED | WNOWAIT), 0);
+  EXPECT_FALSE(processExiting(pid)); // stopped: the very picture of a hang
+  EXPECT_EQ(group.hungRank(250, 150), 0u);
+  ::kill(pid, SIGKILL);
+  ASSERT_EQ(::waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT), 0); // a zombie, not reaped
+  EXPECT_TRUE(processExiting(pid));
+  EXPECT_FALSE(group.hungRank(250, 150));
+  EXPECT_EQ(group.hungRank(100 + kExitGraceNs, 150), 0u); // never reaped within the grace: a hang after all
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  group.exited(pid, status);
+  EXPECT_FALSE(processExiting(pid)); // gone from /proc
+  ::munmap(p, 4096);
 }
 
 TEST(WorkerGroup, HeartbeatsAreWatchedPerRank) {
