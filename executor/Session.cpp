@@ -325,6 +325,10 @@ pid_t spawnGated(const std::vector<std::string> &argv, const WorkerEnvironment &
   }
   if (pid == 0) {
     // Child: wait for the gate, then exec. Only async-signal-safe calls from here on.
+    // Our copy of the gate's write end goes first: were it open, a parent that cannot attach us
+    // closes its own copy and waits for our exit, while we wait for an EOF that never comes.
+    ::close(gatePipe[1]);
+    ::close(errPipe[0]);
     char c;
     ssize_t n;
     do
