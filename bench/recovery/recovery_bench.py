@@ -136,7 +136,10 @@ def run_series(a, build, state_mib, label):
         plan = os.path.join(work, "p.msp")
         contract = os.path.join(work, "recovery.msc")
         with open(CONTRACT) as src, open(contract, "w") as dst:
-            dst.write(src.read().replace("heartbeat = 50ms", "heartbeat = %dms" % a.heartbeat_ms))
+            # A contract name of its own: the lit tests run the same contract, and two executors of one
+            # name share (and kill through, and remove) one cgroup.
+            dst.write(src.read().replace("heartbeat = 50ms", "heartbeat = %dms" % a.heartbeat_ms).replace(
+                "contract lit_recovery uses", "contract recovery_bench_%d uses" % os.getpid()))
         subprocess.run([exe("mscalec"), "--topology", a.topology, "-o", plan, contract], check=True,
                        stderr=subprocess.DEVNULL)
         data = os.path.join(work, "data")
