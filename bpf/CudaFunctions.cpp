@@ -53,6 +53,8 @@ std::optional<uint32_t> cudaFunctionId(llvm::StringRef name) {
   return std::nullopt;
 }
 
+bool isSynchronising(CallKind kind) { return kind == CallKind::Sync || kind == CallKind::SyncCopy; }
+
 llvm::StringRef callKindName(CallKind kind) {
   switch (kind) {
   case CallKind::Launch: return "launch";

@@ -36,5 +36,8 @@ llvm::ArrayRef<CudaFunction> cudaFunctions();
 const CudaFunction &cudaFunction(uint32_t id);
 std::optional<uint32_t> cudaFunctionId(llvm::StringRef name);
 llvm::StringRef callKindName(CallKind kind);
+// Calls that wait for the device (Sync, SyncCopy): their latency is what a trace is for, and they
+// are rare enough that a return probe on each costs nothing that matters.
+bool isSynchronising(CallKind kind);
 
 } // namespace msc::trace

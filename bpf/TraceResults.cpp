@@ -153,6 +153,7 @@ void writeJson(const TraceResults &r, llvm::raw_ostream &os, bool withEvents) {
       j.attribute("library", r.library);
       j.attribute("runtime_library", r.runtimeLibrary);
     });
+    j.attribute("mechanism", r.mechanism);
     j.attribute("duration_ns", r.durationNs);
     if (r.commandExitStatus)
       j.attribute("command_exit_status", *r.commandExitStatus);
@@ -164,6 +165,7 @@ void writeJson(const TraceResults &r, llvm::raw_ostream &os, bool withEvents) {
           j.attribute("symbol_offset", a.symbolOffset);
           j.attribute("offset", a.offset);
           j.attribute("endbr64_skipped", a.skippedEndbr64);
+          j.attribute("timed", a.timed);
         });
     });
     j.attributeArray("functions", [&] {
@@ -187,6 +189,7 @@ void writeJson(const TraceResults &r, llvm::raw_ostream &os, bool withEvents) {
                   j.attribute("count", f.histogram[b]);
                 });
           });
+          j.attribute("timed", f.timed);
         });
     });
     j.attributeObject("events", [&] {
@@ -247,6 +250,8 @@ void writeText(const TraceResults &r, llvm::raw_ostream &os, bool histograms) {
   if (!r.cgroup.empty())
     os << " cgroup '" << r.cgroup << "'";
   os << " for " << formatNs(r.durationNs) << " through '" << r.library << "'";
+  if (r.mechanism != "uprobe")
+    os << " (" << r.mechanism << ")";
   if (!r.runtimeLibrary.empty())
     os << " and '" << r.runtimeLibrary << "'";
   os << "\n\n";
@@ -254,6 +259,12 @@ void writeText(const TraceResults &r, llvm::raw_ostream &os, bool histograms) {
   for (const FunctionStats &f : r.functions) {
     if (!f.calls)
       continue;
+    if (!f.timed) { // counted only: no latency to show, and errors were not seen
+      const char *kDash = "-";
+      os << llvm::format("%-24s %10llu %7s %11s %11s %11s %11s\n", f.name.c_str(), (unsigned long long)f.calls,
+                         kDash, kDash, kDash, kDash, kDash);
+      continue;
+    }
     os << llvm::format("%-24s %10llu %7llu %11s %11s %11s %11s\n", f.name.c_str(), (unsigned long long)f.calls,
                        (unsigned long long)f.errors, formatNs(f.meanNs()).c_str(),
                        formatNs(f.quantileUpperNs(0.5)).c_str(), formatNs(f.quantileUpperNs(0.99)).c_str(),
@@ -261,7 +272,7 @@ void writeText(const TraceResults &r, llvm::raw_ostream &os, bool histograms) {
   }
   if (histograms) {
     for (const FunctionStats &f : r.functions) {
-      if (!f.calls)
+      if (!f.calls || !f.timed)
         continue;
       os << "\n" << f.name << " latency (ns): " << f.histogramCount() << " calls\n";
       uint64_t peak = *std::max_element(f.histogram.begin(), f.histogram.end());

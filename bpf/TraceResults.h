@@ -24,12 +24,15 @@ struct AttachedFunction {
   uint64_t symbolOffset = 0; // file offset of the symbol
   uint64_t offset = 0;       // file offset of the probe
   bool skippedEndbr64 = false;
+  bool timed = true; // entry and return probe; false: counted by an entry probe alone
 };
 
 struct FunctionStats {
   uint32_t id = 0;
   std::string name;
   CallKind kind = CallKind::Launch;
+  // Latency, errors and the histogram were measured; false: counted only (they stay 0).
+  bool timed = true;
   uint64_t calls = 0, errors = 0, totalNs = 0, maxNs = 0;
   // histogram[b] counts calls with latency in [2^b, 2^(b+1)) ns (bucket 0 also holds 0 ns).
   std::array<uint64_t, MSC_TRACE_BUCKETS> histogram{};
@@ -75,6 +78,8 @@ struct ImplicitSyncOptions {
 };
 
 struct TraceResults {
+  // How the calls were seen: "uprobe" (eBPF on the library) or "interposer" (the preloaded shim).
+  std::string mechanism = "uprobe";
   std::vector<int> pids;
   std::string cgroup;
   std::string library, runtimeLibrary;

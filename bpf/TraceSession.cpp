@@ -355,16 +355,19 @@ bool TraceSession::Impl::setFilters(DiagnosticEngine &diags) {
   return true;
 }
 
-// An entry and a return probe per function. One target pid: let the kernel filter too, so other
+// An entry and a return probe per timed function, an entry probe alone per counted one. One target pid: let the kernel filter too, so other
 // processes never trap.
 bool TraceSession::Impl::attachProbes(const std::vector<ResolvedFunction> &functions, DiagnosticEngine &diags) {
   pid_t attachPid = results.pids.size() == 1 && opts.cgroupPath.empty() ? results.pids[0] : -1;
   for (const ResolvedFunction &r : functions) {
+    bool timed = opts.timeAll || isSynchronising(r.fn->kind);
     for (bool ret : {false, true}) {
+      if (ret && !timed)
+        break;
       LIBBPF_OPTS(bpf_uprobe_opts, uopts);
       uopts.retprobe = ret;
       uopts.bpf_cookie = r.fn->id;
-      bpf_program *prog = ret ? skel->progs.cuda_exit : skel->progs.cuda_enter;
+      bpf_program *prog = ret ? skel->progs.cuda_exit : timed ? skel->progs.cuda_enter : skel->progs.cuda_count;
       bpf_link *link =
           bpf_program__attach_uprobe_opts(prog, attachPid, r.library.c_str(), r.point.offset, &uopts);
       if (!link) {
@@ -377,7 +380,7 @@ bool TraceSession::Impl::attachProbes(const std::vector<ResolvedFunction> &funct
       links.push_back(link);
     }
     results.attached.push_back({r.fn->id, r.fn->name.str(), r.library, r.point.symbolOffset, r.point.offset,
-                                r.point.skippedEndbr64});
+                                r.point.skippedEndbr64, timed});
   }
   return true;
 }
@@ -475,6 +478,7 @@ TraceResults TraceSession::finish(DiagnosticEngine &diags) {
     f.id = a.id;
     f.name = a.name;
     f.kind = cudaFunction(a.id).kind;
+    f.timed = a.timed;
     if (bpf_map_lookup_elem(bpf_map__fd(s.skel->maps.fn_stats), &a.id, st.data()) == 0)
       for (const msc_fn_stats &c : st) {
         f.calls += c.calls;
@@ -482,6 +486,8 @@ TraceResults TraceSession::finish(DiagnosticEngine &diags) {
         f.errors += c.errors;
         f.maxNs = std::max<uint64_t>(f.maxNs, c.max_ns);
       }
+    if (!f.timed)
+      s.results.enters += f.calls; // cuda_count counts entries in fn_stats, not in misc
     for (uint32_t b = 0; b < MSC_TRACE_BUCKETS; ++b) {
       uint32_t key = a.id * MSC_TRACE_BUCKETS + b;
       if (bpf_map_lookup_elem(bpf_map__fd(s.skel->maps.hist), &key, counts.data()) == 0)

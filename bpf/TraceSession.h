@@ -35,7 +35,10 @@ struct TraceOptions {
   std::chrono::nanoseconds duration = std::chrono::seconds(10);
 
   bool histogram = true;
-  bool events = true;             // individual events through the ring buffer
+  // Return probes (latency, errors, histograms, events) on every function; false: only on the
+  // synchronising ones (isSynchronising), the others are counted by one entry probe each.
+  bool timeAll = true;
+  bool events = true;             // individual events (of timed functions) through the ring buffer
   bool stacks = true;             // with user stacks (needs frame pointers in the target)
   uint64_t minLatencyNs = 100'000; // events only for calls at least this long ...
   uint32_t sampleEvery = 1;        // ... and one in N of those

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Kernel side of mscale-trace: one uprobe and one uretprobe program, attached once per CUDA entry
- * point with the function id as bpf_cookie. Entry records the time and the interesting arguments per
- * (thread, function); exit updates per-CPU counters and a log2 latency histogram, and writes an
- * event with the user stack to the ring buffer when the call passes the event filter.
+/* Kernel side of mscale-trace: attached once per CUDA entry point with the function id as bpf_cookie.
+ * A timed function gets cuda_enter and cuda_exit: entry records the time and the interesting
+ * arguments per (thread, function); exit updates per-CPU counters and a log2 latency histogram, and
+ * writes an event with the user stack to the ring buffer when the call passes the event filter.
+ * A counted-only function gets cuda_count alone: one trap per call instead of two, and one per-CPU
+ * counter instead of a hash update and delete.
  * Configuration is const volatile: the loader sets it between open and load. */
 #include "vmlinux_min.h"
 #include <bpf/bpf_helpers.h>
@@ -136,6 +138,27 @@ static __always_inline __u64 read_slot(struct pt_regs *ctx, const struct reg_arg
 	/* [sp] is the return address; stack argument k (slot 7 + k) is at sp + 8 * (k + 1). */
 	bpf_probe_read_user(&v, sizeof(v), (void *)(PT_REGS_SP(ctx) + 8 * (slot - 6)));
 	return v;
+}
+
+/* Counting mode: the only probe of a function whose latency is not asked for. */
+SEC("uprobe")
+int BPF_KPROBE(cuda_count)
+{
+	__u32 fn = (__u32)bpf_get_attach_cookie(ctx);
+
+	if (fn >= MSC_TRACE_MAX_FN)
+		return 0;
+	if (filter_pid) {
+		__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+		if (!bpf_map_lookup_elem(&pid_filter, &tgid))
+			return 0;
+	}
+	if (filter_cgroup && bpf_current_task_under_cgroup(&cgroup_filter, 0) != 1)
+		return 0;
+	struct msc_fn_stats *st = bpf_map_lookup_elem(&fn_stats, &fn);
+	if (st)
+		st->calls++;
+	return 0;
 }
 
 SEC("uprobe")

@@ -37,7 +37,7 @@ struct msc_arg_spec {
 
 /* Per function, per CPU; the loader sums the CPUs. */
 struct msc_fn_stats {
-	msc_u64 calls;    /* completed calls (uretprobe seen) */
+	msc_u64 calls;    /* timed: completed calls (uretprobe seen); counted only: entries */
 	msc_u64 total_ns;
 	msc_u64 max_ns;
 	msc_u64 errors;   /* calls that returned a CUresult other than CUDA_SUCCESS */

@@ -37,6 +37,17 @@ cl::opt<std::string> lib("lib", cl::desc("CUDA driver library to probe (default:
 cl::opt<std::string> cudart("cudart", cl::desc("CUDA runtime library to probe for cudaLaunchKernel "
                                                "(default: libcudart.so* in the maps, if any)"),
                             cl::value_desc("path"), cl::cat(category));
+enum class Mode { Count, Latency, Stacks };
+cl::opt<Mode> mode(
+    "mode", cl::desc("What a trace measures (default: stacks)"), cl::init(Mode::Stacks),
+    cl::values(clEnumValN(Mode::Count, "count",
+                          "count every call with an entry probe alone; latency and events only for the "
+                          "synchronising calls (the cheapest)"),
+               clEnumValN(Mode::Latency, "latency",
+                          "entry and return probes on every call: errors, latency histograms, events above "
+                          "--min-latency, no stacks"),
+               clEnumValN(Mode::Stacks, "stacks", "as latency, and events carry user stacks")),
+    cl::cat(category));
 cl::opt<bool> histogram("histogram", cl::desc("Print log2 latency histograms per function"), cl::cat(category));
 cl::opt<std::string> foldedFile("folded", cl::desc("Write folded stacks (flame-graph input) to this file"),
                                 cl::value_desc("file"), cl::cat(category));
@@ -161,8 +172,9 @@ int main(int argc, char **argv) {
   if (ringbufKb < 4 || ringbufKb > (1u << 20))
     return usage("--ringbuf-kb must be between 4 and 1048576");
   opts.sampleEvery = sample;
+  opts.timeAll = mode != Mode::Count;
   opts.events = !noEvents;
-  opts.stacks = !noStacks;
+  opts.stacks = mode == Mode::Stacks && !noStacks;
   opts.histogram = true;
   opts.ringBufferBytes = size_t{ringbufKb} * 1024;
   opts.btfPath = btf;
