@@ -3,6 +3,7 @@
 #include "bpf/TraceSession.h"
 
 #include "bpf/CudaFunctions.h"
+#include "bpf/InterposerTrace.h"
 #include "bpf/Process.h"
 #include "bpf/Symbolizer.h"
 #include "bpf/TraceTargets.h"
@@ -554,6 +555,8 @@ TraceResults TraceSession::finish(DiagnosticEngine &diags) {
 
 std::optional<TraceResults> runTrace(const TraceOptions &options, DiagnosticEngine &diags,
                                      const std::function<bool()> &stop) {
+  if (options.mechanism == TraceMechanism::Interposer)
+    return runInterposerTrace(options, diags, stop);
   std::unique_ptr<TraceSession> session = TraceSession::start(options, diags);
   if (!session)
     return std::nullopt;

@@ -21,7 +21,17 @@
 
 namespace msc::trace {
 
+// How calls are seen: eBPF uprobes on the library (any process, root, microseconds per call), or
+// the interposer preloaded into the processes (started with it, no privileges, nanoseconds per call).
+enum class TraceMechanism { Uprobe, Interposer };
+
 struct TraceOptions {
+  TraceMechanism mechanism = TraceMechanism::Uprobe;
+  // Interposer: the library preloaded into the command, and the directory in which preloaded
+  // processes publish their counters (empty with a command: a fresh one, removed afterwards).
+  std::string interposerPath;
+  std::string countersDir;
+
   // Whom to trace. Any combination narrows; with none of them (and no command) every process
   // that uses the library is traced.
   std::vector<int> pids;
@@ -82,7 +92,7 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
-// start + run + finish.
+// start + run + finish, or runInterposerTrace (bpf/InterposerTrace.h) for the interposer.
 std::optional<TraceResults> runTrace(const TraceOptions &options, DiagnosticEngine &diags,
                                      const std::function<bool()> &stop = {});
 

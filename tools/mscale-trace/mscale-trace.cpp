@@ -10,6 +10,7 @@
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/FileSystem.h>
+#include <llvm/Support/Path.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include <atomic>
@@ -48,6 +49,22 @@ cl::opt<Mode> mode(
                           "--min-latency, no stacks"),
                clEnumValN(Mode::Stacks, "stacks", "as latency, and events carry user stacks")),
     cl::cat(category));
+cl::opt<msc::trace::TraceMechanism> via(
+    "via", cl::desc("How calls are seen (default: uprobe)"), cl::init(msc::trace::TraceMechanism::Uprobe),
+    cl::values(clEnumValN(msc::trace::TraceMechanism::Uprobe, "uprobe",
+                          "eBPF uprobes on the library: any process, needs root, microseconds per call"),
+               clEnumValN(msc::trace::TraceMechanism::Interposer, "interposer",
+                          "the preloaded CUDA interposer: the command after '--', or workers publishing in "
+                          "--counters-dir; no privileges, nanoseconds per call, no stacks")),
+    cl::cat(category));
+cl::opt<std::string> interposer("interposer",
+                                cl::desc("The interposer library to preload (default: "
+                                         "lib/libmscale_cuda_interposer.so beside this tool's bin/)"),
+                                cl::value_desc("path"), cl::cat(category));
+cl::opt<std::string> countersDir("counters-dir",
+                                 cl::desc("With --via interposer: the directory in which preloaded processes "
+                                          "publish their counters (mscale-exec run --cuda-counters DIR)"),
+                                 cl::value_desc("dir"), cl::cat(category));
 cl::opt<bool> histogram("histogram", cl::desc("Print log2 latency histograms per function"), cl::cat(category));
 cl::opt<std::string> foldedFile("folded", cl::desc("Write folded stacks (flame-graph input) to this file"),
                                 cl::value_desc("file"), cl::cat(category));
@@ -89,6 +106,14 @@ cl::opt<msc::DiagnosticsFormat> diagFormat(
 
 enum ExitStatus { kOk = 0, kTraceFailed = 1, kUsageOrIo = 2 };
 
+// lib/libmscale_cuda_interposer.so beside the bin/ that holds this tool (build tree and install alike).
+std::string defaultInterposerPath(const char *argv0) {
+  std::string exe = sys::fs::getMainExecutable(argv0, reinterpret_cast<void *>(&defaultInterposerPath));
+  SmallString<256> path(sys::path::parent_path(sys::path::parent_path(exe)));
+  sys::path::append(path, "lib", "libmscale_cuda_interposer.so");
+  return std::string(path);
+}
+
 std::atomic<bool> gStop{false};
 void onSignal(int) { gStop = true; }
 
@@ -110,7 +135,9 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(ownArgc, argv,
                               "MegaScale-Omni CUDA driver tracer (eBPF uprobes)\n\n"
                               "  mscale-trace --pid P | --cgroup PATH | --contract ID [options]\n"
-                              "  mscale-trace --lib PATH [options] -- command args...\n");
+                              "  mscale-trace --lib PATH [options] -- command args...\n"
+                              "  mscale-trace --via interposer [--mode count|latency] -- command args...\n"
+                              "  mscale-trace --via interposer --counters-dir DIR [--pid P] [options]\n");
 
   std::unique_ptr<msc::DiagnosticConsumer> printer =
       msc::makeDiagnosticPrinter(diagFormat, errs(), "mscale-trace", msc::kVersion);
@@ -130,10 +157,29 @@ int main(int argc, char **argv) {
   unsigned targets = (!pids.empty()) + (!cgroup.empty()) + (!contract.empty());
   if (targets > 1)
     return usage("give only one of --pid, --cgroup and --contract");
-  if (targets == 0 && command.empty())
-    return usage("give --pid, --cgroup or --contract, or a command after '--'");
+  if (targets == 0 && command.empty() && countersDir.empty())
+    return usage("give --pid, --cgroup or --contract, or a command after '--' (or --counters-dir with --via "
+                 "interposer)");
+
+  bool viaInterposer = via == msc::trace::TraceMechanism::Interposer;
+  // The interposer sees no stacks: it counts unless told otherwise; uprobes keep stacks by default.
+  Mode measure = mode.getNumOccurrences() ? Mode(mode) : viaInterposer ? Mode::Count : Mode::Stacks;
+  if (viaInterposer) {
+    if (!cgroup.empty() || !contract.empty())
+      return usage("--via interposer reads the processes of --counters-dir or runs a command, not --cgroup or "
+                   "--contract");
+    if (command.empty() && countersDir.empty())
+      return usage("--via interposer needs a command after '--' or --counters-dir");
+    if (measure == Mode::Stacks)
+      return usage("--via interposer records no stacks: use --mode count or --mode latency");
+  } else if (!countersDir.empty() || !interposer.empty()) {
+    return usage("--counters-dir and --interposer go with --via interposer");
+  }
 
   msc::trace::TraceOptions opts;
+  opts.mechanism = via;
+  opts.countersDir = countersDir;
+  opts.interposerPath = interposer.empty() ? defaultInterposerPath(argv[0]) : std::string(interposer);
   opts.pids.assign(pids.begin(), pids.end());
   opts.cgroupPath = cgroup;
   if (!contract.empty()) {
@@ -172,9 +218,9 @@ int main(int argc, char **argv) {
   if (ringbufKb < 4 || ringbufKb > (1u << 20))
     return usage("--ringbuf-kb must be between 4 and 1048576");
   opts.sampleEvery = sample;
-  opts.timeAll = mode != Mode::Count;
+  opts.timeAll = measure != Mode::Count;
   opts.events = !noEvents;
-  opts.stacks = mode == Mode::Stacks && !noStacks;
+  opts.stacks = measure == Mode::Stacks && !noStacks;
   opts.histogram = true;
   opts.ringBufferBytes = size_t{ringbufKb} * 1024;
   opts.btfPath = btf;
