@@ -145,6 +145,10 @@ void fillResults(const CounterReading &reading, const std::string &library, Trac
   results.functions.clear();
   results.attached.clear();
   for (auto &[id, f] : sum) {
+    // The uprobe path probes the runtime only where a libcudart is mapped; here it is always
+    // wrapped, so its functions show up where they were called.
+    if (cudaFunction(id).library == CudaLibrary::Runtime && f.calls == 0)
+      continue;
     results.attached.push_back({id, f.name, library, 0, 0, false, f.timed});
     results.enters += f.calls;
     results.functions.push_back(std::move(f));

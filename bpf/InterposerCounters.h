@@ -33,7 +33,7 @@ std::optional<CounterReading> readCounters(const std::string &dir, const std::ve
 CounterReading subtract(const CounterReading &after, const CounterReading &before);
 
 // The reading in the uprobe path's report form: functions summed over processes, in table order,
-// mechanism "interposer", `library` the interposer's path.
+// mechanism "interposer", `library` the interposer's path; the runtime's functions only when called.
 void fillResults(const CounterReading &reading, const std::string &library, TraceResults &results);
 
 } // namespace msc::trace

@@ -130,6 +130,10 @@ std::optional<TraceResults> runInterposerTrace(const TraceOptions &options, Diag
   std::optional<CounterReading> before = readCounters(options.countersDir, options.pids, diags);
   if (!before)
     return std::nullopt;
+  if (options.duration.count() == 0) { // no window: everything since each process started
+    fillResults(*before, options.interposerPath, results);
+    return results;
+  }
   auto deadline = started + options.duration;
   while (std::chrono::steady_clock::now() < deadline && !(stop && stop()))
     std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(

@@ -2,7 +2,8 @@
 // command runs with libmscale_cuda_interposer.so preloaded and a fresh counters directory, which is
 // read when it exits and then removed. Without one, the processes already publishing in
 // options.countersDir (workers mscale-exec started with --cuda-counters) are read at the start and
-// at the end of the window, and the difference is reported. Processes that run without the
+// at the end of the window, and the difference is reported (a zero duration: read once, totals since
+// each process started). Processes that run without the
 // interposer are the uprobe path's (TraceSession).
 #pragma once
 

@@ -2,6 +2,7 @@
 
 #include "executor/Session.h"
 #include "executor/Supervisor.h"
+#include "executor/WorkerVariables.h"
 #include "hal/Loader.h"
 #include "plan/PlanFile.h"
 #include "admission/PlanRecheck.h"
@@ -65,6 +66,11 @@ int runPlan(const RunOptions &o, Logger &log) {
   sup.maxRestarts = o.maxRestarts;
   sup.resumeAfterNodeLoss = o.resume;
   sup.nprocPerNode = o.nprocPerNode;
+  if (!o.cudaCountersDir.empty()) {
+    setCudaCounterVariables(o.cudaInterposerPath, o.cudaCountersDir, sup.environment);
+    log.info(contract, "workers count their CUDA calls into '" + o.cudaCountersDir + "' (interposer '" +
+                           o.cudaInterposerPath + "')");
+  }
   // Absolute: the worker may change directory before it reads the plan it runs under.
   std::error_code cwdError;
   sup.planPath = std::filesystem::absolute(o.planPath, cwdError).lexically_normal().string();

@@ -26,6 +26,10 @@ struct RunOptions {
   unsigned maxRestarts = 10;       // worker restarts after faults before giving up
   bool resume = false;             // a previous executor of this job was lost: resume from disk
   unsigned nprocPerNode = 0;       // ranks of the job (1..kMaxRanksPerNode); 0: one worker, no rank environment
+  // Non-empty: workers run with the CUDA interposer preloaded and count their calls into this
+  // directory (mscale-trace --via interposer --counters-dir reads it).
+  std::string cudaCountersDir;
+  std::string cudaInterposerPath;  // libmscale_cuda_interposer.so
 };
 
 int runPlan(const RunOptions &options, Logger &log);

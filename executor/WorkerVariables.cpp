@@ -1,11 +1,13 @@
 #include "executor/WorkerVariables.h"
 
+#include "interposer/cuda_counters.h"
 #include "support/CpuList.h"
 #include "worker/WorkerApi.h"
 
 #include <llvm/ADT/StringExtras.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 #include <unistd.h>
 
@@ -63,6 +65,16 @@ void handPoolToWorker(const std::string &role, int fd, uint64_t bytes, uint64_t 
 void closePool(int fd, WorkerEnvironment &worker) {
   ::close(fd);
   std::erase(worker.inheritedFds, fd);
+}
+
+void setCudaCounterVariables(const std::string &interposerPath, const std::string &countersDir,
+                             std::map<std::string, std::string> &variables) {
+  std::string preload = interposerPath;
+  if (const char *old = std::getenv("LD_PRELOAD"); old && *old)
+    preload += std::string(":") + old;
+  variables["LD_PRELOAD"] = preload;
+  variables[MSC_COUNTERS_DIR_ENV] = countersDir;
+  variables[MSC_COUNTERS_MODE_ENV] = "count";
 }
 
 } // namespace msc::exec

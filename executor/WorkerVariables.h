@@ -3,12 +3,14 @@
 //   MSCALE_CONTRACT, MSCALE_CPUS, MSCALE_ROLES, MSCALE_ROLE_<ROLE>_CPUS     (cpu)
 //   MSCALE_ROLE_<ROLE>_IO_DEPTH                                          (io)
 //   MSCALE_POOL_<ROLE>_FD, _BYTES, _PAGE_SIZE and the inherited fd       (memory)
+//   LD_PRELOAD, MSCALE_CUDA_COUNTERS, MSCALE_CUDA_COUNTERS_MODE         (run --cuda-counters)
 // MSCALE_CGROUP is not here: only an applier that made the contract's cgroup2 directory sets it.
 #pragma once
 
 #include "executor/Applier.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,5 +36,11 @@ std::string poolName(const std::string &contract, const std::string &role);
 void handPoolToWorker(const std::string &role, int fd, uint64_t bytes, uint64_t pageSize, WorkerEnvironment &worker);
 // Closes a pool handed over with handPoolToWorker and takes its fd back from the worker's list.
 void closePool(int fd, WorkerEnvironment &worker);
+
+// Preloads the CUDA interposer (interposer/) into the workers, counting their CUDA calls into
+// `countersDir` for `mscale-trace --via interposer --counters-dir`: LD_PRELOAD (ahead of the
+// executor's own, if any), the counters directory, and counting mode.
+void setCudaCounterVariables(const std::string &interposerPath, const std::string &countersDir,
+                             std::map<std::string, std::string> &variables);
 
 } // namespace msc::exec

@@ -216,13 +216,11 @@ static void record(int id, int failed, uint64_t ns)
 		__atomic_store_n(&c->max_ns, ns, __ATOMIC_RELAXED); /* the shared slot may lose a max: fine */
 }
 
-/* The real function `id`: known from dlsym, else the next definition after this library, else the
- * one in an already loaded libcuda / libcudart. NULL when there is none. */
-static void *real_function(int id)
+/* The real function `id` the first time: the next definition after this library, else the one in
+ * an already loaded libcuda / libcudart. NULL when there is none. */
+static __attribute__((noinline)) void *resolve_real(int id)
 {
-	void *p = __atomic_load_n(&g_real[id], __ATOMIC_ACQUIRE);
-	if (LIKELY(p != NULL))
-		return p;
+	void *p = NULL;
 	find_real_dlsym();
 	if (!g_real_dlsym)
 		return NULL;
@@ -238,6 +236,13 @@ static void *real_function(int id)
 	if (p)
 		__atomic_store_n(&g_real[id], p, __ATOMIC_RELEASE);
 	return p;
+}
+
+/* Known from dlsym or an earlier call, or resolved now. */
+static inline void *real_function(int id)
+{
+	void *p = __atomic_load_n(&g_real[id], __ATOMIC_ACQUIRE);
+	return LIKELY(p != NULL) ? p : resolve_real(id);
 }
 
 /* ---- the wrappers ---------------------------------------------------------------------------- */

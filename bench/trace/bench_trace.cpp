@@ -1,10 +1,10 @@
-// bench_trace: per-call cost of the CUDA uprobes, measured in this process on the fake libcuda.
-// The probed call is cuMemFree_v2 (a few ns of its own). Modes: probes off, counters and
-// histograms only, events with user stacks for every call; first instruction `push %rbp`
-// (emulated by the kernel) and `endbr64` (single-stepped) probed at +0, or past it at +4.
-// Then events per second through the ring buffer, and drops, with every call an event.
-// Prints medians of 5 runs and ratios against "off" from the same run. Not a Google Benchmark
-// main: a trace session costs seconds to set up and tear down, so each mode runs once.
+// bench_trace: per-call cost of tracing the CUDA driver, against an untraced run of the same
+// program. bench_trace_caller calls cuMemFree_v2 (a few ns of its own) of a fake libcuda in a loop
+// and reports its median ns per call; it runs untraced, under uprobes (count, latency and stack
+// modes) and with the interposer preloaded (count and latency), for the fake compiled several ways
+// (bench/trace/CMakeLists.txt): the uprobe cost depends on the probed instruction, the interposer's
+// does not. Every traced run checks its count is exact. Then events per second through the ring
+// buffer, with every call an event. Not a Google Benchmark main: a trace costs seconds to set up.
 #include "bpf/Process.h"
 #include "bpf/TraceSession.h"
 
@@ -13,13 +13,18 @@
 #include <llvm/Support/Format.h>
 #include <llvm/Support/raw_ostream.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <dlfcn.h>
+#include <fstream>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
+
+extern char **environ;
 
 using namespace msc;
 using namespace msc::trace;
@@ -27,8 +32,9 @@ using namespace msc::trace;
 namespace {
 
 using FreeFn = decltype(&::cuMemFree_v2);
-constexpr int kCalls = 200000;
-constexpr int kRuns = 5;
+constexpr long kRuns = 5;
+constexpr long kProbedCalls = 50'000;    // per run, under uprobes (microseconds each)
+constexpr long kCheapCalls = 2'000'000;  // per run, untraced and with the interposer
 
 double nsPerCall(FreeFn fn, int calls) {
   auto t0 = std::chrono::steady_clock::now();
@@ -38,95 +44,125 @@ double nsPerCall(FreeFn fn, int calls) {
   return std::chrono::duration<double, std::nano>(t1 - t0).count() / calls;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+struct Variant {
+  const char *name;
+  const char *entry; // what cuMemFree_v2 starts with
+};
+const Variant kVariants[] = {
+    {"o0", "-O0: push %rbp"},
+    {"o2fp", "-O2 frame pointers: push %rbp"},
+    {"cet", "-O2 -fcf-protection: endbr64"},
+    {"nofp", "-O2 -fomit-frame-pointer: RIP-relative cmp"},
+    {"hot", "hot entry: add 0x8(%rsp),%r9d"},
+    {"nop5", "5-byte nop"},
+};
+
+enum class Mode { Off, Count, Latency, Stacks };
+struct Config {
+  const char *name;
+  Mode mode;
+  TraceMechanism mechanism;
+  bool skipEndbr64 = true;
+};
+const Config kConfigs[] = {
+    {"off", Mode::Off, TraceMechanism::Uprobe},
+    {"uprobe count", Mode::Count, TraceMechanism::Uprobe},
+    {"uprobe count, endbr64 at +0", Mode::Count, TraceMechanism::Uprobe, false},
+    {"uprobe latency", Mode::Latency, TraceMechanism::Uprobe},
+    {"uprobe stacks (every call)", Mode::Stacks, TraceMechanism::Uprobe},
+    {"interposer count", Mode::Count, TraceMechanism::Interposer},
+    {"interposer latency", Mode::Latency, TraceMechanism::Interposer},
+};
+
+double readNumber(const std::string &path) {
+  std::ifstream in(path);
+  double v = -1;
+  in >> v;
+  return v;
 }
 
-struct Mode {
-  const char *name;
-  const char *variant; // plain | cet
-  bool trace, events, skipEndbr;
-};
+// The caller untraced: its median ns per call, < 0 on failure.
+double runUntraced(const std::vector<std::string> &args) {
+  std::vector<char *> argv;
+  for (const std::string &a : args)
+    argv.push_back(const_cast<char *>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid;
+  if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0)
+    return -1;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? readNumber(args.back()) : -1;
+}
 
 } // namespace
 
 int main() {
-  const std::string dir = MSC_FAKE_CUDA_DIR;
-  if (!currentPrivileges().canTrace() || access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
-    llvm::outs() << "bench_trace: skipped: needs root (or CAP_BPF+CAP_PERFMON) and /sys/kernel/btf/vmlinux\n";
-    return 0;
-  }
-  FreeFn fns[2];
-  const char *variants[2] = {"plain", "cet"};
-  for (int i = 0; i < 2; ++i) {
-    void *h = dlopen((dir + "/" + variants[i] + "/libcuda.so.1").c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!h || !(fns[i] = reinterpret_cast<FreeFn>(dlsym(h, "cuMemFree_v2")))) {
-      llvm::errs() << "bench_trace: cannot load the fake libcuda from " << dir << ": " << dlerror() << "\n";
-      return 1;
-    }
-  }
-  const Mode modes[] = {
-      {"off (push %rbp)", "plain", false, false, true},
-      {"off (endbr64)", "cet", false, false, true},
-      {"counters, push %rbp at +0", "plain", true, false, true},
-      {"counters, endbr64 at +0", "cet", true, false, false},
-      {"counters, endbr64 skipped (+4)", "cet", true, false, true},
-      {"events+stacks, push %rbp at +0", "plain", true, true, true},
-      {"events+stacks, endbr64 at +0", "cet", true, true, false},
-      {"events+stacks, endbr64 skipped (+4)", "cet", true, true, true},
-  };
-  llvm::outs() << "bench_trace: " << kCalls << " calls of cuMemFree_v2 per run, median of " << kRuns << " runs\n\n";
-  llvm::outs() << "mode                                          ns/call      x off  overhead ns\n";
-  double off[2] = {0, 0};
-  for (const Mode &m : modes) {
-    int v = std::string(m.variant) == "cet";
-    CollectingConsumer c;
-    DiagnosticEngine diags(nullptr, c);
-    std::unique_ptr<TraceSession> session;
-    if (m.trace) {
-      TraceOptions opts;
-      opts.pids = {getpid()};
-      opts.libPath = dir + "/" + m.variant + "/libcuda.so.1";
-      opts.events = m.events;
-      opts.stacks = m.events;
-      opts.minLatencyNs = 0;
-      opts.skipEndbr64 = m.skipEndbr;
-      opts.ringBufferBytes = 64u << 20;
-      session = TraceSession::start(opts, diags);
-      if (!session) {
-        llvm::errs() << "bench_trace: cannot start a trace: "
-                     << (c.diags.empty() ? std::string("?") : c.diags.back().message) << "\n";
-        return 1;
+  const std::string benchDir = MSC_BENCH_FAKE_CUDA_DIR, out = "/tmp/bench_trace." + std::to_string(getpid());
+  bool canTrace = currentPrivileges().canTrace() && access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+  if (!canTrace)
+    llvm::outs() << "bench_trace: uprobe rows skipped: they need root (or CAP_BPF+CAP_PERFMON) and "
+                    "/sys/kernel/btf/vmlinux\n";
+  llvm::outs() << "bench_trace: cuMemFree_v2 of the fake libcuda, median of " << kRuns << " runs of " << kProbedCalls
+               << " calls (uprobes) or " << kCheapCalls << " (untraced, interposer)\n";
+  for (const Variant &v : kVariants) {
+    std::string lib = benchDir + "/" + v.name + "/libcuda.so.1";
+    llvm::outs() << "\n" << v.name << " (" << v.entry << ")\n";
+    llvm::outs() << "  mechanism, mode                       ns/call      x off  overhead ns\n";
+    double off = 0;
+    for (const Config &c : kConfigs) {
+      if (!c.skipEndbr64 && std::string(v.name) != "cet")
+        continue;
+      if (c.mechanism == TraceMechanism::Uprobe && c.mode != Mode::Off && !canTrace)
+        continue;
+      long calls = c.mechanism == TraceMechanism::Uprobe && c.mode != Mode::Off ? kProbedCalls : kCheapCalls;
+      std::vector<std::string> args = {MSC_BENCH_CALLER, lib, std::to_string(calls), std::to_string(kRuns), out};
+      double ns = -1;
+      std::string note;
+      if (c.mode == Mode::Off) {
+        ns = off = runUntraced(args);
+      } else {
+        CollectingConsumer sink;
+        DiagnosticEngine diags(nullptr, sink);
+        TraceOptions opts;
+        opts.mechanism = c.mechanism;
+        opts.interposerPath = MSC_INTERPOSER;
+        opts.command = args;
+        opts.libPath = lib;
+        opts.duration = std::chrono::nanoseconds(0);
+        opts.timeAll = c.mode != Mode::Count;
+        opts.events = c.mode == Mode::Stacks;
+        opts.stacks = c.mode == Mode::Stacks;
+        opts.minLatencyNs = 0; // stack mode: every call is an event with a stack (the worst case)
+        opts.ringBufferBytes = 64u << 20;
+        opts.skipEndbr64 = c.skipEndbr64;
+        std::optional<TraceResults> res = runTrace(opts, diags);
+        if (!res) {
+          llvm::outs() << "  " << c.name << ": cannot trace: "
+                       << (sink.diags.empty() ? std::string("?") : sink.diags.back().message) << "\n";
+          continue;
+        }
+        ns = readNumber(out);
+        const FunctionStats *s = res->stats("cuMemFree_v2");
+        uint64_t expected = static_cast<uint64_t>(calls * kRuns + calls / 10);
+        if (!s || s->calls != expected)
+          note = "  (count mismatch: " + std::to_string(s ? s->calls : 0) + " != " + std::to_string(expected) + ")";
       }
-    }
-    std::atomic<bool> done{false};
-    std::thread reader;
-    if (session && m.events)
-      reader = std::thread([&] {
-        while (!done)
-          session->poll(10);
-      });
-    std::vector<double> runs;
-    nsPerCall(fns[v], kCalls / 10); // warm up
-    for (int r = 0; r < kRuns; ++r)
-      runs.push_back(nsPerCall(fns[v], kCalls));
-    done = true;
-    if (reader.joinable())
-      reader.join();
-    double med = median(runs);
-    if (!m.trace)
-      off[v] = med;
-    llvm::outs() << llvm::format("%-40s %12.1f %10.1f %12.1f\n", m.name, med, med / off[v], med - off[v]);
-    if (session) {
-      TraceResults res = session->finish(diags);
-      const FunctionStats *s = res.stats("cuMemFree_v2");
-      uint64_t expected = static_cast<uint64_t>(kCalls) * kRuns + kCalls / 10;
-      if (!s || s->calls != expected)
-        llvm::outs() << "  (count mismatch: " << (s ? s->calls : 0) << " != " << expected << ")\n";
+      llvm::outs() << llvm::format("  %-34s %10.1f %10.1f %12.1f", c.name, ns, off > 0 ? ns / off : 0.0, ns - off)
+                   << note << "\n";
     }
   }
+  std::remove(out.c_str());
+  if (!canTrace)
+    return 0;
 
+  const std::string dir = MSC_FAKE_CUDA_DIR;
+  void *h = dlopen((dir + "/plain/libcuda.so.1").c_str(), RTLD_NOW | RTLD_LOCAL);
+  FreeFn plainFree = h ? reinterpret_cast<FreeFn>(dlsym(h, "cuMemFree_v2")) : nullptr;
+  if (!plainFree) {
+    llvm::errs() << "bench_trace: cannot load the fake libcuda from " << dir << ": " << dlerror() << "\n";
+    return 1;
+  }
   // Throughput of events: every call an event with a stack, 64 MiB ring, reader polling every 10 ms.
   for (size_t ringMiB : {4, 64}) {
     CollectingConsumer c;
@@ -146,7 +182,7 @@ int main() {
     });
     const int calls = 2'000'000;
     auto t0 = std::chrono::steady_clock::now();
-    nsPerCall(fns[0], calls);
+    nsPerCall(plainFree, calls);
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     done = true;
     reader.join();

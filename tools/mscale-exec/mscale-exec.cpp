@@ -9,6 +9,8 @@
 #include "support/Version.h"
 
 #include <llvm/Support/CommandLine.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/Path.h>
 #include <llvm/Support/InitLLVM.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -33,6 +35,15 @@ cl::opt<std::string> Inject("inject-failure", cl::desc("Test hook: make this app
                             cl::sub(RunCmd));
 cl::opt<bool> Strict("strict-fingerprint", cl::desc("Refuse a plan whose topology fingerprint differs at all"),
                      cl::sub(RunCmd));
+cl::opt<std::string> CudaCounters("cuda-counters",
+                                  cl::desc("Preload the CUDA interposer into the workers and count their CUDA calls "
+                                           "into this directory (read with mscale-trace --via interposer "
+                                           "--counters-dir)"),
+                                  cl::value_desc("dir"), cl::sub(RunCmd));
+cl::opt<std::string> CudaInterposer("cuda-interposer",
+                                    cl::desc("The interposer to preload (default: lib/libmscale_cuda_interposer.so "
+                                             "beside this tool's bin/)"),
+                                    cl::value_desc("path"), cl::sub(RunCmd));
 cl::opt<bool> DryRun("check-only", cl::desc("Re-check the plan against the node and stop"), cl::sub(RunCmd));
 cl::opt<unsigned> MaxRestarts("max-restarts", cl::desc("Worker restarts after faults before giving up (default 10)"),
                               cl::init(10), cl::sub(RunCmd));
@@ -196,6 +207,24 @@ int main(int argc, char **argv) {
     o.dryRun = DryRun;
     o.maxRestarts = MaxRestarts;
     o.resume = Resume;
+    if (!CudaCounters.empty()) {
+      if (!llvm::sys::fs::is_directory(CudaCounters)) {
+        llvm::errs() << "mscale-exec: error[ERR_DRV_005]: invalid option value: --cuda-counters '" << CudaCounters
+                     << "' is not a directory\n";
+        return 2;
+      }
+      llvm::SmallString<256> dir(CudaCounters);
+      llvm::sys::fs::make_absolute(dir); // the worker may change directory before its first CUDA call
+      o.cudaCountersDir = std::string(dir);
+      if (!CudaInterposer.empty()) {
+        o.cudaInterposerPath = CudaInterposer;
+      } else {
+        std::string exe = llvm::sys::fs::getMainExecutable(argv[0], reinterpret_cast<void *>(&serve));
+        llvm::SmallString<256> lib(llvm::sys::path::parent_path(llvm::sys::path::parent_path(exe)));
+        llvm::sys::path::append(lib, "lib", "libmscale_cuda_interposer.so");
+        o.cudaInterposerPath = std::string(lib);
+      }
+    }
     return exec::runPlan(o, log);
   }
   if (ServeCmd)

@@ -65,6 +65,10 @@ cl::opt<std::string> countersDir("counters-dir",
                                  cl::desc("With --via interposer: the directory in which preloaded processes "
                                           "publish their counters (mscale-exec run --cuda-counters DIR)"),
                                  cl::value_desc("dir"), cl::cat(category));
+cl::opt<bool> totals("totals",
+                          cl::desc("With --counters-dir: report what the files hold since each process started, "
+                                   "not the calls of a --duration window"),
+                          cl::cat(category));
 cl::opt<bool> histogram("histogram", cl::desc("Print log2 latency histograms per function"), cl::cat(category));
 cl::opt<std::string> foldedFile("folded", cl::desc("Write folded stacks (flame-graph input) to this file"),
                                 cl::value_desc("file"), cl::cat(category));
@@ -170,10 +174,12 @@ int main(int argc, char **argv) {
                    "--contract");
     if (command.empty() && countersDir.empty())
       return usage("--via interposer needs a command after '--' or --counters-dir");
+    if (totals && (!command.empty() || countersDir.empty() || !duration.empty()))
+      return usage("--totals goes with --counters-dir, without a command or --duration");
     if (measure == Mode::Stacks)
       return usage("--via interposer records no stacks: use --mode count or --mode latency");
-  } else if (!countersDir.empty() || !interposer.empty()) {
-    return usage("--counters-dir and --interposer go with --via interposer");
+  } else if (!countersDir.empty() || !interposer.empty() || totals) {
+    return usage("--counters-dir, --interposer and --totals go with --via interposer");
   }
 
   msc::trace::TraceOptions opts;
@@ -204,6 +210,8 @@ int main(int argc, char **argv) {
   } else {
     opts.duration = command.empty() ? std::chrono::nanoseconds(std::chrono::seconds(10)) : std::chrono::nanoseconds(0);
   }
+  if (totals)
+    opts.duration = std::chrono::nanoseconds(0);
   auto minLat = msc::parseDurationNs(minLatency);
   if (!minLat)
     return usage("--min-latency '" + minLatency + "' is not a duration like 100us");

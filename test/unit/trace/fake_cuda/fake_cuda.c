@@ -200,4 +200,22 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 	return CUDA_SUCCESS;
 }
 
+#if defined(FAKECUDA_HOT_ENTRY) || defined(FAKECUDA_NOP5_ENTRY)
+/* Benchmark variants (bench/trace): cuMemFree_v2 starts with a chosen instruction and jumps to the
+ * body, to price uprobes on an entry the kernel must single-step out of line (the hot entry:
+ * `add 0x8(%rsp),%r9d`, as -O2 code can start with; r9 is a scratch register here) or on a 5-byte
+ * nop, which kernels >= 6.18 can turn into a call to a uprobe trampoline. */
+#ifdef FAKECUDA_HOT_ENTRY
+#define FAKECUDA_ENTRY "\tadd 0x8(%rsp),%r9d\n"
+#else
+#define FAKECUDA_ENTRY "\t.byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"
+#endif
+__attribute__((used)) CUresult fake_mem_free(CUdeviceptr dptr) { (void)dptr; host_cost(); return CUDA_SUCCESS; }
+__asm__(".globl cuMemFree_v2\n"
+	".type cuMemFree_v2, @function\n"
+	"cuMemFree_v2:\n" FAKECUDA_ENTRY
+	"\tjmp fake_mem_free\n"
+	".size cuMemFree_v2, . - cuMemFree_v2\n");
+#else
 EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) { (void)dptr; host_cost(); return CUDA_SUCCESS; }
+#endif
