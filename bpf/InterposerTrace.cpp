@@ -3,7 +3,10 @@
 #include "bpf/InterposerCounters.h"
 #include "interposer/cuda_counters.h"
 
+#include <llvm/ADT/StringRef.h>
+
 #include <cerrno>
+#include <map>
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
@@ -12,6 +15,8 @@
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+
+extern char **environ;
 
 namespace msc::trace {
 namespace {
@@ -43,6 +48,23 @@ std::optional<int> runPreloaded(const TraceOptions &options, const std::string &
   for (const std::string &a : options.command)
     argv.push_back(const_cast<char *>(a.c_str()));
   argv.push_back(nullptr);
+  // The child's environment is made before fork: between fork and exec only async-signal-safe calls.
+  const std::map<std::string, std::string> ours = {
+      {"LD_PRELOAD", preload},
+      {MSC_COUNTERS_DIR_ENV, countersDir},
+      {MSC_COUNTERS_MODE_ENV, options.timeAll ? "latency" : "count"}};
+  std::vector<std::string> envStrings;
+  for (char **e = environ; *e; ++e) {
+    llvm::StringRef entry(*e);
+    if (!ours.count(entry.split('=').first.str()))
+      envStrings.push_back(entry.str());
+  }
+  for (const auto &[name, value] : ours)
+    envStrings.push_back(name + "=" + value);
+  std::vector<char *> envp;
+  for (std::string &e : envStrings)
+    envp.push_back(e.data());
+  envp.push_back(nullptr);
   pid_t pid = ::fork();
   if (pid < 0) {
     diags.report(DiagCode::ERR_TRACE_012) << options.command[0] << std::strerror(errno);
@@ -52,10 +74,7 @@ std::optional<int> runPreloaded(const TraceOptions &options, const std::string &
   }
   if (pid == 0) {
     ::close(execErr[0]);
-    ::setenv("LD_PRELOAD", preload.c_str(), 1);
-    ::setenv(MSC_COUNTERS_DIR_ENV, countersDir.c_str(), 1);
-    ::setenv(MSC_COUNTERS_MODE_ENV, options.timeAll ? "latency" : "count", 1);
-    ::execvp(argv[0], argv.data());
+    ::execvpe(argv[0], argv.data(), envp.data());
     int e = errno;
     ssize_t ignored = ::write(execErr[1], &e, sizeof(e));
     (void)ignored;

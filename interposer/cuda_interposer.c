@@ -156,7 +156,7 @@ static __attribute__((noinline)) struct msc_thread_counters *take_slot(void)
 	struct msc_counters_file *f = g_file;
 	pthread_mutex_unlock(&g_lock);
 	if (!f) {
-		g_enabled = 0;
+		__atomic_store_n(&g_enabled, 0, __ATOMIC_RELAXED);
 		return NULL;
 	}
 	uint32_t i = __atomic_fetch_add(&f->threads_used, 1, __ATOMIC_RELAXED);
@@ -255,7 +255,7 @@ static inline void *real_function(int id)
 		real_t real = (real_t)real_function(ID);                                 \
 		if (UNLIKELY(!real))                                                      \
 			return NOT_FOUND;                                                 \
-		if (!g_enabled)                                                           \
+		if (!__atomic_load_n(&g_enabled, __ATOMIC_RELAXED))                      \
 			return real ARGS;                                                 \
 		if (!((g_timed_mask >> (ID)) & 1)) {                                      \
 			count(ID);                                                        \

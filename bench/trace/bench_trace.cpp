@@ -3,7 +3,7 @@
 // and reports its median ns per call; it runs untraced, under uprobes (count, latency and stack
 // modes) and with the interposer preloaded (count and latency), for the fake compiled several ways
 // (bench/trace/CMakeLists.txt): the uprobe cost depends on the probed instruction, the interposer's
-// does not. Every traced run checks its count is exact. Then events per second through the ring
+// does not. Every traced run checks its count is exact. Arguments: the variants to run (default: all). Then events per second through the ring
 // buffer, with every call an event. Not a Google Benchmark main: a trace costs seconds to set up.
 #include "bpf/Process.h"
 #include "bpf/TraceSession.h"
@@ -13,6 +13,7 @@
 #include <llvm/Support/Format.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -51,10 +52,12 @@ struct Variant {
 const Variant kVariants[] = {
     {"o0", "-O0: push %rbp"},
     {"o2fp", "-O2 frame pointers: push %rbp"},
-    {"cet", "-O2 -fcf-protection: endbr64"},
+    {"cet", "-O2 -fcf-protection, frame pointers: endbr64; push %rbp"},
+    {"cet2", "-O2 -fcf-protection: endbr64; RIP-relative cmp"},
     {"nofp", "-O2 -fomit-frame-pointer: RIP-relative cmp"},
     {"hot", "hot entry: add 0x8(%rsp),%r9d"},
-    {"nop5", "5-byte nop"},
+    {"nop5", "5-byte nop 0f 1f 44 00 00"},
+    {"clang5", "clang -fpatchable-function-entry=5: 5-byte nop 0f 1f 44 00 08"},
 };
 
 enum class Mode { Off, Count, Latency, Stacks };
@@ -97,7 +100,9 @@ double runUntraced(const std::vector<std::string> &args) {
 
 } // namespace
 
-int main() {
+// bench_trace [VARIANT...]: only these variants (default: all).
+int main(int argc, char **argv) {
+  std::vector<std::string> only(argv + 1, argv + argc);
   const std::string benchDir = MSC_BENCH_FAKE_CUDA_DIR, out = "/tmp/bench_trace." + std::to_string(getpid());
   bool canTrace = currentPrivileges().canTrace() && access("/sys/kernel/btf/vmlinux", R_OK) == 0;
   if (!canTrace)
@@ -106,12 +111,14 @@ int main() {
   llvm::outs() << "bench_trace: cuMemFree_v2 of the fake libcuda, median of " << kRuns << " runs of " << kProbedCalls
                << " calls (uprobes) or " << kCheapCalls << " (untraced, interposer)\n";
   for (const Variant &v : kVariants) {
+    if (!only.empty() && std::find(only.begin(), only.end(), v.name) == only.end())
+      continue;
     std::string lib = benchDir + "/" + v.name + "/libcuda.so.1";
     llvm::outs() << "\n" << v.name << " (" << v.entry << ")\n";
     llvm::outs() << "  mechanism, mode                       ns/call      x off  overhead ns\n";
     double off = 0;
     for (const Config &c : kConfigs) {
-      if (!c.skipEndbr64 && std::string(v.name) != "cet")
+      if (!c.skipEndbr64 && std::string(v.name).rfind("cet", 0) != 0)
         continue;
       if (c.mechanism == TraceMechanism::Uprobe && c.mode != Mode::Off && !canTrace)
         continue;
