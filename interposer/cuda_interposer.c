@@ -22,6 +22,7 @@
 #include <cuda_runtime_api.h>
 
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -296,15 +297,58 @@ WRAP(15, cudaError_t, cudaErrorSymbolNotFound, cudaLaunchKernel,
 #define ADDRESS_OF(id, sync, name) (void *)name,
 static void *const g_wrappers[MSC_NFN] = { MSC_WRAPPED(ADDRESS_OF) };
 
-/* dlsym of a wrapped function returns the wrapper and remembers the real one. RTLD_NEXT lookups
- * resolve from this library (the first in the search order) instead of the caller's. */
+/* RTLD_NEXT for `caller`: the real dlsym would search after this library instead (it takes the
+ * caller from its return address), and another preloaded library asking for its own next
+ * definition would get itself back. So: the first object after the caller's, in load order, that
+ * defines `name` itself. */
+struct next_search {
+	const char *name;
+	void *caller_base;
+	int after_caller;
+	void *found;
+};
+
+static int search_next(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	struct next_search *s = data;
+	void *base = (void *)info->dlpi_addr;
+	if (!s->after_caller) {
+		s->after_caller = base == s->caller_base;
+		return 0;
+	}
+	if (!info->dlpi_name || !info->dlpi_name[0])
+		return 0;
+	void *h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
+	if (!h)
+		return 0;
+	void *p = g_real_dlsym(h, s->name);
+	Dl_info where;
+	/* dlsym(h) also searches h's dependencies: keep only a definition in this object. */
+	if (p && dladdr(p, &where) && where.dli_fbase == base)
+		s->found = p;
+	dlclose(h);
+	return s->found != NULL;
+}
+
+static void *next_after(const void *caller, const char *name)
+{
+	Dl_info info;
+	if (!dladdr(caller, &info))
+		return NULL;
+	struct next_search s = { name, info.dli_fbase, 0, NULL };
+	dl_iterate_phdr(search_next, &s);
+	return s.found;
+}
+
+/* dlsym of a wrapped function returns the wrapper and remembers the real one. */
 EXPORT void *dlsym(void *handle, const char *name)
 {
 	find_real_dlsym();
 	void *(*real)(void *, const char *) = __atomic_load_n(&g_real_dlsym, __ATOMIC_ACQUIRE);
 	if (!real)
 		return NULL;
-	void *p = real(handle, name);
+	void *p = handle == RTLD_NEXT ? next_after(__builtin_return_address(0), name) : real(handle, name);
 	if (!p || name[0] != 'c' || name[1] != 'u') /* not ours: cu* and cuda* only */
 		return p;
 	for (int i = 0; i < MSC_NFN; ++i)
