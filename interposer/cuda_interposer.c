@@ -13,8 +13,9 @@
  * device (and, in latency mode, every function) are timed with the vDSO clock as well. The file is
  * created at the first counted call of a process; a forked child makes its own.
  *
- * Not interposed: cuGetProcAddress (CUDA >= 11.3 runtimes find driver functions that way) and
- * dlvsym; a program using them calls the driver directly and is seen by uprobes only. */
+ * cuGetProcAddress (v1 and v2), through which the CUDA runtime finds the driver's functions, hands
+ * out the wrappers as well. Not interposed: dlvsym, and pointers a program got before the
+ * interposer was loaded (it is preloaded: there are none). */
 #define _GNU_SOURCE
 #include "interposer/cuda_counters.h"
 
@@ -297,6 +298,80 @@ WRAP(15, cudaError_t, cudaErrorSymbolNotFound, cudaLaunchKernel,
 #define ADDRESS_OF(id, sync, name) (void *)name,
 static void *const g_wrappers[MSC_NFN] = { MSC_WRAPPED(ADDRESS_OF) };
 
+/* ---- cuGetProcAddress ----------------------------------------------------------------------- */
+
+/* The CUDA runtime (>= 11.3) gets every driver function from cuGetProcAddress, by base name and
+ * version ("cuMemFree", 3020 -> cuMemFree_v2): a pointer it returns that is one of the wrapped
+ * functions of the library it came from becomes the wrapper. Compared by address, so the
+ * versioned names need no table here. */
+static void wrap_proc_address(void **pfn)
+{
+	Dl_info where;
+	if (!pfn || !*pfn || !dladdr(*pfn, &where) || !where.dli_fname)
+		return;
+	void *h = dlopen(where.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+	if (!h)
+		return;
+	for (int i = 0; i < MSC_NFN; ++i)
+		if (g_real_dlsym(h, g_names[i]) == *pfn) {
+			__atomic_store_n(&g_real[i], *pfn, __ATOMIC_RELEASE);
+			*pfn = g_wrappers[i];
+			break;
+		}
+	dlclose(h);
+}
+
+#undef cuGetProcAddress
+typedef CUresult (*proc_address_v2_t)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+typedef CUresult (*proc_address_v1_t)(const char *, void **, int, cuuint64_t);
+enum { GPA_V1, GPA_V2, GPA_COUNT };
+static const char *const g_gpa_names[GPA_COUNT] = { "cuGetProcAddress", "cuGetProcAddress_v2" };
+static void *g_gpa_real[GPA_COUNT];
+
+static void *real_proc_address(int which)
+{
+	void *p = __atomic_load_n(&g_gpa_real[which], __ATOMIC_ACQUIRE);
+	if (p)
+		return p;
+	find_real_dlsym();
+	if (!g_real_dlsym)
+		return NULL;
+	p = g_real_dlsym(RTLD_NEXT, g_gpa_names[which]);
+	void *h = p ? NULL : dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	if (h) {
+		p = g_real_dlsym(h, g_gpa_names[which]);
+		dlclose(h);
+	}
+	if (p)
+		__atomic_store_n(&g_gpa_real[which], p, __ATOMIC_RELEASE);
+	return p;
+}
+
+EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+				    CUdriverProcAddressQueryResult *status)
+{
+	proc_address_v2_t real = (proc_address_v2_t)real_proc_address(GPA_V2);
+	if (!real)
+		return CUDA_ERROR_NOT_FOUND;
+	CUresult r = real(symbol, pfn, cudaVersion, flags, status);
+	if (r == CUDA_SUCCESS)
+		wrap_proc_address(pfn);
+	return r;
+}
+
+EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+{
+	proc_address_v1_t real = (proc_address_v1_t)real_proc_address(GPA_V1);
+	if (!real)
+		return CUDA_ERROR_NOT_FOUND;
+	CUresult r = real(symbol, pfn, cudaVersion, flags);
+	if (r == CUDA_SUCCESS)
+		wrap_proc_address(pfn);
+	return r;
+}
+
+static void *const g_gpa_wrappers[GPA_COUNT] = { (void *)cuGetProcAddress, (void *)cuGetProcAddress_v2 };
+
 /* RTLD_NEXT for `caller`: the real dlsym would search after this library instead (it takes the
  * caller from its return address), and another preloaded library asking for its own next
  * definition would get itself back. So: the first object after the caller's, in load order, that
@@ -357,6 +432,13 @@ EXPORT void *dlsym(void *handle, const char *name)
 				return p;
 			__atomic_store_n(&g_real[i], p, __ATOMIC_RELEASE);
 			return g_wrappers[i];
+		}
+	for (int i = 0; i < GPA_COUNT; ++i)
+		if (strcmp(name, g_gpa_names[i]) == 0) {
+			if (p == g_gpa_wrappers[i])
+				return p;
+			__atomic_store_n(&g_gpa_real[i], p, __ATOMIC_RELEASE);
+			return g_gpa_wrappers[i];
 		}
 	return p;
 }

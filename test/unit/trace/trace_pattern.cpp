@@ -1,7 +1,7 @@
 // trace-pattern: calls the CUDA driver API of a library given on the command line (dlopen, like
 // the frameworks do) in fixed patterns, so the tracing tests know exactly what should be seen.
 //   trace-pattern --lib PATH [--cudart PATH] --pattern NAME [--iterations N] [--seconds S]
-//                 [--join-cgroup DIR]
+//                 [--join-cgroup DIR] [--lookup dlsym|proc-address]
 // Patterns:
 //   counts    each iteration: cuLaunchKernel x3 (one fails), cuLaunchKernelEx, the four async and the
 //             four synchronous copies, the three synchronisations, cuMemAlloc_v2, cuMemFree_v2,
@@ -48,8 +48,26 @@ struct Api {
   decltype(&::cudaLaunchKernel) rtLaunch = nullptr;
 };
 
+// --lookup proc-address: the driver's functions come from cuGetProcAddress by base name, as the
+// CUDA runtime finds them ("cuMemFree_v2" is asked for as "cuMemFree").
+using ProcAddress = CUresult (*)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+ProcAddress gProcAddress = nullptr;
+void *gDriver = nullptr;
+
 template <typename T> void load(void *lib, T &fn, const char *name) {
-  fn = reinterpret_cast<T>(dlsym(lib, name));
+  if (gProcAddress && lib == gDriver) {
+    std::string base = name;
+    if (base.size() > 3 && base.compare(base.size() - 3, 3, "_v2") == 0)
+      base.resize(base.size() - 3);
+    void *p = nullptr;
+    CUdriverProcAddressQueryResult status;
+    if (gProcAddress(base.c_str(), &p, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &status) == CUDA_SUCCESS)
+      fn = reinterpret_cast<T>(p);
+    else
+      fn = nullptr;
+  } else {
+    fn = reinterpret_cast<T>(dlsym(lib, name));
+  }
   if (!fn) {
     fprintf(stderr, "trace-pattern: '%s' not found: %s\n", name, dlerror());
     exit(2);
@@ -144,7 +162,7 @@ NOINLINE void launches(const Api &api, long iterations, double seconds) {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string lib, cudart, pattern = "counts", cgroup;
+  std::string lib, cudart, pattern = "counts", cgroup, lookup = "dlsym";
   long iterations = 0;
   double seconds = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -161,6 +179,8 @@ int main(int argc, char **argv) {
       seconds = std::atof(value.c_str());
     else if (key == "--join-cgroup")
       cgroup = value;
+    else if (key == "--lookup")
+      lookup = value;
     else {
       fprintf(stderr, "trace-pattern: unknown option '%s'\n", key.c_str());
       return 2;
@@ -177,6 +197,14 @@ int main(int argc, char **argv) {
   if (!h) {
     fprintf(stderr, "trace-pattern: %s\n", dlerror());
     return 2;
+  }
+  if (lookup == "proc-address") {
+    gDriver = h;
+    gProcAddress = reinterpret_cast<ProcAddress>(dlsym(h, "cuGetProcAddress_v2"));
+    if (!gProcAddress) {
+      fprintf(stderr, "trace-pattern: no cuGetProcAddress_v2 in '%s'\n", lib.c_str());
+      return 2;
+    }
   }
   Api api{};
   load(h, api.launch, "cuLaunchKernel");

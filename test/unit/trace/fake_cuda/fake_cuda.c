@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -219,3 +220,45 @@ __asm__(".globl cuMemFree_v2\n"
 #else
 EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) { (void)dptr; host_cost(); return CUDA_SUCCESS; }
 #endif
+
+/* cuGetProcAddress (v2) as the CUDA runtime uses it: a base name and a version ("cuMemFree", 3020
+ * -> cuMemFree_v2) or an exact name. The addresses bind inside this library (it links with
+ * -Bsymbolic-functions, as the real driver's do): a preloaded library defining the same names does
+ * not change what this returns. */
+#undef cuGetProcAddress
+EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+				    CUdriverProcAddressQueryResult *status)
+{
+	(void)flags;
+	static const struct { const char *name; void *fn; } table[] = {
+		{ "cuLaunchKernel", (void *)cuLaunchKernel },
+		{ "cuLaunchKernelEx", (void *)cuLaunchKernelEx },
+		{ "cuMemcpyAsync", (void *)cuMemcpyAsync },
+		{ "cuMemcpyHtoDAsync_v2", (void *)cuMemcpyHtoDAsync_v2 },
+		{ "cuMemcpyDtoHAsync_v2", (void *)cuMemcpyDtoHAsync_v2 },
+		{ "cuMemcpyDtoDAsync_v2", (void *)cuMemcpyDtoDAsync_v2 },
+		{ "cuMemcpy", (void *)cuMemcpy },
+		{ "cuMemcpyHtoD_v2", (void *)cuMemcpyHtoD_v2 },
+		{ "cuMemcpyDtoH_v2", (void *)cuMemcpyDtoH_v2 },
+		{ "cuMemcpyDtoD_v2", (void *)cuMemcpyDtoD_v2 },
+		{ "cuStreamSynchronize", (void *)cuStreamSynchronize },
+		{ "cuCtxSynchronize", (void *)cuCtxSynchronize },
+		{ "cuEventSynchronize", (void *)cuEventSynchronize },
+		{ "cuMemAlloc_v2", (void *)cuMemAlloc_v2 },
+		{ "cuMemFree_v2", (void *)cuMemFree_v2 },
+		{ "cuMemAllocHost_v2", (void *)cuMemAllocHost_v2 },
+	};
+	char versioned[64];
+	snprintf(versioned, sizeof(versioned), "%s_v2", symbol);
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); ++i)
+		if (strcmp(table[i].name, symbol) == 0 || (cudaVersion >= 3020 && strcmp(table[i].name, versioned) == 0)) {
+			*pfn = table[i].fn;
+			if (status)
+				*status = CU_GET_PROC_ADDRESS_SUCCESS;
+			return CUDA_SUCCESS;
+		}
+	*pfn = NULL;
+	if (status)
+		*status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	return CUDA_ERROR_NOT_FOUND;
+}
