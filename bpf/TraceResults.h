@@ -90,6 +90,7 @@ struct TraceResults {
   uint64_t eventsNotKept = 0; // received but over the keep limit (still in folded stacks)
   std::vector<TraceEvent> events;
   std::map<std::string, uint64_t> folded; // "comm;outer;...;inner;cuFn" -> count
+  std::map<std::string, uint64_t> foldedNs; // the same stacks -> their calls' latencies summed
   std::vector<ImplicitSync> implicitSyncs;
   std::optional<int> commandExitStatus;
 

@@ -130,6 +130,7 @@ struct TraceSession::Impl {
   TraceResults results;
   Symbolizer symbolizer;
   std::map<FoldKey, uint64_t> folded;
+  std::map<FoldKey, uint64_t> foldedNs;
   size_t keptOrdinary = 0;
 
   ~Impl() { cleanup(); }
@@ -217,8 +218,11 @@ struct TraceSession::Impl {
       size_t n = std::min<size_t>(static_cast<size_t>(ev.stack_bytes) / 8, MSC_TRACE_MAX_STACK);
       e.stack.assign(ev.stack, ev.stack + n);
     }
-    if (opts.stacks)
-      ++folded[FoldKey{e.pid, e.comm, e.fn, e.stack}];
+    if (opts.stacks) {
+      FoldKey key{e.pid, e.comm, e.fn, e.stack};
+      ++folded[key];
+      foldedNs[key] += e.latencyNs;
+    }
     // Candidates for implicit-sync detection are always kept; other events up to the limit.
     CallKind kind = cudaFunction(e.fn).kind;
     bool candidate = (kind == CallKind::AsyncCopy && e.latencyNs >= opts.implicitSync.minWaitNs) ||
@@ -529,6 +533,7 @@ TraceResults TraceSession::finish(DiagnosticEngine &diags) {
     line += ";" + cudaFunction(fn).name.str();
     std::replace(line.begin(), line.end(), ' ', '_'); // the count is after the last space
     s.results.folded[line] += count;
+    s.results.foldedNs[line] += s.foldedNs[key];
   }
 
   if (s.child > 0) {

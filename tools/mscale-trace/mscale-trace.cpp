@@ -2,6 +2,7 @@
 // contract, with eBPF uprobes. A thin main over msc_bpf (bpf/TraceSession.h).
 #include "bpf/Process.h"
 #include "bpf/TraceSession.h"
+#include "tools/mscale-trace/FlameOutputs.h"
 #include "support/Quantity.h"
 #include "support/DiagnosticPrinters.h"
 #include "support/ErrorIndex.h"
@@ -70,8 +71,17 @@ cl::opt<bool> totals("totals",
                                    "not the calls of a --duration window"),
                           cl::cat(category));
 cl::opt<bool> histogram("histogram", cl::desc("Print log2 latency histograms per function"), cl::cat(category));
-cl::opt<std::string> foldedFile("folded", cl::desc("Write folded stacks (flame-graph input) to this file"),
+cl::opt<std::string> foldedFile("folded", cl::desc("Write folded stacks (flame-graph input) to this file; with "
+                                                   "render: the folded file to draw"),
                                 cl::value_desc("file"), cl::cat(category));
+cl::opt<std::string> flamegraphFile("flamegraph",
+                                    cl::desc("Write a zoomable flame graph of the folded stacks (SVG) to this file"),
+                                    cl::value_desc("file"), cl::cat(category));
+cl::opt<std::string> speedscopeFile("speedscope",
+                                    cl::desc("Write the folded stacks in speedscope's format (JSON) to this file"),
+                                    cl::value_desc("file"), cl::cat(category));
+cl::opt<std::string> graphTitle("title", cl::desc("Title of the flame graph and the speedscope profile"),
+                                cl::init("CUDA calls"), cl::value_desc("text"), cl::cat(category));
 cl::opt<bool> json("json", cl::desc("Print the results as JSON on stdout"), cl::cat(category));
 cl::opt<std::string> minLatency("min-latency", cl::desc("Only calls at least this long become events (default 100us)"),
                                 cl::value_desc("time"), cl::init("100us"), cl::cat(category));
@@ -126,6 +136,13 @@ void onSignal(int) { gStop = true; }
 int main(int argc, char **argv) {
   // Everything after "--" is the command to run under the trace.
   std::vector<std::string> command;
+  // `mscale-trace render --folded FILE --flamegraph OUT`: draw a folded file recorded earlier; no BPF.
+  bool renderMode = argc > 1 && std::strcmp(argv[1], "render") == 0;
+  if (renderMode) {
+    argv[1] = argv[0];
+    ++argv;
+    --argc;
+  }
   int ownArgc = argc;
   for (int i = 1; i < argc; ++i)
     if (std::strcmp(argv[i], "--") == 0) {
@@ -141,7 +158,8 @@ int main(int argc, char **argv) {
                               "  mscale-trace --pid P | --cgroup PATH | --contract ID [options]\n"
                               "  mscale-trace --lib PATH [options] -- command args...\n"
                               "  mscale-trace --via interposer [--mode count|latency] -- command args...\n"
-                              "  mscale-trace --via interposer --counters-dir DIR [--pid P] [options]\n");
+                              "  mscale-trace --via interposer --counters-dir DIR [--pid P] [options]\n"
+                              "  mscale-trace render --folded FILE [--flamegraph OUT.svg] [--speedscope OUT.json]\n");
 
   std::unique_ptr<msc::DiagnosticConsumer> printer =
       msc::makeDiagnosticPrinter(diagFormat, errs(), "mscale-trace", msc::kVersion);
@@ -156,6 +174,17 @@ int main(int argc, char **argv) {
     bool explained = msc::printExplanation(explain, outs(), diags);
     diags.finish();
     return explained ? kOk : kUsageOrIo;
+  }
+
+  msc::tracetool::FlameOutputs flame{flamegraphFile, speedscopeFile, graphTitle, {}};
+  if (renderMode) {
+    if (!pids.empty() || !cgroup.empty() || !contract.empty() || !command.empty())
+      return usage("'render' draws a folded file: give no --pid, --cgroup, --contract or command");
+    if (foldedFile.empty() || !flame.any())
+      return usage("'render' needs --folded FILE and --flamegraph OUT.svg or --speedscope OUT.json");
+    int status = msc::tracetool::renderFoldedFile(foldedFile, flame, diags);
+    diags.finish();
+    return status;
   }
 
   unsigned targets = (!pids.empty()) + (!cgroup.empty()) + (!contract.empty());
@@ -252,7 +281,16 @@ int main(int argc, char **argv) {
       diags.finish();
       return kUsageOrIo;
     }
-    msc::trace::writeFolded(*results, out);
+    // Through msc_render so implicit synchronisations keep their `_[implicit-sync]` mark for `render`.
+    msc::render::writeFolded(msc::tracetool::foldedProfileOf(*results), out);
+  }
+  if (flame.any()) {
+    flame.subtitle = opts.cgroupPath.empty() ? "traced " + std::to_string(results->pids.size()) + " process(es)"
+                                             : "traced cgroup " + opts.cgroupPath;
+    if (!msc::tracetool::writeFlameOutputs(msc::tracetool::foldedProfileOf(*results), flame, diags)) {
+      diags.finish();
+      return kUsageOrIo;
+    }
   }
   if (json)
     msc::trace::writeJson(*results, outs());
