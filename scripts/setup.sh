@@ -13,6 +13,9 @@ packages=(
   # The cluster (cluster/): a real etcd 3.4 for its members and etcdctl, gRPC C++ and its protoc
   # plugin for the client, and etcd's own .proto files (cluster/etcd generates from them).
   etcd-server etcd-client libgrpc++-dev protobuf-compiler-grpc golang-etcd-server-dev
+  # Visualising (docs/visualising.md): a headless browser proves the flame graph SVG renders and
+  # zooms; promtool (from prometheus) checks the agent's metric names.
+  chromium prometheus
 )
 missing=()
 for p in "${packages[@]}"; do
