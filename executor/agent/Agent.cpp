@@ -4,6 +4,7 @@
 #include "executor/Supervisor.h"
 #include "executor/Sys.h"
 #include "executor/agent/Metrics.h"
+#include "executor/rdma/RdmaRetryCounters.h"
 #include "plan/PlanFile.h"
 
 #include <algorithm>
@@ -111,6 +112,11 @@ agent::ContractStatus Agent::statusOf(const NodeLedger::Contract &c) const {
       e->set_text(h.text);
     }
   s.set_io_wait_ratio(session.ioWaitRatio());
+  if (s.io_wait_ratio() < 0)
+    s.set_io_wait_unavailable(session.cgroupV2().empty()
+                                  ? "the contract has no cgroup2 directory (no cgroup2 mount with the io controller)"
+                                  : "no PSI for the contract's cgroup: '" + session.cgroupV2() +
+                                        "/io.pressure' cannot be read (kernel without CONFIG_PSI or psi=0)");
   s.set_cgroup(session.cgroupV2());
   // The monitor's samples: sampling here would move the backend's windows under the monitor.
   std::vector<Session::GpuSample> samples = c.supervisor ? c.supervisor->lastSamples() : std::vector<Session::GpuSample>{};
@@ -123,6 +129,31 @@ agent::ContractStatus Agent::statusOf(const NodeLedger::Contract &c) const {
     u->set_utilisation(g.sample.utilisation);
     u->set_temperature_mc(g.sample.temperatureMilliC);
     u->set_sms(g.sample.sms);
+    u->set_tflops(g.sample.tflops);
+    u->set_memory_bytes(g.sample.memoryBytes);
+    // The resize policy's measure (executor/ResizePolicy.cpp): TFLOP/s per GB of slice memory.
+    if (g.sample.tflops > 0 && g.sample.memoryBytes > 0)
+      u->set_compute_density(g.sample.tflops / (double(g.sample.memoryBytes) / 1e9));
+  }
+  if (samples.empty())
+    s.set_gpu_unavailable(session.plan().gpu_slices_size() == 0 ? "the plan has no GPU slices"
+                          : !session.applied()                  ? "the GPU slices are not applied"
+                                                                : "the GPU backend gave no sample yet");
+  for (const plan::RdmaSetting &r : session.plan().rdma()) {
+    agent::RdmaRetries *out = s.add_rdma();
+    out->set_role(r.role());
+    out->set_port(r.device() + ":" + std::to_string(r.port()));
+    RdmaRetryReading reading = readRdmaRetries("", r.device(), r.port());
+    out->set_available(reading.available);
+    out->set_retries_per_minute(-1);
+    if (!reading.available) {
+      out->set_unavailable_reason(reading.unavailableReason);
+      continue;
+    }
+    out->set_retries_total(reading.total);
+    RdmaRetryRate &rate = rdmaRates_[s.contract() + "/" + out->port()];
+    rate.add(RdmaRetryRate::Clock::now(), reading.total);
+    out->set_retries_per_minute(rate.perMinute());
   }
   return s;
 }

@@ -8,6 +8,7 @@
 #include "executor/NodeConfig.h"
 #include "executor/agent/AgentServer.h"
 #include "executor/agent/NodeLedger.h"
+#include "executor/rdma/RdmaRetryCounters.h"
 #include "executor/client/Protocol.h"
 
 #include <cstdint>
@@ -66,6 +67,8 @@ private:
   NodeLedger ledger_;
   AgentServer server_; // after the ledger, which its handlers use: closed before the releases
   std::map<std::string, uint64_t> requests_;
+  // Retry readings per "contract/device:port", taken whenever a status is built (requests, scrapes).
+  mutable std::map<std::string, RdmaRetryRate> rdmaRates_;
   std::function<void()> tick_;
   ContractLookup lookup_;
 };

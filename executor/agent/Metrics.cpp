@@ -52,6 +52,39 @@ std::string renderMetrics(const std::vector<agent::ContractStatus> &contracts,
     for (const agent::GpuUtilisation &g : c.gpus())
       os << "mscale_contract_gpu_utilisation{contract=\"" << label(c.contract()) << "\",role=\"" << label(g.role())
          << "\",backend=\"" << label(g.backend()) << "\"} " << llvm::format("%.4f", g.utilisation()) << "\n";
+  auto gpuSeries = [&](const char *name, auto value) {
+    for (const agent::ContractStatus &c : contracts)
+      for (const agent::GpuUtilisation &g : c.gpus())
+        os << name << "{contract=\"" << label(c.contract()) << "\",role=\"" << label(g.role()) << "\",backend=\""
+           << label(g.backend()) << "\"} " << value(g) << "\n";
+  };
+  head("mscale_contract_gpu_tflops", "gauge", "TFLOP/s a GPU slice achieved over the monitor's last window");
+  gpuSeries("mscale_contract_gpu_tflops", [](const agent::GpuUtilisation &g) { return llvm::format("%.4f", g.tflops()); });
+  head("mscale_contract_gpu_memory_bytes", "gauge", "GPU slice memory in use");
+  gpuSeries("mscale_contract_gpu_memory_bytes", [](const agent::GpuUtilisation &g) { return g.memory_bytes(); });
+  head("mscale_contract_gpu_compute_density", "gauge",
+       "TFLOP/s per GB of slice memory, the resize policy's measure (0 when no work was measured)");
+  gpuSeries("mscale_contract_gpu_compute_density",
+            [](const agent::GpuUtilisation &g) { return llvm::format("%.4f", g.compute_density()); });
+  head("mscale_contract_gpu_temperature_celsius", "gauge", "Temperature of the GPU a slice is on");
+  gpuSeries("mscale_contract_gpu_temperature_celsius",
+            [](const agent::GpuUtilisation &g) { return llvm::format("%.3f", double(g.temperature_mc()) / 1000); });
+  head("mscale_contract_rdma_retries_total", "counter",
+       "Retries on an RDMA port a contract uses (hw_counters local_ack_timeout_err + rnr_nak_retry_err)");
+  for (const agent::ContractStatus &c : contracts)
+    for (const agent::RdmaRetries &r : c.rdma())
+      if (r.available())
+        os << "mscale_contract_rdma_retries_total{contract=\"" << label(c.contract()) << "\",role=\"" << label(r.role())
+           << "\",port=\"" << label(r.port()) << "\"} " << r.retries_total() << "\n";
+  head("mscale_contract_events_total", "counter", "Supervision events of a contract (fault, recovered, resize, ...)");
+  for (const agent::ContractStatus &c : contracts) {
+    std::map<std::string, uint64_t> kinds;
+    for (const agent::HistoryEntry &h : c.history())
+      ++kinds[h.kind()];
+    for (auto &[kind, n] : kinds)
+      os << "mscale_contract_events_total{contract=\"" << label(c.contract()) << "\",kind=\"" << label(kind) << "\"} "
+         << n << "\n";
+  }
   head("mscale_agent_requests_total", "counter", "Requests handled, by kind");
   for (auto &[k, v] : requests)
     os << "mscale_agent_requests_total{kind=\"" << label(k) << "\"} " << v << "\n";

@@ -1,8 +1,10 @@
 #include "executor/client/AgentClient.h"
 
+#include <llvm/ADT/STLExtras.h>
 #include <llvm/Support/Format.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -115,6 +117,17 @@ const char *workerStateName(agent::Worker::State s) {
   }
 }
 
+std::string formatUtcMs(int64_t unixMs) {
+  time_t secs = time_t(unixMs / 1000);
+  tm utc;
+  gmtime_r(&secs, &utc);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &utc);
+  char ms[8];
+  std::snprintf(ms, sizeof ms, ".%03dZ", int(unixMs % 1000));
+  return std::string(stamp) + ms;
+}
+
 void printStatus(const agent::ContractStatus &s, llvm::raw_ostream &os) {
   os << "contract " << s.contract() << "\n";
   os << "  plan       " << s.plan_name() << " (topology " << llvm::format_hex(s.topology_fingerprint(), 18) << ")\n";
@@ -132,15 +145,53 @@ void printStatus(const agent::ContractStatus &s, llvm::raw_ostream &os) {
   if (w.state() == agent::Worker::KILLED)
     os << " signal " << w.exit_status();
   os << "\n";
+  // Every measurement is shown, or said to be unavailable with the agent's reason: never a guess.
   if (s.io_wait_ratio() >= 0)
     os << "  io wait    " << llvm::format("%.1f%%", s.io_wait_ratio() * 100) << " (PSI some avg10)\n";
   else
-    os << "  io wait    unknown (no PSI for the cgroup)\n";
-  if (s.gpus_size() == 0)
-    os << "  gpu        none\n";
-  for (const agent::GpuUtilisation &g : s.gpus())
-    os << "  gpu        " << g.role() << ": " << llvm::format("%.0f%%", g.utilisation() * 100) << " (" << g.backend()
-       << ")\n";
+    os << "  io wait    unavailable: "
+       << (s.io_wait_unavailable().empty() ? std::string("no PSI for the cgroup") : s.io_wait_unavailable()) << "\n";
+  if (s.gpus_size() == 0) {
+    if (s.gpu_unavailable().empty() || s.gpu_unavailable() == "the plan has no GPU slices")
+      os << "  gpu        none (the plan has no GPU slices)\n";
+    else
+      os << "  gpu        unavailable: " << s.gpu_unavailable() << "\n";
+  }
+  for (const agent::GpuUtilisation &g : s.gpus()) {
+    os << "  gpu        " << g.role() << ": " << llvm::format("%.0f%%", g.utilisation() * 100) << " busy, " << g.sms()
+       << " SMs, " << llvm::format("%.1f TFLOP/s", g.tflops()) << " over "
+       << llvm::format("%.2f GB", double(g.memory_bytes()) / 1e9) << ", density ";
+    if (g.compute_density() > 0)
+      os << llvm::format("%.3f TFLOP/s/GB", g.compute_density());
+    else
+      os << "unavailable (no work measured in the window)";
+    os << ", " << llvm::format("%.1f C", double(g.temperature_mc()) / 1000) << " (" << g.backend() << ")\n";
+  }
+  for (const agent::RdmaRetries &r : s.rdma()) {
+    os << "  rdma       " << r.role() << " " << r.port() << ": ";
+    if (!r.available())
+      os << "retries unavailable: " << r.unavailable_reason() << "\n";
+    else if (r.retries_per_minute() < 0)
+      os << r.retries_total() << " retries since the device started (per minute: needs a second reading)\n";
+    else
+      os << llvm::format("%.1f retries/min", r.retries_per_minute()) << " (" << r.retries_total()
+         << " since the device started)\n";
+  }
+  auto lastOf = [&](std::initializer_list<llvm::StringRef> kinds, llvm::StringRef label) {
+    const agent::HistoryEntry *last = nullptr;
+    unsigned n = 0;
+    for (const agent::HistoryEntry &h : s.history())
+      if (llvm::is_contained(kinds, llvm::StringRef(h.kind()))) {
+        last = &h;
+        ++n;
+      }
+    os << "  " << label << n;
+    if (last)
+      os << ", last " << formatUtcMs(last->unix_ms()) << " " << last->kind() << ": " << last->text();
+    os << "\n";
+  };
+  lastOf({"fault", "recovered", "gave-up"}, "faults     ");
+  lastOf({"resize"}, "resizes    ");
   for (const agent::Resource &r : s.resources()) {
     os << "  " << r.applier() << ":\n";
     for (const std::string &l : r.applied())
@@ -148,15 +199,8 @@ void printStatus(const agent::ContractStatus &s, llvm::raw_ostream &os) {
   }
   if (s.history_size()) {
     os << "  history:\n";
-    for (const agent::HistoryEntry &h : s.history()) {
-      time_t secs = time_t(h.unix_ms() / 1000);
-      tm utc;
-      gmtime_r(&secs, &utc);
-      char stamp[32];
-      std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &utc);
-      os << "    " << stamp << llvm::format(".%03dZ", int(h.unix_ms() % 1000)) << " " << h.kind() << ": " << h.text()
-         << "\n";
-    }
+    for (const agent::HistoryEntry &h : s.history())
+      os << "    " << formatUtcMs(h.unix_ms()) << " " << h.kind() << ": " << h.text() << "\n";
   }
 }
 

@@ -1,13 +1,14 @@
-// mscale-cli contract status ID | release ID | resize ID --profile NAME | submit PLAN [-- CMD] | list
-//                   | lookup ID | trace ID [--duration 60s] [--json]
+// mscale-cli contract status ID [--watch] [--json] | release ID | resize ID --profile NAME | submit PLAN [-- CMD]
+//                   | list | lookup ID | trace ID [--duration 60s] [--json]
 // Talks to the node agent (mscale-exec serve) through executor/client/AgentClient.h, and traces a
 // contract's cgroup with bpf/TraceSession.h; this file only parses.
 #include "tools/mscale-cli/CommandGroup.h"
+#include "tools/mscale-cli/StatusView.h"
 
 #include "bpf/Process.h"
-#include "cluster/keys/Keys.h"
 #include "bpf/TraceResults.h"
 #include "bpf/TraceSession.h"
+#include "cluster/keys/Keys.h"
 #include "support/Quantity.h"
 #include "driver/Compile.h"
 #include "executor/client/AgentClient.h"
@@ -43,7 +44,13 @@ cl::opt<std::string> TopologyArg("topology", cl::desc("resize: compile against t
 cl::opt<std::string> StdlibDir("stdlib", cl::desc("resize: standard library directory"), cl::sub(ContractCmd));
 cl::opt<std::string> Duration("duration", cl::desc("trace: how long to trace (e.g. 500ms, 60s, 2min)"),
                               cl::init("60s"), cl::sub(ContractCmd));
-cl::opt<bool> Json("json", cl::desc("trace: print the results as JSON"), cl::sub(ContractCmd));
+cl::opt<bool> Json("json", cl::desc("trace, status: print the results as JSON"), cl::sub(ContractCmd));
+cl::opt<bool> Watch("watch", cl::desc("status: redraw in place like top until Ctrl-C (with --json: one object per line)"),
+                    cl::sub(ContractCmd));
+cl::opt<std::string> Interval("interval", cl::desc("status --watch: time between refreshes (default 2s)"),
+                              cl::init("2s"), cl::sub(ContractCmd));
+cl::opt<unsigned> Count("count", cl::desc("status --watch: stop after this many refreshes (default: until Ctrl-C)"),
+                        cl::sub(ContractCmd));
 
 // The source of a contract the cluster assigned to this node, asked of the agent (which caches it for
 // agents.contract_cache_ttl), in a file of its own under `dir`: the plan's source file is the
@@ -150,6 +157,16 @@ int run() {
     if (Args.size() != 1)
       return usage("'contract trace' takes one contract id");
     return traceContract(Args[0], diags);
+  }
+  if (Action == "status" && Args.size() == 1) {
+    cli::StatusViewOptions view{socket, Args[0], Json, Watch, {}, std::nullopt};
+    std::optional<uint64_t> every = parseDurationNs(Interval);
+    if (!every || *every < 100'000'000)
+      return usage("--interval=" + Interval + " (expected at least 100ms, e.g. 2s)");
+    view.interval = std::chrono::nanoseconds(*every);
+    if (Count.getNumOccurrences())
+      view.count = Count;
+    return cli::showStatus(view, diags);
   }
   if (Action == "list") {
     req = exec::listRequest();

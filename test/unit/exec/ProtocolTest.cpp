@@ -133,3 +133,41 @@ TEST(Metrics, PrometheusText) {
   EXPECT_NE(text.find("mscale_contract_io_wait_ratio{contract=\"t\\\"1\"} 0.2500\n"), std::string::npos);
   EXPECT_NE(text.find("mscale_agent_refusals_total{code=\"ERR_EXEC_013\"} 1\n"), std::string::npos);
 }
+
+TEST(Metrics, GpuRdmaAndEventSeriesOnlyWhereMeasured) {
+  agent::ContractStatus s;
+  s.set_contract("c");
+  s.set_io_wait_ratio(-1);
+  agent::GpuUtilisation *g = s.add_gpus();
+  g->set_role("trainer");
+  g->set_backend("sim");
+  g->set_tflops(31.5);
+  g->set_memory_bytes(10'000'000'000);
+  g->set_compute_density(3.15);
+  g->set_temperature_mc(64'500);
+  agent::RdmaRetries *up = s.add_rdma();
+  up->set_role("cache");
+  up->set_port("mlx5_0:1");
+  up->set_available(true);
+  up->set_retries_total(42);
+  agent::RdmaRetries *down = s.add_rdma();
+  down->set_role("cache2");
+  down->set_port("mlx5_1:1");
+  down->set_unavailable_reason("no RDMA device");
+  for (const char *kind : {"fault", "recovered", "resize", "resize"}) {
+    agent::HistoryEntry *h = s.add_history();
+    h->set_kind(kind);
+  }
+  std::string text = renderMetrics({s}, {}, {});
+  const std::string gl = "{contract=\"c\",role=\"trainer\",backend=\"sim\"} ";
+  EXPECT_NE(text.find("mscale_contract_gpu_tflops" + gl + "31.5000\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("mscale_contract_gpu_memory_bytes" + gl + "10000000000\n"), std::string::npos);
+  EXPECT_NE(text.find("mscale_contract_gpu_compute_density" + gl + "3.1500\n"), std::string::npos);
+  EXPECT_NE(text.find("mscale_contract_gpu_temperature_celsius" + gl + "64.500\n"), std::string::npos);
+  EXPECT_NE(text.find("mscale_contract_rdma_retries_total{contract=\"c\",role=\"cache\",port=\"mlx5_0:1\"} 42\n"),
+            std::string::npos);
+  EXPECT_EQ(text.find("mlx5_1:1"), std::string::npos); // unavailable: no series, not a zero
+  EXPECT_EQ(text.find("mscale_contract_io_wait_ratio{"), std::string::npos);
+  EXPECT_NE(text.find("mscale_contract_events_total{contract=\"c\",kind=\"resize\"} 2\n"), std::string::npos);
+  EXPECT_NE(text.find("mscale_contract_events_total{contract=\"c\",kind=\"fault\"} 1\n"), std::string::npos);
+}

@@ -1,0 +1,26 @@
+// `mscale-cli contract status ID [--watch [--interval 2s] [--count N]] [--json]`: one status, or a
+// view that redraws in place like top until Ctrl-C (or N refreshes), or JSON for scripts (one object
+// per refresh, a line each, with --watch).
+#pragma once
+
+#include "support/Diagnostic.h"
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace msc::cli {
+
+struct StatusViewOptions {
+  std::string socket;
+  std::string contract;
+  bool json = false;
+  bool watch = false;
+  std::chrono::nanoseconds interval = std::chrono::seconds(2);
+  std::optional<unsigned> count; // refreshes before exiting (watch); none: until SIGINT
+};
+
+// The exit status: 0 (also after Ctrl-C in --watch), 1 when the agent cannot answer.
+int showStatus(const StatusViewOptions &options, DiagnosticEngine &diags);
+
+} // namespace msc::cli
