@@ -7,12 +7,29 @@
 #include <llvm/Support/Format.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <sys/stat.h>
 #include <sys/time.h>
+#include <syslog.h>
+#include <systemd/sd-journal.h>
 #include <unistd.h>
 
 namespace msc::exec {
+
+bool stderrIsJournal() {
+  const char *env = std::getenv("JOURNAL_STREAM");
+  unsigned long long dev = 0, ino = 0;
+  if (!env || std::sscanf(env, "%llu:%llu", &dev, &ino) != 2)
+    return false;
+  struct stat st;
+  return fstat(STDERR_FILENO, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
+Logger::Logger(std::string tool, bool toStderr)
+    : tool_(std::move(tool)), stderr_(toStderr), journal_(toStderr && stderrIsJournal()) {}
 
 Logger::~Logger() {
   if (file_)
@@ -46,7 +63,17 @@ void Logger::log(Level level, llvm::StringRef contract, const llvm::Twine &messa
      << "] contract=" << (contract.empty() ? "-" : contract) << " " << lvl << ": " << message << "\n";
   os.flush();
   std::lock_guard<std::mutex> lock(mu_);
-  if (stderr_)
+  bool toStderr = stderr_;
+  if (journal_) {
+    // The journal stamps time, host and pid itself: the message is the rest of the line.
+    std::string text = ("contract=" + (contract.empty() ? llvm::StringRef("-") : contract) + " " + lvl + ": " + message).str();
+    int priority = level == Level::Info ? LOG_INFO : level == Level::Warning ? LOG_WARNING : LOG_ERR;
+    std::string contractField = contract.empty() ? "-" : contract.str();
+    // Falls back to stderr (which systemd also reads) when the journal's socket refuses the entry.
+    toStderr = sd_journal_send("MESSAGE=%s", text.c_str(), "PRIORITY=%d", priority, "SYSLOG_IDENTIFIER=%s",
+                               tool_.c_str(), "MSCALE_CONTRACT=%s", contractField.c_str(), nullptr) < 0;
+  }
+  if (toStderr)
     std::fwrite(line.data(), 1, line.size(), stderr);
   if (file_) {
     std::fwrite(line.data(), 1, line.size(), file_);

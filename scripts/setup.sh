@@ -16,6 +16,8 @@ packages=(
   # Visualising (docs/visualising.md): a headless browser proves the flame graph SVG renders and
   # zooms; promtool (from prometheus) checks the agent's metric names.
   chromium prometheus
+  # The executor logs to the journal under systemd (sd_journal_send).
+  libsystemd-dev
 )
 missing=()
 for p in "${packages[@]}"; do
