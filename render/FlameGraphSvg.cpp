@@ -103,6 +103,9 @@ public:
     sub += std::to_string(total) + " calls; width = share of the calls";
     if (tree_.hasTimes)
       sub += ", " + formatNs(tree_.root.ns) + " in them";
+    if (size_t omitted = countNarrow(tree_.root, 0))
+      sub += "; " + std::to_string(omitted) + " frames narrower than " + px(opt_.minFrameWidthPx) +
+             " px not drawn";
     os_ << "<text x=\"" << opt_.width / 2 << "\" y=\"38\" text-anchor=\"middle\" font-size=\"12\">"
         << xmlEscape(sub) << "</text>\n";
     os_ << "<text id=\"unzoom\" class=\"button hidden\" x=\"" << px(layout_.xpad) << "\" y=\"22\" font-size=\"12\">"
@@ -141,9 +144,32 @@ private:
     os_ << "</g>\n";
   }
 
+  double widthOf(const FrameNode &node) const {
+    uint64_t total = tree_.root.count;
+    return total ? plotWidth_ * double(node.count) / double(total) : plotWidth_;
+  }
+
+  // Frames left out: a narrow frame and every frame above it (none is wider than its caller).
+  size_t countNarrow(const FrameNode &node, unsigned depth) const {
+    if (depth > 0 && widthOf(node) < opt_.minFrameWidthPx)
+      return 1 + countAbove(node);
+    size_t n = 0;
+    for (const auto &[key, child] : node.children)
+      n += countNarrow(*child, depth + 1);
+    return n;
+  }
+  static size_t countAbove(const FrameNode &node) {
+    size_t n = 0;
+    for (const auto &[key, child] : node.children)
+      n += 1 + countAbove(*child);
+    return n;
+  }
+
   void writeFrame(const FrameNode &node, unsigned depth, double x) {
     uint64_t total = tree_.root.count;
-    double w = total ? plotWidth_ * double(node.count) / double(total) : plotWidth_;
+    double w = widthOf(node);
+    if (depth > 0 && w < opt_.minFrameWidthPx)
+      return;
     double y = height_ - layout_.bottom - double(depth + 1) * opt_.frameHeight;
     std::string title = node.name;
     if (node.kind != FrameKind::Ordinary)

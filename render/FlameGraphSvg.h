@@ -18,6 +18,10 @@ struct FlameGraphOptions {
   unsigned width = 1200;  // pixels
   unsigned frameHeight = 16;
   unsigned fontSize = 12;
+  // Frames narrower than this (and so everything above them) are left out, as flame-graph tools do:
+  // a trace with many call sites would otherwise make a file of tens of MiB that browsers crawl
+  // through. The subtitle says how many; speedscope's file keeps them all.
+  double minFrameWidthPx = 0.1;
 };
 
 // Layout constants the script and the tests read back from the <svg> element's data-* attributes.

@@ -76,3 +76,28 @@ TEST(FlameGraphColours, ThePalettesDoNotOverlap) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(FlameGraphSvg, LeavesOutFramesNarrowerThanTheMinimumAndSaysHowMany) {
+  // 1 call in 100,000 is 0.0118 px of 1180: it and the two frames above it are left out.
+  FoldedProfile p = profile({{"t;main;cuLaunchKernel", 99999}, {"t;rare;deeper;cuMemAlloc_v2", 1}});
+  FrameTree tree = buildFrameTree(p, {});
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  writeFlameGraphSvg(tree, FlameGraphOptions{}, os);
+  EXPECT_NE(os.str().find("100000 calls; width = share of the calls; 3 frames narrower than 0.1 px not drawn"),
+            std::string::npos);
+  EXPECT_EQ(os.str().find("<title>rare"), std::string::npos);
+  EXPECT_NE(os.str().find("<title>main"), std::string::npos);
+  // With no minimum every frame is drawn.
+  FlameGraphOptions all;
+  all.minFrameWidthPx = 0;
+  std::string everything;
+  llvm::raw_string_ostream os2(everything);
+  writeFlameGraphSvg(tree, all, os2);
+  EXPECT_NE(os2.str().find("<title>rare"), std::string::npos);
+  EXPECT_EQ(os2.str().find("not drawn"), std::string::npos);
+}
+
+} // namespace
