@@ -25,6 +25,8 @@ pkg_check_modules(LIBURING REQUIRED IMPORTED_TARGET liburing)
 pkg_check_modules(IBVERBS REQUIRED IMPORTED_TARGET libibverbs)
 # The executor's log goes to the journal (sd_journal_send, with the contract as a field) under systemd.
 pkg_check_modules(LIBSYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
+pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+find_package(Threads REQUIRED)
 find_package(GTest REQUIRED)
 if(MSC_BUILD_BENCH AND NOT MSC_FUZZ)
   find_package(benchmark REQUIRED)

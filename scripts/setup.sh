@@ -6,6 +6,8 @@ packages=(
   libclang-rt-16-dev libbpf-dev libelf-dev bpftool liburing-dev libhwloc-dev hwloc libboost-graph-dev
   libprotobuf-dev protobuf-compiler libibverbs-dev libgtest-dev libbenchmark-dev
   libboost-dev cmake ninja-build pkg-config python3 ccache
+  # XXH3 (runtime-dispatched to AVX2/AVX-512) and XXH64: the snapshot checksums (worker/snapshot/Hash.h).
+  libxxhash-dev
   # The baseline reader_bench measures the io_uring reader against.
   fio
   # The mscale Python package and its tests run on Debian's interpreter (/usr/bin/python3).

@@ -1,5 +1,6 @@
 #include "worker/snapshot/Format.h"
 
+#include "worker/snapshot/ChunkCopy.h"
 #include "worker/snapshot/Hash.h"
 
 #include <unistd.h>
@@ -13,7 +14,8 @@ namespace {
 constexpr char kHeaderMagic[8] = {'M', 'S', 'C', 'S', 'N', 'A', 'P', '1'};
 constexpr char kTrailerMagic[8] = {'M', 'S', 'C', 'S', 'E', 'N', 'D', '1'};
 constexpr size_t kHeaderUsed = 64; // magic 8, version 4, header size 4, step, total, moff, msize, mhash, hhash
-constexpr size_t kChunk = 4u << 20;
+constexpr size_t kChunk = 4u << 20; // the unit of write()/read() when the image is not in memory
+static_assert(kChunk % kDigestChunk == 0, "a write/read unit holds whole digest chunks");
 
 uint64_t alignUp(uint64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
@@ -160,8 +162,9 @@ Status readHeaderAndTrailer(Source &src, const std::string &what, Header &h) {
   std::memcpy(&h.manifestOffset, buf + 32, 8);
   std::memcpy(&h.manifestSize, buf + 40, 8);
   std::memcpy(&h.manifestHash, buf + 48, 8);
-  if (h.version > kVersion)
-    return Status::make(ErrorCode::ERR_SNAP_010, {what, std::to_string(h.version), std::to_string(kVersion)});
+  if (h.version < kOldestVersion || h.version > kVersion)
+    return Status::make(ErrorCode::ERR_SNAP_010, {what, std::to_string(h.version),
+                                                  std::to_string(kOldestVersion) + " or " + std::to_string(kVersion)});
   if (h.total != size)
     return torn(what, "it is " + std::to_string(size) + " bytes, its header says " + std::to_string(h.total));
   if (h.headerSize != kHeaderSize || h.manifestOffset < kHeaderSize || h.manifestSize > size ||
@@ -196,27 +199,33 @@ Layout layout(const SnapshotMeta &meta, const std::vector<BlobView> &blobs) {
 }
 
 Status encode(const SnapshotMeta &meta, const std::vector<BlobView> &blobs, Sink &sink, uint64_t crashAfterBytes,
-              const std::string &what) {
+              const std::string &what, unsigned threads) {
   Layout l = layout(meta, blobs);
   std::vector<uint64_t> hashes;
   uint64_t written = 0;
   for (size_t i = 0; i < blobs.size(); ++i) {
     const auto *p = static_cast<const uint8_t *>(blobs[i].data);
-    Hash64 h;
-    for (uint64_t done = 0; done < blobs[i].size;) {
-      size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, blobs[i].size - done));
-      h.update(p + done, n); // hash, then write while the chunk is still in cache
-      if (crashAfterBytes && written + n >= crashAfterBytes) {
-        size_t part = static_cast<size_t>(crashAfterBytes - written);
-        (void)sink.write(l.blobOffsets[i] + done, p + done, part);
-        _exit(86);
+    const uint64_t size = blobs[i].size;
+    std::vector<uint64_t> chunkHashes(chunkCount(size));
+    if (uint8_t *dst = crashAfterBytes ? nullptr : sink.direct(l.blobOffsets[i], size)) {
+      copyAndHashChunks(dst, p, size, threads ? threads : threadsFor(size), chunkHashes.data());
+    } else {
+      for (uint64_t done = 0; done < size;) {
+        size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, size - done));
+        // hash, then write while the chunk is still in cache
+        copyAndHashChunks(nullptr, p + done, n, 1, chunkHashes.data() + done / kDigestChunk);
+        if (crashAfterBytes && written + n >= crashAfterBytes) {
+          size_t part = static_cast<size_t>(crashAfterBytes - written);
+          (void)sink.write(l.blobOffsets[i] + done, p + done, part);
+          _exit(86);
+        }
+        if (Status s = sink.write(l.blobOffsets[i] + done, p + done, n); !s)
+          return s;
+        done += n;
+        written += n;
       }
-      if (Status s = sink.write(l.blobOffsets[i] + done, p + done, n); !s)
-        return s;
-      done += n;
-      written += n;
     }
-    hashes.push_back(h.digest());
+    hashes.push_back(combineChunkHashes(chunkHashes));
   }
   std::vector<uint8_t> man = manifest(meta, blobs, l.blobOffsets, hashes);
   uint64_t manHash = hash64(man.data(), man.size());
@@ -253,7 +262,8 @@ Status peek(Source &src, const std::string &what, uint64_t &step) {
   return {};
 }
 
-Status decode(Source &src, const std::string &what, const BlobDestination &dest, Restored &out) {
+Status decode(Source &src, const std::string &what, const BlobDestination &dest, Restored &out,
+              unsigned threads) {
   Header h;
   if (Status s = readHeaderAndTrailer(src, what, h); !s)
     return s;
@@ -281,15 +291,33 @@ Status decode(Source &src, const std::string &what, const BlobDestination &dest,
       b.data = b.owned.data();
     }
     auto *p = static_cast<uint8_t *>(b.data);
-    Hash64 hs;
-    for (uint64_t done = 0; done < e.size;) {
-      size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, e.size - done));
-      if (Status s = src.read(e.offset + done, p + done, n); !s)
-        return s;
-      hs.update(p + done, n);
-      done += n;
+    uint64_t digest;
+    if (h.version == 1) {
+      Hash64 hs;
+      for (uint64_t done = 0; done < e.size;) {
+        size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, e.size - done));
+        if (Status s = src.read(e.offset + done, p + done, n); !s)
+          return s;
+        hs.update(p + done, n);
+        done += n;
+      }
+      digest = hs.digest();
+    } else {
+      std::vector<uint64_t> chunkHashes(chunkCount(e.size));
+      if (const uint8_t *from = src.direct(e.offset, e.size)) {
+        copyAndHashChunks(p, from, e.size, threads ? threads : threadsFor(e.size), chunkHashes.data());
+      } else {
+        for (uint64_t done = 0; done < e.size;) {
+          size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, e.size - done));
+          if (Status s = src.read(e.offset + done, p + done, n); !s)
+            return s;
+          copyAndHashChunks(nullptr, p + done, n, 1, chunkHashes.data() + done / kDigestChunk);
+          done += n;
+        }
+      }
+      digest = combineChunkHashes(chunkHashes);
     }
-    if (hs.digest() != e.hash)
+    if (digest != e.hash)
       return corrupt(what, "blob '" + e.name + "'");
   }
   return {};

@@ -5,7 +5,11 @@
 //   manifest         step, loader, LR scheduler, loss scale, then (name, kind, offset, size, hash) per blob
 //   last 32 bytes    trailer: "MSCSEND1", step, manifest hash, trailer hash
 //
-// All integers little-endian; every hash is XXH64 (seed 0). Private to the library.
+// All integers little-endian. The header, trailer and manifest hashes are XXH64 (seed 0). A blob's
+// hash is its blobDigest (chunked XXH3, worker/snapshot/Hash.h) in version 2, XXH64 of the whole
+// blob in version 1. Version 2 is written; both are read, so that snapshots taken before an upgrade
+// (a disk tier, or a memory tier that outlived the worker) still restore; any other version is
+// refused with ERR_SNAP_010. Private to the library.
 #pragma once
 
 #include "worker/snapshot/Snapshot.h"
@@ -17,7 +21,8 @@
 
 namespace msc::snapshot::format {
 
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;       // written
+constexpr uint32_t kOldestVersion = 1; // still read
 constexpr uint64_t kHeaderSize = 4096;
 constexpr uint64_t kTrailerSize = 32;
 constexpr uint64_t kAlign = 4096;
@@ -26,6 +31,8 @@ class Sink {
 public:
   virtual ~Sink() = default;
   virtual Status write(uint64_t offset, const void *data, size_t size) = 0;
+  // Memory the image can be copied into directly (one pass, several threads), or null: use write().
+  virtual uint8_t *direct(uint64_t /*offset*/, uint64_t /*size*/) { return nullptr; }
 };
 
 class Source {
@@ -33,6 +40,8 @@ public:
   virtual ~Source() = default;
   virtual uint64_t size() const = 0;
   virtual Status read(uint64_t offset, void *data, size_t size) = 0;
+  // The image's bytes in memory (bounds already checked by the caller), or null: use read().
+  virtual const uint8_t *direct(uint64_t /*offset*/, uint64_t /*size*/) { return nullptr; }
 };
 
 struct Layout {
@@ -45,13 +54,14 @@ Layout layout(const SnapshotMeta &meta, const std::vector<BlobView> &blobs);
 
 // Writes the whole image (blobs, manifest, trailer, then the header). `crashAfterBytes` > 0 makes
 // the process _exit(86) once that many blob bytes are written (test hook). `what` names the
-// destination in error messages.
+// destination in error messages. `threads`: hashing/copying threads per blob (0: threadsFor(size)).
 Status encode(const SnapshotMeta &meta, const std::vector<BlobView> &blobs, Sink &sink, uint64_t crashAfterBytes,
-              const std::string &what);
+              const std::string &what, unsigned threads = 0);
 
 // Reads the header and trailer only: the step, or ERR_SNAP_005/006/010.
 Status peek(Source &src, const std::string &what, uint64_t &step);
 // Verifies everything and fills `out` (meta + blobs). On error `out` is left partly filled.
-Status decode(Source &src, const std::string &what, const BlobDestination &dest, Restored &out);
+Status decode(Source &src, const std::string &what, const BlobDestination &dest, Restored &out,
+              unsigned threads = 0);
 
 } // namespace msc::snapshot::format

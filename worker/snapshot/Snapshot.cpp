@@ -84,6 +84,7 @@ Status Store::open(const StoreOptions &options, std::unique_ptr<Store> &out) {
         ::close(fd);
       return st;
     }
+    s->memory_->setThreads(options.threads);
   }
   out = std::move(s);
   return {};

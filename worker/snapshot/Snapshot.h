@@ -4,7 +4,7 @@
 //           executor's hugepage memfd, else POSIX shm_open), slots committed header-last;
 //   disk:   one file per snapshot, written to a temporary file, fsynced, renamed, directory fsynced;
 //           the newest `keep` are kept.
-// Every blob, the manifest, the header and the trailer carry an XXH64; restore verifies everything
+// Every blob, the manifest, the header and the trailer carry a checksum (XXH3/XXH64, Hash.h); restore verifies everything
 // and falls back to the next newest snapshot (either tier) when one is torn or corrupt. Nothing valid
 // is an error (ERR_SNAP_003/004), never a silent fresh start. The C ABI is in mscale_snapshot.h.
 #pragma once
@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -103,6 +104,8 @@ struct StoreOptions {
   std::string memoryName;  // shm_open name ("msc-snap-job1"); empty: derived from diskDir
   uint32_t keep = 3;       // disk snapshots kept (>= 1)
   uint32_t memorySlots = 2; // memory slots (>= 1; 2 keeps the previous one valid while writing)
+  unsigned threads = 0;     // memory tier: threads that copy and hash a blob (0: 1 below 64 MiB, else
+                            // one per 32 MiB up to the CPUs this process may use)
   // Test hook: the writing process _exit(86)s after this many payload bytes of the next save
   // (0: never), leaving a half-written temporary file or memory slot behind.
   uint64_t crashAfterBytes = 0;
@@ -115,12 +118,23 @@ struct SkippedSnapshot {
   Status reason;     // ERR_SNAP_005 / 006 / 010
 };
 
+// An allocator whose resize() leaves the bytes uninitialised: a restore overwrites every byte of a
+// blob, so zeroing the buffer first would be one more pass over memory.
+template <class T> struct UninitializedAllocator : std::allocator<T> {
+  template <class U> struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  UninitializedAllocator() = default;
+  template <class U> UninitializedAllocator(const UninitializedAllocator<U> &) noexcept {}
+  template <class U> void construct(U *p) noexcept { ::new (static_cast<void *>(p)) U; }
+};
+
 struct RestoredBlob {
   std::string name;
   BlobKind kind;
   uint64_t size = 0;
-  void *data = nullptr;        // points into `owned` or into the caller's buffer
-  std::vector<uint8_t> owned;
+  void *data = nullptr; // points into `owned` or into the caller's buffer
+  std::vector<uint8_t, UninitializedAllocator<uint8_t>> owned;
 };
 
 struct Restored {

@@ -41,6 +41,8 @@ public:
   Status load(const SnapshotInfo &info, const BlobDestination &dest, Restored &out) const;
   void destroy();
   const std::string &describe() const { return what_; }
+  // Threads that copy and hash a blob (0: by its size, threadsFor()).
+  void setThreads(unsigned threads) { threads_ = threads; }
 
 private:
   Status ensureCapacity(uint64_t imageSize);
@@ -53,6 +55,7 @@ private:
   uint32_t slots_ = 2;
   uint8_t *base_ = nullptr;
   uint64_t mapped_ = 0;
+  unsigned threads_ = 0;
 };
 
 } // namespace msc::snapshot
