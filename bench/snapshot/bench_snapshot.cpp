@@ -1,12 +1,18 @@
-// bench_snapshot [--sizes-gib 1,4] [--reps 3] [--dir DIR] [--data DIR --steps N]
-// Prints medians (GB/s, 1 GB = 1e9 B) for, per state size:
-//   memcpy (warm destination) vs memory-tier save/restore (XXH64 included);
-//   raw write+fsync in 4 MiB blocks (dd bs=4M conv=fsync) vs disk-tier save (temp file, fsync, rename);
-//   raw cold read (pages dropped with fadvise) vs disk-tier restore (cold), and XXH64 alone.
-// Then the step time of mscale-train-sim's workload with snapshots off / every 10 steps to memory /
-// to both tiers (with --state-mib 64 of extra optimizer state).
+// bench_snapshot [--sizes-mib 64,256,1024,4096] [--reps 5] [--dir DIR] [--threads N] [--no-disk]
+//                [--steps N]
+// For each state size, `reps` rounds; each round measures a baseline and the snapshot operation right
+// after it, so both see the same machine load, and the ratio of the round is baseline time / snapshot
+// time (1.0 = as fast as the baseline). Printed: the median ratio and the median GB/s (1 GB = 1e9 B).
+//   memory tier save     vs memcpy of the state into a warm buffer (one thread, as glibc does it);
+//   memory tier restore  (verify + copy into the caller's buffer) vs the same memcpy;
+//   both also vs a memcpy split over the same threads as the snapshot uses (--threads, 0: by size);
+//   disk tier save       (temp file, fsync, rename, dir fsync) vs raw write of 4 MiB blocks + fsync;
+//   disk tier restore    (page cache dropped, verify) vs raw read of 4 MiB blocks, page cache dropped.
+// XXH3 and XXH64 alone (one thread) are printed for reference. A final table gives the ratios per size.
+// With --steps N > 0, also the step time of mscale-train-sim's workload with periodic snapshots.
 #include "tools/mscale-train-sim/Dataset.h"
 #include "tools/mscale-train-sim/Trainer.h"
+#include "worker/snapshot/ChunkCopy.h"
 #include "worker/snapshot/Hash.h"
 #include "worker/snapshot/Snapshot.h"
 
@@ -22,7 +28,9 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace msc::snapshot;
@@ -39,17 +47,10 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
-// Median seconds of `reps` runs of fn (setup runs before each, untimed).
-double timeIt(int reps, const std::function<void()> &fn, const std::function<void()> &setup = {}) {
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    if (setup)
-      setup();
-    double a = now();
-    fn();
-    t.push_back(now() - a);
-  }
-  return median(t);
+double timed(const std::function<void()> &fn) {
+  double a = now();
+  fn();
+  return now() - a;
 }
 
 void die(const Status &s) {
@@ -68,10 +69,12 @@ void dropCache(const std::string &path) {
   }
 }
 
+constexpr uint64_t kBlock = 4u << 20;
+
 void rawWrite(const std::string &path, const uint8_t *p, uint64_t size) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  for (uint64_t off = 0; off < size; off += 4 << 20)
-    if (::write(fd, p + off, std::min<uint64_t>(4 << 20, size - off)) < 0)
+  for (uint64_t off = 0; off < size; off += kBlock)
+    if (::write(fd, p + off, std::min(kBlock, size - off)) < 0)
       std::exit(1);
   ::fsync(fd);
   ::close(fd);
@@ -79,10 +82,22 @@ void rawWrite(const std::string &path, const uint8_t *p, uint64_t size) {
 
 void rawRead(const std::string &path, uint8_t *p, uint64_t size) {
   int fd = ::open(path.c_str(), O_RDONLY);
-  for (uint64_t off = 0; off < size; off += 4 << 20)
-    if (::read(fd, p + off, std::min<uint64_t>(4 << 20, size - off)) < 0)
+  for (uint64_t off = 0; off < size; off += kBlock)
+    if (::read(fd, p + off, std::min(kBlock, size - off)) < 0)
       std::exit(1);
   ::close(fd);
+}
+
+void parallelMemcpy(uint8_t *dst, const uint8_t *src, uint64_t size, unsigned threads) {
+  std::vector<std::thread> helpers;
+  for (unsigned t = 1; t < threads; ++t)
+    helpers.emplace_back([=] {
+      uint64_t a = size * t / threads, b = size * (t + 1) / threads;
+      std::memcpy(dst + a, src + a, b - a);
+    });
+  std::memcpy(dst, src, size / threads);
+  for (auto &h : helpers)
+    h.join();
 }
 
 std::string snapFile(const std::string &dir) {
@@ -92,153 +107,227 @@ std::string snapFile(const std::string &dir) {
   return {};
 }
 
+// Per-round ratios (baseline time / operation time) and operation times.
+struct Series {
+  std::vector<double> ratio, seconds;
+  void add(double baseline, double op) {
+    ratio.push_back(baseline / op);
+    seconds.push_back(op);
+  }
+};
+
+struct Result {
+  double memSave = 0, memRestore = 0, memSaveVsThreads = 0, memRestoreVsThreads = 0, diskSave = 0,
+         diskRestore = 0;
+};
+
 } // namespace
 
 int main(int argc, char **argv) {
-  std::vector<int> sizes = {1, 4};
-  int reps = 3;
+  std::vector<uint64_t> sizesMiB = {64, 256, 1024, 4096};
+  int reps = 5;
+  unsigned threadsOpt = 0;
+  bool disk = true;
   std::string dir = "bench-snapshot.tmp";
-  uint64_t steps = 300;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  uint64_t steps = 0;
+  for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--sizes-gib") {
-      sizes.clear();
-      for (char *t = std::strtok(argv[i + 1], ","); t; t = std::strtok(nullptr, ","))
-        sizes.push_back(std::atoi(t));
+    const char *v = i + 1 < argc ? argv[i + 1] : "";
+    if (a == "--sizes-mib") {
+      sizesMiB.clear();
+      for (char *t = std::strtok(argv[++i], ","); t; t = std::strtok(nullptr, ","))
+        sizesMiB.push_back(std::strtoull(t, nullptr, 10));
     } else if (a == "--reps") {
-      reps = std::atoi(argv[i + 1]);
+      reps = std::atoi(v), ++i;
+    } else if (a == "--threads") {
+      threadsOpt = static_cast<unsigned>(std::atoi(v)), ++i;
     } else if (a == "--dir") {
-      dir = argv[i + 1];
+      dir = v, ++i;
     } else if (a == "--steps") {
-      steps = std::strtoull(argv[i + 1], nullptr, 10);
+      steps = std::strtoull(v, nullptr, 10), ++i;
+    } else if (a == "--no-disk") {
+      disk = false;
+    } else {
+      std::fprintf(stderr, "bench_snapshot: unknown option '%s'\n", a.c_str());
+      return 2;
     }
   }
   fs::create_directories(dir);
   struct utsname u;
   ::uname(&u);
-  std::printf("machine: %s %s, %ld cores, dir %s, reps %d (medians)\n", u.machine, u.release,
-              ::sysconf(_SC_NPROCESSORS_ONLN), dir.c_str(), reps);
+  double load[3] = {};
+  (void)::getloadavg(load, 3);
+  std::printf("machine: %s %s, %ld cores, dir %s, %d rounds per size (medians), load %.2f %.2f %.2f\n", u.machine,
+              u.release, ::sysconf(_SC_NPROCESSORS_ONLN), dir.c_str(), reps, load[0], load[1], load[2]);
   const std::string shm = "msc-bench-snap-" + std::to_string(::getpid());
-  for (int gib : sizes) {
-    const uint64_t size = uint64_t(gib) << 30;
+  std::map<uint64_t, Result> results;
+  for (uint64_t mib : sizesMiB) {
+    const uint64_t size = mib << 20;
     const double gb = static_cast<double>(size) / 1e9;
+    const unsigned threads = threadsOpt ? threadsOpt : threadsFor(size);
     std::vector<uint8_t> src(size);
     uint64_t s = 1;
     for (uint64_t i = 0; i + 8 <= size; i += 8) {
       uint64_t v = msc::workload::splitmix64(s);
       std::memcpy(&src[i], &v, 8);
     }
-    std::printf("\n== state %d GiB ==\n", gib);
-    auto row = [&](const char *what, double sec) { std::printf("  %-44s %7.2f GB/s  (%.3f s)\n", what, gb / sec, sec); };
-    double tHash = timeIt(reps, [&] { (void)hash64(src.data(), size); });
-    row("XXH64 alone", tHash);
-    double tMemcpy;
-    {
-      std::vector<uint8_t> dst(size, 1);
-      tMemcpy = timeIt(reps, [&] { std::memcpy(dst.data(), src.data(), size); });
+    std::vector<uint8_t> dst(size, 1); // warm: the memcpy baseline's destination and the restore's
+    std::printf("\n== state %llu MiB, %u thread(s) per blob ==\n", static_cast<unsigned long long>(mib), threads);
+    auto row = [&](const char *what, const Series &x, const char *vs) {
+      std::printf("  %-46s %7.2f GB/s  (%.3f s)", what, gb / median(x.seconds), median(x.seconds));
+      if (vs)
+        std::printf("  %.2f x %s", median(x.ratio), vs);
+      std::printf("\n");
+    };
+    Series xxh3, xxh64;
+    std::vector<uint64_t> chunkHashes(chunkCount(size));
+    for (int r = 0; r < reps; ++r) {
+      xxh3.add(1, timed([&] { copyAndHashChunks(nullptr, src.data(), size, 1, chunkHashes.data()); }));
+      xxh64.add(1, timed([&] { (void)hash64(src.data(), size); }));
     }
-    row("memcpy (baseline, warm destination)", tMemcpy);
+    row("XXH3 chunks alone, 1 thread", xxh3, nullptr);
+    row("XXH64 alone (format 1's blob hash)", xxh64, nullptr);
 
     SnapshotMeta meta;
     std::vector<BlobView> blobs = {{"model", BlobKind::Model, src.data(), size}};
-    double tMemSave, tMemRestore, tMemFirst;
+    auto intoDst = [&](const std::string &, BlobKind, uint64_t) -> void * { return dst.data(); };
+    Series memcpy1, memcpyN, save, saveN, restore, restoreN;
+    double first;
     {
       StoreOptions o;
       o.memoryName = shm;
       o.memorySlots = 1;
+      o.threads = threads;
+      o.useEnvFd = false;
       std::unique_ptr<Store> st;
       die(Store::open(o, st));
       meta.step = 1;
-      double a = now();
-      die(st->save(meta, blobs));
-      tMemFirst = now() - a;
-      tMemSave = timeIt(reps, [&] {
+      first = timed([&] { die(st->save(meta, blobs)); });
+      for (int r = 0; r < reps; ++r) {
+        double tm = timed([&] { std::memcpy(dst.data(), src.data(), size); });
+        double tmN = timed([&] { parallelMemcpy(dst.data(), src.data(), size, threads); });
         ++meta.step;
-        die(st->save(meta, blobs));
-      });
-      tMemRestore = timeIt(reps, [&] {
-        Restored r;
-        die(st->restoreLatest(r, [&](const std::string &, BlobKind, uint64_t) { return src.data(); }));
-      });
+        double ts = timed([&] { die(st->save(meta, blobs)); });
+        save.add(tm, ts);
+        saveN.add(tmN, ts);
+        double tr = timed([&] {
+          Restored rs;
+          die(st->restoreLatest(rs, intoDst));
+        });
+        restore.add(tm, tr);
+        restoreN.add(tmN, tr);
+        memcpy1.add(1, tm);
+        memcpyN.add(1, tmN);
+      }
       st->destroyMemoryTier();
     }
-    row("memory tier save, first (pages faulted in)", tMemFirst);
-    row("memory tier save", tMemSave);
-    row("memory tier restore (verify + copy out)", tMemRestore);
+    if (std::memcmp(dst.data(), src.data(), size) != 0) {
+      std::fprintf(stderr, "bench_snapshot: the restored state differs from the saved one\n");
+      return 1;
+    }
+    std::printf("  %-46s %7.2f GB/s  (%.3f s)\n", "memory tier save, first (fresh pages)", gb / first, first);
+    row("memcpy, 1 thread (baseline)", memcpy1, nullptr);
+    row("memcpy, split over the snapshot's threads", memcpyN, nullptr);
+    row("memory tier save", save, "memcpy");
+    row("memory tier restore (verify + copy out)", restore, "memcpy");
+    std::printf("  %-46s %.2f / %.2f x the threaded memcpy\n", "memory tier save / restore", median(saveN.ratio),
+                median(restoreN.ratio));
+    Result &res = results[mib];
+    res.memSave = median(save.ratio);
+    res.memRestore = median(restore.ratio);
+    res.memSaveVsThreads = median(saveN.ratio);
+    res.memRestoreVsThreads = median(restoreN.ratio);
+    if (!disk)
+      continue;
 
     std::string raw = dir + "/raw.bin";
-    double tRawW = timeIt(reps, [&] { rawWrite(raw, src.data(), size); }, [&] { fs::remove(raw); });
-    dropCache(raw);
-    double tRawR = timeIt(reps, [&] { rawRead(raw, src.data(), size); }, [&] { dropCache(raw); });
-    fs::remove(raw);
-    row("raw write+fsync, 4 MiB blocks (dd baseline)", tRawW);
-    row("raw read, cold (baseline)", tRawR);
-
-    double tDiskSave, tDiskRestore, tDiskRestoreWarm;
-    {
-      StoreOptions o;
-      o.diskDir = dir + "/snaps";
-      o.memoryTier = false;
-      o.keep = 1;
-      std::unique_ptr<Store> st;
-      die(Store::open(o, st));
-      tDiskSave = timeIt(reps, [&] {
-        ++meta.step;
-        die(st->save(meta, blobs));
-      });
-      auto restore = [&] {
-        Restored r;
-        die(st->restoreLatest(r, [&](const std::string &, BlobKind, uint64_t) { return src.data(); }));
-      };
-      tDiskRestore = timeIt(reps, restore, [&] { dropCache(snapFile(o.diskDir)); });
-      tDiskRestoreWarm = timeIt(reps, restore);
-      fs::remove_all(o.diskDir);
+    StoreOptions o;
+    o.diskDir = dir + "/snaps";
+    o.memoryTier = false;
+    o.keep = 1;
+    std::unique_ptr<Store> st;
+    die(Store::open(o, st));
+    Series rawW, dSave, rawR, dRestore;
+    for (int r = 0; r < reps; ++r) {
+      fs::remove(raw);
+      double tw = timed([&] { rawWrite(raw, src.data(), size); });
+      ++meta.step;
+      dSave.add(tw, timed([&] { die(st->save(meta, blobs)); }));
+      rawW.add(1, tw);
+      dropCache(raw);
+      double tr = timed([&] { rawRead(raw, dst.data(), size); });
+      dropCache(snapFile(o.diskDir));
+      dRestore.add(tr, timed([&] {
+        Restored rs;
+        die(st->restoreLatest(rs, intoDst));
+      }));
+      rawR.add(1, tr);
     }
-    row("disk tier save (tmp, fsync, rename, dir fsync)", tDiskSave);
-    row("disk tier restore, cold (verify)", tDiskRestore);
-    row("disk tier restore, page cache warm (verify)", tDiskRestoreWarm);
-    std::printf("  ratios: memory save/memcpy %.2f, memory restore/memcpy %.2f, disk save/raw write %.2f, "
-                "disk restore/raw read %.2f\n",
-                tMemcpy / tMemSave, tMemcpy / tMemRestore, tRawW / tDiskSave, tRawR / tDiskRestore);
+    fs::remove(raw);
+    fs::remove_all(o.diskDir);
+    row("raw write + fsync, 4 MiB blocks (baseline)", rawW, nullptr);
+    row("disk tier save (tmp, fsync, rename, dir fsync)", dSave, "raw write");
+    row("raw read, page cache dropped (baseline)", rawR, nullptr);
+    row("disk tier restore, page cache dropped", dRestore, "raw read");
+    res.diskSave = median(dSave.ratio);
+    res.diskRestore = median(dRestore.ratio);
   }
 
-  // Step-time overhead of periodic snapshots on the proof workload.
-  std::string data = dir + "/data";
-  std::string err;
-  if (!msc::workload::generateDataset(data, 2400, 8, err)) {
-    std::fprintf(stderr, "bench_snapshot: %s\n", err.c_str());
-    return 1;
-  }
-  std::printf("\n== mscale-train-sim workload, %llu steps, batch 8, +64 MiB optimizer state ==\n",
-              static_cast<unsigned long long>(steps));
-  struct Mode {
-    const char *name;
-    uint64_t every;
-    bool memory, disk;
-  } modes[] = {{"snapshots off", 0, false, false},
-               {"every 10 steps, memory tier", 10, true, false},
-               {"every 10 steps, memory + disk", 10, true, true},
-               {"every 50 steps, memory + disk", 50, true, true}};
-  double base = 0;
-  for (const Mode &m : modes) {
-    double t = timeIt(reps, [&] {
-      msc::workload::TrainerOptions o;
-      o.dataDir = data;
-      o.steps = steps;
-      o.snapshotEvery = m.every;
-      o.memoryTier = m.memory;
-      o.memoryName = m.memory ? shm : "";
-      o.snapshotDir = m.disk ? dir + "/wl-snaps" : "";
-      o.stateMiB = 64;
-      o.quiet = true;
-      if (msc::workload::runTrainer(o) != 0)
-        std::exit(1);
-      fs::remove_all(dir + "/wl-snaps");
-      ::shm_unlink(("/" + shm).c_str());
-    });
-    if (base == 0)
-      base = t;
-    std::printf("  %-32s %8.3f ms/step  overhead %+6.1f%%\n", m.name, t * 1e3 / double(steps), (t / base - 1) * 100);
+  std::printf("\n== ratios (median of %d rounds; aims: memory >= 0.80 x memcpy, disk >= 0.90 x raw) ==\n", reps);
+  std::printf("  %9s  %12s  %15s  %22s  %15s  %17s\n", "state MiB", "mem save", "mem restore", "vs threaded memcpy",
+              "disk save", "disk restore");
+  for (const auto &[mib, r] : results)
+    std::printf("  %9llu  %12.2f  %15.2f  %10.2f / %-9.2f  %15.2f  %17.2f\n", static_cast<unsigned long long>(mib),
+                r.memSave, r.memRestore, r.memSaveVsThreads, r.memRestoreVsThreads, r.diskSave, r.diskRestore);
+  (void)::getloadavg(load, 3);
+  std::printf("load at the end: %.2f %.2f %.2f\n", load[0], load[1], load[2]);
+
+  if (steps) {
+    // Step-time overhead of periodic snapshots on the proof workload.
+    std::string data = dir + "/data";
+    std::string err;
+    if (!msc::workload::generateDataset(data, 2400, 8, err)) {
+      std::fprintf(stderr, "bench_snapshot: %s\n", err.c_str());
+      return 1;
+    }
+    std::printf("\n== mscale-train-sim workload, %llu steps, batch 8, +64 MiB optimizer state ==\n",
+                static_cast<unsigned long long>(steps));
+    struct Mode {
+      const char *name;
+      uint64_t every;
+      bool memory, disk, background;
+    } modes[] = {{"snapshots off", 0, false, false, false},
+                 {"every 10 steps, memory tier", 10, true, false, false},
+                 {"every 10 steps, memory + disk", 10, true, true, false},
+                 {"every 10 steps, memory + disk in background", 10, true, true, true},
+                 {"every 50 steps, memory + disk", 50, true, true, false},
+                 {"every 50 steps, memory + disk in background", 50, true, true, true}};
+    double base = 0;
+    for (const Mode &m : modes) {
+      std::vector<double> t;
+      for (int r = 0; r < reps; ++r)
+        t.push_back(timed([&] {
+          msc::workload::TrainerOptions o;
+          o.dataDir = data;
+          o.steps = steps;
+          o.snapshotEvery = m.every;
+          o.memoryTier = m.memory;
+          o.memoryName = m.memory ? shm : "";
+          o.snapshotDir = m.disk ? dir + "/wl-snaps" : "";
+          o.stateMiB = 64;
+          o.backgroundDisk = m.background;
+          o.quiet = true;
+          if (msc::workload::runTrainer(o) != 0)
+            std::exit(1);
+          fs::remove_all(dir + "/wl-snaps");
+          ::shm_unlink(("/" + shm).c_str());
+        }));
+      double med = median(t);
+      if (base == 0)
+        base = med;
+      std::printf("  %-44s %8.3f ms/step  overhead %+6.1f%%\n", m.name, med * 1e3 / double(steps),
+                  (med / base - 1) * 100);
+    }
   }
   fs::remove_all(dir);
   return 0;

@@ -180,6 +180,7 @@ int runTrainer(const TrainerOptions &o) {
   so.memoryTier = o.memoryTier;
   so.memoryName = o.memoryName;
   so.keep = o.keep;
+  so.backgroundDisk = o.backgroundDisk;
   std::unique_ptr<snapshot::Store> store;
   const char *memfdEnv = std::getenv("MSCALE_SNAPSHOT_MEMFD");
   bool anyTier = !o.snapshotDir.empty() || (o.memoryTier && (!o.memoryName.empty() || (memfdEnv && *memfdEnv)));

@@ -25,6 +25,8 @@ struct TrainerOptions {
   uint64_t crashInSnapshotAtStep = 0; // _exit half-way through writing this step's snapshot
   uint32_t stepDelayMs = 0;
   uint64_t stateMiB = 0;     // an extra optimizer-like blob, to make snapshots heavier (benchmarks)
+  bool backgroundDisk = false; // StoreOptions::backgroundDisk (benchmarks; a disk-full error then
+                               // comes back one snapshot later)
   bool quiet = false;
   std::string restartReason; // why this attempt is a restart (logged with the resume line)
   std::string reader = "io_uring"; // or "pread"

@@ -15,6 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
+#include <system_error>
+#include <utility>
 
 namespace msc::snapshot {
 
@@ -37,7 +39,7 @@ Status Restored::copyBlob(const std::string &name, void *dst, uint64_t size) con
   return {};
 }
 
-Store::~Store() = default;
+Store::~Store() { (void)flush(); }
 
 Status Store::open(const StoreOptions &options, std::unique_ptr<Store> &out) {
   if (options.diskDir.empty() && !options.memoryTier)
@@ -104,15 +106,59 @@ Status Store::save(const SnapshotMeta &meta, const std::vector<BlobView> &blobs,
   }
   if ((tiers & kBothTiers) == 0)
     return Status::make(ErrorCode::ERR_SNAP_009, {"no tier selected"});
+  const bool toMemory = (tiers & static_cast<uint32_t>(Tier::Memory)) && memory_;
+  const bool toDisk = (tiers & static_cast<uint32_t>(Tier::Disk)) && disk_;
   Status first;
-  if ((tiers & static_cast<uint32_t>(Tier::Memory)) && memory_)
-    first = memory_->save(meta, blobs, options_.crashAfterBytes);
-  if ((tiers & static_cast<uint32_t>(Tier::Disk)) && disk_) {
-    Status s = disk_->save(meta, blobs, options_.crashAfterBytes);
+  auto keepFirst = [&first](Status s) {
     if (first && !s)
-      first = s;
+      first = std::move(s);
+  };
+  bool inMemory = false;
+  uint32_t slot = 0;
+  if (toMemory) {
+    if (diskWriter_.joinable() && !memory_->canAvoid(meta, blobs))
+      keepFirst(flush()); // the slot the disk write reads would be overwritten or unmapped
+    Status s = memory_->save(meta, blobs, options_.crashAfterBytes, diskWriterSlot_, slot);
+    inMemory = s.ok();
+    keepFirst(std::move(s));
+  }
+  if (toDisk) {
+    keepFirst(flush()); // one disk write at a time
+    if (options_.backgroundDisk && inMemory && !options_.crashAfterBytes)
+      startDiskWrite(meta.step, slot);
+    else
+      keepFirst(disk_->save(meta, blobs, options_.crashAfterBytes));
   }
   return first;
+}
+
+void Store::startDiskWrite(uint64_t step, uint32_t slot) {
+  diskWriterSlot_ = slot;
+  diskWriterStatus_ = {};
+  auto write = [this, step, slot] {
+    uint64_t size = 0;
+    const uint8_t *image = memory_->image(slot, size);
+    diskWriterStatus_ =
+        image ? disk_->saveImage(step, image, size)
+              : Status::make(ErrorCode::ERR_SNAP_001, {DiskTier::fileName(step), "its memory slot was overwritten"});
+  };
+  try {
+    diskWriter_ = std::thread(write);
+  } catch (const std::system_error &) { // no thread to be had: write it now; flush() reports it
+    write();
+    diskWriterSlot_ = -1;
+  }
+}
+
+void Store::waitForDiskWrite() {
+  if (diskWriter_.joinable())
+    diskWriter_.join();
+  diskWriterSlot_ = -1;
+}
+
+Status Store::flush() {
+  waitForDiskWrite();
+  return std::exchange(diskWriterStatus_, Status{});
 }
 
 std::vector<SnapshotInfo> Store::list() const {
@@ -165,6 +211,7 @@ Status Store::restoreAtMost(uint64_t maxStep, Restored &out, const BlobDestinati
 }
 
 void Store::destroyMemoryTier() {
+  waitForDiskWrite(); // it reads the region; its outcome stays for the next save() or flush()
   if (memory_)
     memory_->destroy();
   memory_.reset();

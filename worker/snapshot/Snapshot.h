@@ -14,6 +14,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace msc::snapshot {
@@ -104,6 +105,12 @@ struct StoreOptions {
   std::string memoryName;  // shm_open name ("msc-snap-job1"); empty: derived from diskDir
   uint32_t keep = 3;       // disk snapshots kept (>= 1)
   uint32_t memorySlots = 2; // memory slots (>= 1; 2 keeps the previous one valid while writing)
+  // With both tiers: save() returns once the memory tier has committed, and the disk file is written
+  // from that memory slot (the same bytes) by a background thread, so the step loop waits only for
+  // the memory copy. One disk write at a time: the next save that needs the disk tier waits for the
+  // previous one (the disk falls behind by one snapshot at most). Its error comes back from the next
+  // save() or flush().
+  bool backgroundDisk = false;
   unsigned threads = 0;     // memory tier: threads that copy and hash a blob (0: 1 below 64 MiB, else
                             // one per 32 MiB up to the CPUs this process may use)
   // Test hook: the writing process _exit(86)s after this many payload bytes of the next save
@@ -170,6 +177,9 @@ public:
   // Saves one snapshot to the tiers in `tiers` (kBothTiers by default; tiers the store lacks are
   // skipped). Each tier commits atomically; the first error is returned after trying every tier.
   Status save(const SnapshotMeta &meta, const std::vector<BlobView> &blobs, uint32_t tiers = kBothTiers);
+  // Waits for a background disk write (StoreOptions::backgroundDisk) and returns its outcome; ok if
+  // none was in flight or its outcome was already returned.
+  Status flush();
   // The newest valid snapshot across the tiers (memory wins a tie). Verified in full before it is
   // returned; torn/corrupt ones are listed in Restored::skipped.
   Status restoreLatest(Restored &out, const BlobDestination &dest = {});
@@ -187,9 +197,14 @@ public:
 
 private:
   Store() = default;
+  void startDiskWrite(uint64_t step, uint32_t slot);
+  void waitForDiskWrite();
   std::unique_ptr<MemoryTier> memory_;
   std::unique_ptr<DiskTier> disk_;
   StoreOptions options_;
+  std::thread diskWriter_;  // the background disk write, if one was started and not yet joined
+  Status diskWriterStatus_; // its outcome, read after the join, until flush() returns it
+  int64_t diskWriterSlot_ = -1; // the memory slot it reads
 };
 
 // Verifies one snapshot file completely (header, trailer, manifest, every blob).

@@ -205,13 +205,30 @@ void DiskTier::removeStaleTemporaries() {
 }
 
 Status DiskTier::save(const SnapshotMeta &meta, const std::vector<BlobView> &blobs, uint64_t crashAfterBytes) {
-  std::string final = dir_ + "/" + fileName(meta.step);
-  std::string tmp = dir_ + "/." + fileName(meta.step) + ".tmp." + std::to_string(::getpid());
+  return writeFile(meta.step, [&](format::Sink &sink, const std::string &tmp) {
+    return format::encode(meta, blobs, sink, crashAfterBytes, tmp);
+  });
+}
+
+Status DiskTier::saveImage(uint64_t step, const uint8_t *image, uint64_t size) {
+  return writeFile(step, [&](format::Sink &sink, const std::string &) -> Status {
+    constexpr uint64_t kPiece = 4u << 20;
+    for (uint64_t off = 0; off < size; off += kPiece)
+      if (Status s = sink.write(off, image + off, static_cast<size_t>(std::min(kPiece, size - off))); !s)
+        return s;
+    return {};
+  });
+}
+
+Status DiskTier::writeFile(uint64_t step,
+                           const std::function<Status(format::Sink &, const std::string &)> &fill) {
+  std::string final = dir_ + "/" + fileName(step);
+  std::string tmp = dir_ + "/." + fileName(step) + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     return Status::make(ErrorCode::ERR_SNAP_001, {tmp, errnoText(errno)});
   FdSink sink(fd, tmp);
-  Status s = format::encode(meta, blobs, sink, crashAfterBytes, tmp);
+  Status s = fill(sink, tmp);
   if (s && ::fsync(fd) != 0)
     s = Status::make(ErrorCode::ERR_SNAP_001, {tmp, std::string("fsync: ") + errnoText(errno)});
   if (::close(fd) != 0 && s)
@@ -376,7 +393,33 @@ Status MemoryTier::ensureCapacity(uint64_t imageSize) {
   return {};
 }
 
-Status MemoryTier::save(const SnapshotMeta &meta, const std::vector<BlobView> &blobs, uint64_t crashAfterBytes) {
+bool MemoryTier::canAvoid(const SnapshotMeta &meta, const std::vector<BlobView> &blobs) const {
+  if (!base_)
+    return false;
+  Super sb;
+  std::memcpy(&sb, base_, sizeof sb);
+  return sb.slots >= 2 && sb.slotSize >= kSlotHeaderSize + format::layout(meta, blobs).totalSize;
+}
+
+const uint8_t *MemoryTier::image(uint32_t slot, uint64_t &size) const {
+  if (!base_)
+    return nullptr;
+  Super sb;
+  std::memcpy(&sb, base_, sizeof sb);
+  if (slot >= sb.slots)
+    return nullptr;
+  const uint8_t *p = base_ + kSuperSize + slot * sb.slotSize;
+  SlotHeader h;
+  std::memcpy(&h, p, sizeof h);
+  if (std::memcmp(h.magic, kSlotMagic, 8) != 0 || h.state != kCommitted || hash64(&h, 40) != h.hash ||
+      h.imageSize > sb.slotSize - kSlotHeaderSize)
+    return nullptr;
+  size = h.imageSize;
+  return p + kSlotHeaderSize;
+}
+
+Status MemoryTier::save(const SnapshotMeta &meta, const std::vector<BlobView> &blobs, uint64_t crashAfterBytes,
+                        int64_t avoidSlot, uint32_t &usedSlot) {
   if (fd_ < 0)
     return Status::make(ErrorCode::ERR_SNAP_007, {what_, "the tier was destroyed"});
   format::Layout l = format::layout(meta, blobs);
@@ -384,7 +427,7 @@ Status MemoryTier::save(const SnapshotMeta &meta, const std::vector<BlobView> &b
     return s;
   Super sb;
   std::memcpy(&sb, base_, sizeof sb);
-  // Overwrite an empty slot, else the oldest committed one: never the newest.
+  // Overwrite an empty slot, else the oldest committed one: never the newest, never `avoidSlot`.
   uint32_t victim = 0;
   uint64_t victimSeq = UINT64_MAX, maxSeq = 0;
   for (uint32_t i = 0; i < sb.slots; ++i) {
@@ -393,9 +436,10 @@ Status MemoryTier::save(const SnapshotMeta &meta, const std::vector<BlobView> &b
     bool committed = std::memcmp(h.magic, kSlotMagic, 8) == 0 && h.state == kCommitted && hash64(&h, 40) == h.hash;
     uint64_t seq = committed ? h.seq : 0;
     maxSeq = std::max(maxSeq, seq);
-    if (seq < victimSeq)
+    if (seq < victimSeq && (static_cast<int64_t>(i) != avoidSlot || sb.slots == 1))
       victim = i, victimSeq = seq;
   }
+  usedSlot = victim;
   uint8_t *slot = base_ + kSuperSize + victim * sb.slotSize;
   std::string what = what_ + " slot " + std::to_string(victim);
   SlotHeader h{};

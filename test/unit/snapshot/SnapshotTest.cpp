@@ -412,6 +412,67 @@ TEST_F(SnapshotTest, WriteFailureIsReportedAndLeavesNothingBehind) { // ERR_SNAP
   EXPECT_EQ(std::distance(fs::directory_iterator(dir + "/snaps"), fs::directory_iterator()), 1);
 }
 
+std::vector<uint8_t> readFile(const std::string &path) {
+  std::vector<uint8_t> bytes(fs::file_size(path));
+  std::ifstream(path, std::ios::binary).read(reinterpret_cast<char *>(bytes.data()),
+                                             static_cast<std::streamsize>(bytes.size()));
+  return bytes;
+}
+
+// The disk file written in the background from a memory slot is the file a synchronous save writes.
+TEST_F(SnapshotTest, BackgroundDiskWriteWritesTheSameFile) {
+  auto sync = options(false, true);
+  sync.diskDir = dir + "/sync";
+  auto o = options();
+  o.backgroundDisk = true;
+  for (uint32_t slots : {1u, 2u}) { // one slot: each save first waits for the disk write reading it
+    o.memorySlots = slots;
+    auto store = open(o);
+    auto reference = open(sync);
+    for (uint64_t step : {10, 20, 30, 40}) {
+      ASSERT_TRUE(store->save(meta(step), blobs(step)).ok());
+      ASSERT_TRUE(reference->save(meta(step), blobs(step)).ok());
+    }
+    ASSERT_TRUE(store->flush().ok());
+    for (uint64_t step : {20, 30, 40}) { // keep = 3
+      EXPECT_TRUE(verifyFile(file(step)).ok()) << step;
+      char name[64];
+      std::snprintf(name, sizeof name, "/sync/snap-%020llu.msnap", static_cast<unsigned long long>(step));
+      EXPECT_TRUE(readFile(file(step)) == readFile(dir + name)) << slots << " slots, step " << step;
+    }
+    EXPECT_FALSE(fs::exists(file(10)));
+    store->destroyMemoryTier(); // node loss: the disk tier answers
+    Restored r;
+    ASSERT_TRUE(store->restoreLatest(r).ok());
+    EXPECT_EQ(r.tier, Tier::Disk);
+    EXPECT_EQ(r.meta, meta(40));
+    fs::remove_all(dir + "/snaps");
+    fs::remove_all(dir + "/sync");
+  }
+}
+
+TEST_F(SnapshotTest, BackgroundDiskWriteFailureComesBackFromFlush) { // ERR_SNAP_001
+  auto o = options();
+  o.backgroundDisk = true;
+  int status = inChild([&] {
+    std::unique_ptr<Store> s;
+    if (!Store::open(o, s).ok() || !s->save(meta(10), blobs(10), static_cast<uint32_t>(Tier::Memory)).ok())
+      _exit(2); // the memory region is sized before the limit below
+    ::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit lim = {256 << 10, 256 << 10}; // files may not grow past 256 KiB: write() fails EFBIG
+    ::setrlimit(RLIMIT_FSIZE, &lim);
+    if (!s->save(meta(20), blobs(20)).ok()) // the memory tier committed; the disk write is under way
+      _exit(3);
+    Status st = s->flush();
+    if (st.code != ErrorCode::ERR_SNAP_001 || st.message.find("File too large") == std::string::npos)
+      _exit(4);
+    _exit(s->flush().ok() ? 0 : 5); // reported once
+  });
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir + "/snaps"), fs::directory_iterator()), 0);
+}
+
 TEST_F(SnapshotTest, BadMemoryTierHandOver) { // ERR_SNAP_007
   ::setenv("MSCALE_SNAPSHOT_MEMFD", "seven", 1);
   std::unique_ptr<Store> s;
