@@ -152,6 +152,7 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0); // progress shows when the output goes to a file
   fs::create_directories(dir);
   struct utsname u;
   ::uname(&u);

@@ -39,6 +39,7 @@ class Source {
 public:
   virtual ~Source() = default;
   virtual uint64_t size() const = 0;
+  // Called from one thread at a time, not always the one that made the Source.
   virtual Status read(uint64_t offset, void *data, size_t size) = 0;
   // The image's bytes in memory (bounds already checked by the caller), or null: use read().
   virtual const uint8_t *direct(uint64_t /*offset*/, uint64_t /*size*/) { return nullptr; }

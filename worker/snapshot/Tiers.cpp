@@ -45,16 +45,11 @@ private:
   std::string what_;
 };
 
-// Reads with the next reads already asked of the device: the image is read front to back, and while
-// one chunk is hashed the kernel fetches the following ones, so a cold restore runs at read speed.
 class FdSource : public format::Source {
 public:
-  FdSource(int fd, uint64_t size, std::string what) : fd_(fd), size_(size), what_(std::move(what)) {
-    (void)::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL); // only a hint: a failure costs speed, not data
-  }
+  FdSource(int fd, uint64_t size, std::string what) : fd_(fd), size_(size), what_(std::move(what)) {}
   uint64_t size() const override { return size_; }
   Status read(uint64_t offset, void *data, size_t size) override {
-    (void)::posix_fadvise(fd_, static_cast<off_t>(offset + size), static_cast<off_t>(2 * size), POSIX_FADV_WILLNEED);
     auto *p = static_cast<uint8_t *>(data);
     while (size) {
       ssize_t n = ::pread(fd_, p, size, static_cast<off_t>(offset));

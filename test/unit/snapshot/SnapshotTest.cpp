@@ -709,6 +709,24 @@ TEST_F(SnapshotTest, ThreadedMemoryImageEqualsDiskImage) {
   EXPECT_EQ(std::memcmp(r.find("model")->data, model.data(), model.size()), 0);
 }
 
+// A blob of several 4 MiB reads: one thread reads ahead while the other hashes what has arrived.
+TEST_F(SnapshotTest, LargeBlobRestoresFromDiskAndItsLastChunkIsVerified) {
+  model = pattern((12u << 20) + 12345, 6);
+  auto store = open(options(false, true));
+  ASSERT_TRUE(store->save(meta(10), blobs(10)).ok());
+  ASSERT_TRUE(store->save(meta(20), blobs(20)).ok());
+  Restored r;
+  ASSERT_TRUE(store->restoreLatest(r).ok());
+  EXPECT_EQ(r.meta.step, 20u);
+  ASSERT_EQ(r.find("model")->size, model.size());
+  EXPECT_EQ(std::memcmp(r.find("model")->data, model.data(), model.size()), 0);
+  flipByte(file(20), 4096 + static_cast<off_t>(model.size()) - 2); // in the last, short chunk
+  ASSERT_TRUE(store->restoreLatest(r).ok());
+  EXPECT_EQ(r.meta.step, 10u);
+  ASSERT_EQ(r.skipped.size(), 1u);
+  EXPECT_EQ(r.skipped[0].reason.code, ErrorCode::ERR_SNAP_006);
+}
+
 TEST_F(SnapshotTest, CorruptChunkInTheMemoryTierIsDetected) { // ERR_SNAP_006
   model = pattern(8 * kDigestChunk, 5);
   auto o = options();
