@@ -261,6 +261,24 @@ Status encode(const SnapshotMeta &meta, const std::vector<BlobView> &blobs, Sink
     std::vector<uint64_t> chunkHashes(chunkCount(size));
     if (uint8_t *dst = crashAfterBytes ? nullptr : sink.direct(l.blobOffsets[i], size)) {
       copyAndHashChunks(dst, p, size, threads ? threads : threadsFor(size), chunkHashes.data());
+    } else if (!crashAfterBytes && size > kChunk) {
+      // A file: hash on a helper thread while this one writes, so the device never waits for the hash.
+      std::thread hasher;
+      try {
+        hasher = std::thread(copyAndHashChunks, nullptr, p, size, 1u, chunkHashes.data());
+      } catch (const std::system_error &) { // no thread to be had: hash here first
+        copyAndHashChunks(nullptr, p, size, 1, chunkHashes.data());
+      }
+      Status s;
+      for (uint64_t done = 0; done < size && s;) {
+        size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, size - done));
+        s = sink.write(l.blobOffsets[i] + done, p + done, n);
+        done += n;
+      }
+      if (hasher.joinable())
+        hasher.join();
+      if (!s)
+        return s;
     } else {
       for (uint64_t done = 0; done < size;) {
         size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, size - done));
