@@ -4,9 +4,9 @@
 //           executor's hugepage memfd, else POSIX shm_open), slots committed header-last;
 //   disk:   one file per snapshot, written to a temporary file, fsynced, renamed, directory fsynced;
 //           the newest `keep` are kept.
-// Every blob, the manifest, the header and the trailer carry a checksum (XXH3/XXH64, Hash.h); restore verifies everything
-// and falls back to the next newest snapshot (either tier) when one is torn or corrupt. Nothing valid
-// is an error (ERR_SNAP_003/004), never a silent fresh start. The C ABI is in mscale_snapshot.h.
+// Every blob, the manifest, the header and the trailer carry a checksum (XXH3/XXH64, Hash.h); restore
+// verifies everything and falls back to the next newest snapshot (either tier) when one is torn or
+// corrupt. Nothing valid is an error (ERR_SNAP_003/004), never a silent fresh start. The C ABI is in mscale_snapshot.h.
 #pragma once
 
 #include <cstdint>
