@@ -128,4 +128,9 @@ int UringQueue::submitAndWait(std::vector<Completion> &out) {
   return 0;
 }
 
+void UringQueue::submit() {
+  if (ring_ && io_uring_sq_ready(ring_.get()) > 0)
+    io_uring_submit(ring_.get());
+}
+
 } // namespace msc::worker

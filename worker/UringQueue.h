@@ -50,6 +50,9 @@ public:
   // reads the kernel had taken are waited for (they write into their buffers), the rest are dropped, the
   // ring is set up afresh and nothing is in flight; every read not reaped before is lost.
   int submitAndWait(std::vector<Completion> &out);
+  // Submits everything queued without waiting (read-ahead: the kernel reads while the caller works).
+  // On a failure the reads stay queued and the next submitAndWait submits them or reports it.
+  void submit();
 
   unsigned depth() const { return depth_; }
   unsigned maxInFlight() const { return maxInFlight_; } // the deepest queue reached
