@@ -203,10 +203,12 @@ bool ReadAheadReader::continuesPrevious(uint64_t offset) const {
     return true;
   if (!index_)
     return false;
-  if (lastEnd_ == ~0ULL) // the first read of this file: a loader starting (or resuming) at a record
+  const std::vector<RecordSpan> &recs = index_->records();
+  // The first read of this file (a loader starting, or resuming at a record), or a loader starting the
+  // file again (the next epoch).
+  if (lastEnd_ == ~0ULL || (!recs.empty() && offset == recs.front().offset))
     return index_->startsRecord(offset);
   // The record after the previous read, however far the gap before it: a random read is not that.
-  const std::vector<RecordSpan> &recs = index_->records();
   size_t i = index_->firstEndingAfter(lastEnd_);
   if (i < recs.size() && recs[i].offset < lastEnd_)
     ++i;
@@ -227,8 +229,8 @@ int64_t ReadAheadReader::readAt(const std::string &path, uint64_t offset, void *
     inWindow = !window_.empty() && offset >= slots_[window_.front()].offset;
   }
   if (!inWindow) {
-    if (!continuesPrevious(offset) || offset >= size_) {
-      ++stats_.misses;
+    if (offset >= size_ || !continuesPrevious(offset)) {
+      ++(offset >= size_ ? stats_.pastEnd : stats_.misses);
       int64_t got = preadFully(fd_, offset, buf, size);
       lastEnd_ = offset + static_cast<uint64_t>(std::max<int64_t>(got, 0));
       return got;

@@ -6,7 +6,8 @@
 //
 // A read starts a window when it continues the previous one (at or a little past its end, or at the
 // record after it in the file's record index), or when it is the first read of the file and the index
-// says a record starts there (a loader starting, or resuming at any record). Any other read is random
+// says a record starts there (a loader starting, or resuming at any record), or a read of the file's
+// first record (a loader starting the file again, as each epoch does). Any other read is random
 // access: one pread. With
 // a record index the window skips blocks that hold no record bytes, so records that are not contiguous
 // are read ahead too. The reader keeps no position of its own beyond the window: the loader keeps its
@@ -38,6 +39,7 @@ public:
   struct Stats {
     uint64_t hits = 0;        // reads served from the window
     uint64_t misses = 0;      // reads served by pread
+    uint64_t pastEnd = 0;     // reads at or past the end of the file (a pread: the file may have grown)
     uint64_t blocksRead = 0;  // blocks the window read
     uint64_t windowStarts = 0;
   };

@@ -118,7 +118,9 @@ TEST(ReadAheadReader, EndOfFileAndAShortFile) {
   EXPECT_EQ(std::string(buf, 500), content.substr(3 * kBlock));
   EXPECT_EQ(r->readAt(path, 3 * kBlock + 500, buf, sizeof buf), 0);
   EXPECT_EQ(r->readAt(path, 10 * kBlock, buf, sizeof buf), 0);
-  EXPECT_GE(r->stats().hits, 1u);
+  EXPECT_EQ(r->stats().hits, 1u);
+  EXPECT_EQ(r->stats().misses, 1u);
+  EXPECT_EQ(r->stats().pastEnd, 2u);
 
   ASSERT_EQ(r->readAt(small, 0, buf, 4), 4);
   ASSERT_EQ(r->readAt(small, 4, buf, sizeof buf), 6);
