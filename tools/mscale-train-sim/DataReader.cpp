@@ -11,10 +11,15 @@ int64_t PreadReader::read(const std::string &path, uint64_t offset, void *buf, s
   return worker::preadFully(fd, offset, buf, size);
 }
 
-std::unique_ptr<UringReader> UringReader::create(unsigned depth, std::string &error) {
-  // Records are read whole, so the block size of the streaming mode does not matter here.
-  std::unique_ptr<worker::IoUringReader> r = worker::IoUringReader::create(depth, 1, error);
-  return r ? std::unique_ptr<UringReader>(new UringReader(std::move(r))) : nullptr;
+std::unique_ptr<UringReader> UringReader::create(unsigned depth, worker::RecordIndex::Scanner scan,
+                                                 std::string &error) {
+  worker::ReadAheadReader::Options options;
+  options.depth = depth;
+  std::unique_ptr<worker::ReadAheadReader> r = worker::ReadAheadReader::create(options, error);
+  if (!r)
+    return nullptr;
+  r->setScanner(std::move(scan));
+  return std::unique_ptr<UringReader>(new UringReader(std::move(r)));
 }
 
 int64_t FaultInjectingReader::read(const std::string &path, uint64_t offset, void *buf, size_t size) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "worker/IoUringReader.h"
+#include "worker/ReadAheadReader.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -27,19 +28,21 @@ private:
   worker::OpenFiles files_;
 };
 
-// The worker runtime's IoUringReader::readAt: the loader asks for one record at a time and needs it
-// before it knows the next offset, so there is never more than one read in flight.
+// The worker runtime's read-ahead reader: the loader asks for one record at a time and needs it before
+// it knows the next offset, so the reader keeps `depth` large blocks in flight ahead of it, knowing the
+// record boundaries from the file's record index (built by `scan`, the dataset format's scanner).
 class UringReader : public DataReader {
 public:
   // nullptr with `error` when the kernel refuses io_uring (the caller falls back to PreadReader).
-  static std::unique_ptr<UringReader> create(unsigned depth, std::string &error);
+  static std::unique_ptr<UringReader> create(unsigned depth, worker::RecordIndex::Scanner scan, std::string &error);
   int64_t read(const std::string &path, uint64_t offset, void *buf, size_t size) override {
     return reader_->readAt(path, offset, buf, size);
   }
+  const worker::ReadAheadReader &reader() const { return *reader_; }
 
 private:
-  explicit UringReader(std::unique_ptr<worker::IoUringReader> reader) : reader_(std::move(reader)) {}
-  std::unique_ptr<worker::IoUringReader> reader_;
+  explicit UringReader(std::unique_ptr<worker::ReadAheadReader> reader) : reader_(std::move(reader)) {}
+  std::unique_ptr<worker::ReadAheadReader> reader_;
 };
 
 // Fails every read with -EIO once armed (what a failing NVMe namespace looks like to the worker).

@@ -81,6 +81,41 @@ std::vector<std::string> datasetFiles(const std::string &dir) {
   return out;
 }
 
+bool scanRecords(int fd, uint64_t size, std::vector<worker::RecordSpan> &out, std::string &error) {
+  constexpr size_t kChunk = 1 << 20;
+  std::vector<uint8_t> buf;
+  uint64_t bufStart = 0;
+  for (uint64_t off = 0; off < size;) {
+    if (off + kHead > bufStart + buf.size()) { // the header is not in the buffer: read on from it
+      buf.resize(static_cast<size_t>(std::min<uint64_t>(kChunk, size - off)));
+      int64_t got = worker::preadFully(fd, off, buf.data(), buf.size());
+      if (got < 0) {
+        error = std::string("read failed: ") + std::strerror(static_cast<int>(-got));
+        return false;
+      }
+      buf.resize(static_cast<size_t>(got));
+      bufStart = off;
+    }
+    if (off + kHead > bufStart + buf.size()) {
+      error = "a record header is cut off at offset " + std::to_string(off);
+      return false;
+    }
+    const uint8_t *h = buf.data() + (off - bufStart);
+    uint32_t magic;
+    uint16_t pad;
+    std::memcpy(&magic, h, 4);
+    std::memcpy(&pad, h + 8, 2);
+    uint64_t length = kHead + sizeof(Sample::x) + pad;
+    if (magic != kMagic || off + length > size) {
+      error = "no record at offset " + std::to_string(off);
+      return false;
+    }
+    out.push_back({off, length});
+    off += length;
+  }
+  return true;
+}
+
 Loader::Loader(std::vector<std::string> files, uint64_t seed, DataReader &reader)
     : files_(std::move(files)), seed_(seed), reader_(reader) {
   shuffle();

@@ -29,6 +29,9 @@ std::vector<std::string> datasetFiles(const std::string &dir);
 
 uint64_t splitmix64(uint64_t &state);
 
+// The record index of a shard (worker::RecordIndex::Scanner): one pass over the record headers.
+bool scanRecords(int fd, uint64_t size, std::vector<worker::RecordSpan> &out, std::string &error);
+
 class Loader {
 public:
   Loader(std::vector<std::string> files, uint64_t seed, DataReader &reader);

@@ -201,7 +201,7 @@ int runTrainer(const TrainerOptions &o) {
   std::unique_ptr<UringReader> uring;
   if (o.reader == "io_uring") {
     std::string why;
-    uring = UringReader::create(8, why);
+    uring = UringReader::create(8, scanRecords, why);
     if (!uring)
       std::fprintf(stderr, "mscale-train-sim: io_uring unavailable (%s); reading with pread\n", why.c_str());
   }
