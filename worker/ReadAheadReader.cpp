@@ -9,6 +9,9 @@
 #include <cstring>
 
 namespace msc::worker {
+namespace {
+constexpr uint64_t kSequentialSlack = 4096;
+} // namespace
 
 std::unique_ptr<ReadAheadReader> ReadAheadReader::create(const Options &options, std::string &error) {
   if (options.depth == 0 || options.blockSize == 0 || options.blockSize % 4096 != 0 ||
@@ -89,6 +92,9 @@ void ReadAheadReader::popFront() {
 void ReadAheadReader::startWindow(uint64_t offset) {
   abandonWindow();
   next_ = offset / options_.blockSize * options_.blockSize;
+  // Two blocks at first, twice as many for every block the consumer finishes, up to the depth: a
+  // window started by a read that only looked sequential costs at most two blocks.
+  allowed_ = std::min(2u, options_.depth);
   ++stats_.windowStarts;
   fill();
 }
@@ -103,7 +109,7 @@ void ReadAheadReader::fill() {
         break;
       at = std::max(at, index_->records()[i].offset / bs * bs);
     }
-    if (at >= size_ || queue_->full())
+    if (at >= size_ || queue_->full() || window_.size() >= allowed_)
       break;
     auto free = std::find_if(slots_.begin(), slots_.end(), [](const Slot &s) { return s.state == Slot::Free; });
     if (free == slots_.end()) {
@@ -182,6 +188,7 @@ int64_t ReadAheadReader::serve(uint64_t offset, char *buf, size_t size) {
     std::memcpy(buf + (at - offset), queue_->buffer(slot) + (at - s.offset), n);
     at += n, left -= n;
     if (at >= s.offset + s.length) {
+      allowed_ = std::min(options_.depth, allowed_ * 2);
       popFront();
       fill();
     } else if (s.got < s.length) {
@@ -199,7 +206,9 @@ int64_t ReadAheadReader::serve(uint64_t offset, char *buf, size_t size) {
 }
 
 bool ReadAheadReader::continuesPrevious(uint64_t offset) const {
-  if (offset >= lastEnd_ && offset - lastEnd_ < options_.blockSize)
+  // Right after the previous read (a loader skipping a record's padding): a random read lands there
+  // only once in (file size / 4 KiB).
+  if (offset >= lastEnd_ && offset - lastEnd_ < kSequentialSlack)
     return true;
   if (!index_)
     return false;

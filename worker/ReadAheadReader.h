@@ -4,7 +4,7 @@
 // submissions batched, IOSQE_ASYNC for buffered files), serving readAt(offset, length) from the window
 // when it hits and with a plain pread when it misses (random access costs what pread costs).
 //
-// A read starts a window when it continues the previous one (at or a little past its end, or at the
+// A read starts a window when it continues the previous one (at or within 4 KiB past its end, or at the
 // record after it in the file's record index), or when it is the first read of the file and the index
 // says a record starts there (a loader starting, or resuming at any record), or a read of the file's
 // first record (a loader starting the file again, as each epoch does). Any other read is random
@@ -100,6 +100,7 @@ private:
   uint64_t size_ = 0;
   const RecordIndex *index_ = nullptr;
   uint64_t next_ = 0;          // where the window's next block would start
+  unsigned allowed_ = 0;       // blocks the window may hold now (it grows to the depth)
   uint64_t lastEnd_ = ~0ULL;   // where the previous read ended
 };
 
