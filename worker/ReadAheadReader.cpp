@@ -3,6 +3,7 @@
 #include "worker/UringQueue.h"
 
 #include <sys/stat.h>
+#include <sys/uio.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -109,11 +110,11 @@ void ReadAheadReader::fill() {
         break;
       at = std::max(at, index_->records()[i].offset / bs * bs);
     }
-    if (at >= size_ || queue_->full() || window_.size() >= allowed_)
+    if (at >= size_ || window_.size() >= allowed_ || !queue_->usable())
       break;
     auto free = std::find_if(slots_.begin(), slots_.end(), [](const Slot &s) { return s.state == Slot::Free; });
-    if (free == slots_.end()) {
-      if (!window_.empty())
+    if (free == slots_.end() || queue_->full()) {
+      if (!window_.empty() || queue_->inFlight() == 0)
         break;
       reap(); // every slot holds an abandoned read: the new window needs one of them back
       continue;
@@ -224,6 +225,12 @@ bool ReadAheadReader::continuesPrevious(uint64_t offset) const {
   return i < recs.size() && recs[i].offset == offset;
 }
 
+size_t ReadAheadReader::fromPageCache(uint64_t offset, void *buf, size_t size) {
+  iovec iov{buf, size};
+  ssize_t n = ::preadv2(fd_, &iov, 1, static_cast<off_t>(offset), RWF_NOWAIT);
+  return n > 0 ? static_cast<size_t>(n) : 0; // EAGAIN: not cached; anything else the window will say again
+}
+
 int64_t ReadAheadReader::readAt(const std::string &path, uint64_t offset, void *buf, size_t size) {
   if (path != path_ || fd_ < 0)
     if (int rc = switchFile(path); rc < 0)
@@ -237,19 +244,34 @@ int64_t ReadAheadReader::readAt(const std::string &path, uint64_t offset, void *
       popFront();
     inWindow = !window_.empty() && offset >= slots_[window_.front()].offset;
   }
+  // What the window does not hold, a large read takes from the page cache first (one copy).
+  size_t cached = 0;
+  if (!inWindow && options_.pageCacheFirst && size >= options_.blockSize / 16 && offset < size_) {
+    cached = fromPageCache(offset, buf, size);
+    lastEnd_ = offset + cached;
+    if (cached == size || offset + cached >= size_) {
+      ++stats_.cached;
+      return static_cast<int64_t>(cached);
+    }
+    offset += cached, size -= cached, buf = static_cast<char *>(buf) + cached;
+  }
+  // A read that fails after the page cache gave a part returns that part (short, as read() does).
+  auto result = [cached](int64_t got) {
+    return got < 0 && cached == 0 ? got : std::max<int64_t>(got, 0) + static_cast<int64_t>(cached);
+  };
   if (!inWindow) {
     if (offset >= size_ || !continuesPrevious(offset)) {
       ++(offset >= size_ ? stats_.pastEnd : stats_.misses);
       int64_t got = preadFully(fd_, offset, buf, size);
       lastEnd_ = offset + static_cast<uint64_t>(std::max<int64_t>(got, 0));
-      return got;
+      return result(got);
     }
     startWindow(offset);
   }
   ++stats_.hits;
   int64_t got = serve(offset, static_cast<char *>(buf), size);
   lastEnd_ = offset + static_cast<uint64_t>(std::max<int64_t>(got, 0));
-  return got;
+  return result(got);
 }
 
 } // namespace msc::worker

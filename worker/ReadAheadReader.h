@@ -35,11 +35,16 @@ public:
     unsigned depth = 8;         // blocks in flight ahead of the consumer (the plan's io depth)
     size_t blockSize = 1 << 20; // a multiple of 4 KiB; blocks start at multiples of it
     bool asyncBuffered = true;  // IOSQE_ASYNC: the page-cache copies run on the kernel's workers
+    // Reads of at least blockSize / 16 bytes that the window does not hold take what the page cache
+    // holds first, straight into the caller's buffer (preadv2 RWF_NOWAIT: one copy, as pread), and
+    // start or use the window only for what it lacks: cached large records are not copied twice.
+    bool pageCacheFirst = true;
   };
   struct Stats {
     uint64_t hits = 0;        // reads served from the window
     uint64_t misses = 0;      // reads served by pread
     uint64_t pastEnd = 0;     // reads at or past the end of the file (a pread: the file may have grown)
+    uint64_t cached = 0;      // large reads the page cache gave whole (pageCacheFirst)
     uint64_t blocksRead = 0;  // blocks the window read
     uint64_t windowStarts = 0;
   };
@@ -78,6 +83,7 @@ private:
   explicit ReadAheadReader(const Options &options);
   int switchFile(const std::string &path);
   bool continuesPrevious(uint64_t offset) const;
+  size_t fromPageCache(uint64_t offset, void *buf, size_t size);
   void startWindow(uint64_t offset);
   void abandonWindow();
   void popFront();

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -39,10 +40,13 @@ struct TempDir {
   }
 };
 
-std::unique_ptr<ReadAheadReader> makeReader(unsigned depth = 4) {
+// The window's own behaviour: these files were just written, so the page cache holds them all and
+// pageCacheFirst would serve every large read (its own test is below).
+std::unique_ptr<ReadAheadReader> makeReader(unsigned depth = 4, bool pageCacheFirst = false) {
   ReadAheadReader::Options o;
   o.depth = depth;
   o.blockSize = kBlock;
+  o.pageCacheFirst = pageCacheFirst;
   std::string error;
   auto r = ReadAheadReader::create(o, error);
   EXPECT_TRUE(r) << error;
@@ -195,6 +199,46 @@ TEST(ReadAheadReader, TheIndexLetsTheWindowSkipGapsBetweenRecords) {
   readAll(*r, path, content, spans);
   EXPECT_EQ(r->stats().misses, 0u);
   EXPECT_LE(r->stats().blocksRead, 12u); // the blocks holding records, not all 40
+}
+
+// Every switch abandons a window whose reads may still be in flight; the next window still gets blocks
+// (it waits for abandoned reads to give their buffers back rather than falling back to pread).
+TEST(ReadAheadReader, WindowsAbandonedInFlightGiveTheirBuffersBack) {
+  TempDir dir;
+  std::string a = pattern(16 * kBlock, 10), b = pattern(16 * kBlock, 11);
+  std::string pa = dir.write("a", a), pb = dir.write("b", b);
+  std::vector<RecordSpan> spans = records(a.size(), {3000});
+  auto r = makeReader(2);
+  r->setScanner(fixedScanner(spans));
+  uint64_t reads = 0;
+  for (size_t i = 0; i + 1 < spans.size(); i += 2, reads += 2) {
+    readAll(*r, pa, a, {spans[i]});
+    readAll(*r, pb, b, {spans[i + 1]});
+  }
+  EXPECT_EQ(r->stats().misses, 0u);
+  EXPECT_EQ(r->stats().windowStarts, reads);
+  EXPECT_GE(r->stats().blocksRead, r->stats().windowStarts);
+}
+
+// Large reads the window does not hold come from the page cache first; what the cache lacks (dropped
+// here with POSIX_FADV_DONTNEED after an fsync) goes through the window. Small reads never try.
+TEST(ReadAheadReader, PageCacheFirstForLargeReads) {
+  TempDir dir;
+  std::string content = pattern(32 * kBlock, 12);
+  std::string path = dir.write("f", content);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::fsync(fd), 0);
+  ::posix_fadvise(fd, 16 * kBlock, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+  auto r = makeReader(4, true);
+  std::vector<RecordSpan> large = records(content.size(), {kBlock / 2 + 7});
+  readAll(*r, path, content, large);
+  EXPECT_GT(r->stats().cached, 0u);
+  EXPECT_EQ(r->stats().cached + r->stats().hits + r->stats().misses, large.size());
+  auto small = makeReader(4, true);
+  readAll(*small, path, content, records(content.size(), {kBlock / 16 - 1}));
+  EXPECT_EQ(small->stats().cached, 0u);
 }
 
 TEST(ReadAheadReader, FilesInTurnAndErrors) {
