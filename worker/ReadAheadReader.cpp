@@ -244,9 +244,12 @@ int64_t ReadAheadReader::readAt(const std::string &path, uint64_t offset, void *
       popFront();
     inWindow = !window_.empty() && offset >= slots_[window_.front()].offset;
   }
-  // What the window does not hold, a large read takes from the page cache first (one copy).
+  // What the window does not hold, a large sequential read takes from the page cache first (one copy).
+  // Not a random one: where the cache misses, RWF_NOWAIT still starts the kernel's readahead, which a
+  // random reader pays for and does not use.
   size_t cached = 0;
-  if (!inWindow && options_.pageCacheFirst && size >= options_.blockSize / 16 && offset < size_) {
+  if (!inWindow && options_.pageCacheFirst && size >= options_.blockSize / 16 && offset < size_ &&
+      continuesPrevious(offset)) {
     cached = fromPageCache(offset, buf, size);
     lastEnd_ = offset + cached;
     if (cached == size || offset + cached >= size_) {

@@ -35,7 +35,7 @@ public:
     unsigned depth = 8;         // blocks in flight ahead of the consumer (the plan's io depth)
     size_t blockSize = 1 << 20; // a multiple of 4 KiB; blocks start at multiples of it
     bool asyncBuffered = true;  // IOSQE_ASYNC: the page-cache copies run on the kernel's workers
-    // Reads of at least blockSize / 16 bytes that the window does not hold take what the page cache
+    // Sequential reads of at least blockSize / 16 bytes that the window does not hold take what the page cache
     // holds first, straight into the caller's buffer (preadv2 RWF_NOWAIT: one copy, as pread), and
     // start or use the window only for what it lacks: cached large records are not copied twice.
     bool pageCacheFirst = true;
