@@ -29,6 +29,10 @@ function(msc_tool name)
   target_compile_options(${name} PRIVATE ${MSC_WARNING_FLAGS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS})
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
+  if(MSC_STATIC_DEPS)
+    # cmake/MscStaticDeps.cmake: libstdc++ too, and no NEEDED entry for a library nothing uses.
+    target_link_options(${name} PRIVATE -static-libstdc++ -static-libgcc LINKER:--as-needed)
+  endif()
   # Installed as <prefix>/bin/<tool>, beside <prefix>/share/megascale/stdlib (driver's default) and
   # <prefix>/lib (the worker libraries the Python package loads).
   install(TARGETS ${name} RUNTIME DESTINATION bin COMPONENT tools)

@@ -3,7 +3,7 @@
 set -euo pipefail
 packages=(
   libantlr4-runtime-dev antlr4 uuid-dev llvm-16-dev llvm-16-tools libzstd-dev clang-16
-  libclang-rt-16-dev libbpf-dev libelf-dev bpftool liburing-dev libhwloc-dev hwloc libboost-graph-dev
+  libclang-rt-16-dev libbpf-dev libelf-dev bpftool liburing-dev libhwloc-dev libudev-dev hwloc libboost-graph-dev
   libprotobuf-dev protobuf-compiler libibverbs-dev libgtest-dev libbenchmark-dev
   libboost-dev cmake ninja-build pkg-config python3 ccache
   # XXH3 (runtime-dispatched to AVX2/AVX-512) and XXH64: the snapshot checksums (worker/snapshot/Hash.h).
