@@ -21,6 +21,8 @@ struct FrontendOptions {
   std::vector<std::string> includeDirs; // -I, searched after the importing file's directory
   std::string stdlibDir;                // searched last; holds profiles/*.msc
   ParseLimits limits;
+  // Where lexed files are kept by their bytes (support/ContentCache.h); null: every file is lexed.
+  const ContentCache *cache = nullptr;
   // Compile every contract on this profile instead of the one it names ('uses profile X'): what a
   // resize to another profile (`mscale-cli contract resize --profile`, `mscalec --profile`) needs.
   std::string profileOverride;

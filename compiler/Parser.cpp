@@ -3,6 +3,8 @@
 #include "ContractLexer.h"
 #include "ContractParser.h"
 #include "compiler/AstBuilder.h"
+#include "compiler/TokenCache.h"
+#include "support/ContentCache.h"
 
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/ConvertUTF.h>
@@ -159,7 +161,7 @@ private:
 } // namespace
 
 std::unique_ptr<ast::File> parseContract(unsigned bufferId, llvm::SourceMgr &sm, DiagnosticEngine &diags,
-                                         const ParseLimits &limits) {
+                                         const ParseLimits &limits, const ContentCache *cache) {
   const llvm::MemoryBuffer *buffer = sm.getMemoryBuffer(bufferId);
   llvm::StringRef text = buffer->getBuffer();
   llvm::StringRef name = buffer->getBufferIdentifier();
@@ -170,7 +172,14 @@ std::unique_ptr<ast::File> parseContract(unsigned bufferId, llvm::SourceMgr &sm,
   antlr4::ANTLRInputStream input(text.data(), text.size());
   msc_grammar::ContractLexer lexer(&input);
   lexer.removeErrorListeners();
-  antlr4::CommonTokenStream tokens(&lexer);
+  // A file this build has lexed before (by its bytes) gets its token stream from the cache.
+  constexpr llvm::StringLiteral kCacheKind = "tokens";
+  std::string cacheKey = cache && !cache->disabled() ? ContentCache::key(kCacheKind, text) : std::string();
+  std::unique_ptr<CachedTokenSource> cached;
+  if (!cacheKey.empty())
+    if (std::optional<std::string> bytes = cache->load(kCacheKind, cacheKey))
+      cached = CachedTokenSource::decode(*bytes, input, lexer.getVocabulary().getMaxTokenType());
+  antlr4::CommonTokenStream tokens(cached ? static_cast<antlr4::TokenSource *>(cached.get()) : &lexer);
   tokens.fill();
 
   // Lexical errors, nesting depth and emptiness are checked on the token stream, before the
@@ -218,6 +227,10 @@ std::unique_ptr<ast::File> parseContract(unsigned bufferId, llvm::SourceMgr &sm,
   CP::FileContext *tree = parser.file();
   if (listener.count() || !lexErrorLines.empty())
     return nullptr;
+
+  // Only a stream that parsed without a problem is kept: a cached stream then always parses.
+  if (!cached && !cacheKey.empty())
+    cache->store(kCacheKind, cacheKey, encodeTokens(tokens.getTokens()));
 
   AstBuilder builder([&map](size_t index) { return map(index); });
   std::unique_ptr<ast::File> file = builder.transformFile(*tree);

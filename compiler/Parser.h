@@ -2,6 +2,7 @@
 #pragma once
 
 #include "compiler/AST.h"
+#include "support/ContentCache.h"
 #include "support/Diagnostic.h"
 
 #include <memory>
@@ -19,8 +20,10 @@ struct ParseLimits {
 
 // Parses the SourceMgr buffer `bufferId`. Lexical and syntax errors are reported to `diags`
 // (several per file: the parser recovers). Returns null when the input could not be parsed.
+// With a `cache`, a file lexed before by this build takes its tokens from it (compiler/TokenCache.h)
+// and a file parsed without a problem leaves its tokens there.
 std::unique_ptr<ast::File> parseContract(unsigned bufferId, llvm::SourceMgr &sm, DiagnosticEngine &diags,
-                                         const ParseLimits &limits = {});
+                                         const ParseLimits &limits = {}, const ContentCache *cache = nullptr);
 
 // Checks raw bytes before they are parsed: size, NUL bytes, UTF-8. Reports and returns false on
 // the first problem. `where` names the file for file-level diagnostics.

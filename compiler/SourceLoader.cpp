@@ -49,7 +49,7 @@ public:
     out_.hash = fnv1a(buffer->getBuffer(), out_.hash);
     unsigned id = sm_.AddNewSourceBuffer(std::move(buffer), requestedAt.range.Start);
     loaded_.insert(real);
-    std::unique_ptr<ast::File> file = parseContract(id, sm_, diags_, options_.limits);
+    std::unique_ptr<ast::File> file = parseContract(id, sm_, diags_, options_.limits, options_.cache);
     if (!file)
       return true;
     file->path = path.str();

@@ -29,7 +29,9 @@ struct Node {
 // itself on a move).
 bool prepareNode(const CompileOptions &options, DiagnosticEngine &diags, Node &node) {
   if (!options.topology.empty()) {
-    node.topology = hal::loadTopology(hal::TopologySource::fromArgument(options.topology), diags);
+    hal::TopologySource source = hal::TopologySource::fromArgument(options.topology);
+    source.useCache = options.useCache;
+    node.topology = hal::loadTopology(source, diags);
     if (!node.topology)
       return false;
   }
@@ -96,11 +98,13 @@ CompileResult compile(const CompileOptions &options, llvm::SourceMgr &sm, Diagno
     diags.report(DiagCode::ERR_DRV_005) << "no input files (see --help)";
     return result;
   }
+  const ContentCache cache = options.useCache ? ContentCache::fromEnvironment() : ContentCache("");
   FrontendOptions frontend;
   frontend.includeDirs = options.includeDirs;
   frontend.stdlibDir = options.stdlibDir.empty() ? defaultStdlibDir() : options.stdlibDir;
   frontend.profileOverride = options.profileOverride;
   frontend.profileOverrideContract = options.onlyContract;
+  frontend.cache = &cache;
   Node node;
   if (!prepareNode(options, diags, node)) {
     result.setupFailed = true;
@@ -144,11 +148,13 @@ std::optional<ir::Module> loadContracts(const CompileOptions &options, llvm::Sou
     diags.report(DiagCode::ERR_DRV_005) << "expected one contract file, got " + std::to_string(options.inputs.size());
     return std::nullopt;
   }
+  const ContentCache cache = options.useCache ? ContentCache::fromEnvironment() : ContentCache("");
   FrontendOptions frontend;
   frontend.includeDirs = options.includeDirs;
   frontend.stdlibDir = options.stdlibDir.empty() ? defaultStdlibDir() : options.stdlibDir;
   frontend.profileOverride = options.profileOverride;
   frontend.profileOverrideContract = options.onlyContract;
+  frontend.cache = &cache;
   std::optional<ir::Module> module = compileContractFile(options.inputs.front(), frontend, sm, diags);
   if (module)
     for (const std::string &problem : ir::verify(*module))

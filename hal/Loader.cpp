@@ -1,6 +1,10 @@
 // The single entry point: choose the loader from the source kind and the file's content.
 #include "hal/Loader.h"
+#include "hal/TopologyBinary.h"
 #include "hal/TopologyYaml.h"
+#include "support/ContentCache.h"
+
+#include <hwloc.h>
 
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/MemoryBuffer.h>
@@ -57,6 +61,33 @@ FileFormat detectFormat(llvm::StringRef contents, llvm::StringRef fileName) {
   return FileFormat::Unknown;
 }
 
+std::string hwlocXmlCacheKey(llvm::StringRef xml) {
+  return ContentCache::key("hwloc-xml", xml, std::to_string(hwloc_get_api_version()));
+}
+
+namespace {
+
+// hwloc's XML import was most of a compile against an XML node (docs/PERFORMANCE.md, "Start-up
+// and compile"): the converted topology is cached by the XML's bytes (and hwloc's version), so
+// the import runs once per file and build. Only a successful import is stored.
+std::optional<Topology> loadHwlocXmlCached(llvm::StringRef xml, llvm::StringRef path, DiagnosticEngine &diags) {
+  constexpr llvm::StringLiteral kKind = "hwloc-xml";
+  const ContentCache cache = ContentCache::fromEnvironment();
+  std::string key;
+  if (!cache.disabled()) {
+    key = hwlocXmlCacheKey(xml);
+    if (std::optional<std::string> bytes = cache.load(kKind, key))
+      if (std::optional<Topology> cached = decodeTopologyBinary(*bytes))
+        return cached;
+  }
+  std::optional<Topology> t = loadHwlocXmlBuffer(xml, path, diags);
+  if (t && !cache.disabled())
+    cache.store(kKind, key, encodeTopologyBinary(*t));
+  return t;
+}
+
+} // namespace
+
 std::optional<Topology> loadTopology(const TopologySource &source, DiagnosticEngine &diags) {
   if (source.kind == TopologySource::Kind::Live)
     return discoverLive(source.live, diags);
@@ -69,7 +100,8 @@ std::optional<Topology> loadTopology(const TopologySource &source, DiagnosticEng
   llvm::StringRef text = (*buf)->getBuffer();
   switch (detectFormat(text, source.path)) {
   case FileFormat::HwlocXml:
-    return loadHwlocXmlBuffer(text, source.path, diags);
+    return source.useCache ? loadHwlocXmlCached(text, source.path, diags)
+                           : loadHwlocXmlBuffer(text, source.path, diags);
   case FileFormat::Yaml:
     return readTopologyYaml(text, source.path, diags, source.node);
   case FileFormat::NvidiaSmiTopo:

@@ -25,6 +25,9 @@ struct TopologySource {
   std::string path;      // the file, for Kind::File
   LiveOptions live;      // for Kind::Live
   std::string node;      // cluster descriptions: the node to take (empty: the only one)
+  // Keep an hwloc XML's conversion in the content cache of the environment
+  // (support/ContentCache.h) and take it from there next time. The tools turn it on.
+  bool useCache = false;
 
   static TopologySource liveMachine() { return {}; }
   static TopologySource sysfs(std::string root);
@@ -41,6 +44,10 @@ std::optional<Topology> loadTopology(const TopologySource &source, DiagnosticEng
 std::optional<Topology> discoverLive(const LiveOptions &options, DiagnosticEngine &diags);
 std::optional<Topology> loadHwlocXmlFile(llvm::StringRef path, DiagnosticEngine &diags);
 std::optional<Topology> loadHwlocXmlBuffer(llvm::StringRef xml, llvm::StringRef name, DiagnosticEngine &diags);
+
+// The content-cache key (support/ContentCache.h) under which loadTopology keeps an hwloc XML's
+// conversion: the XML's bytes, hwloc's version and the running build.
+std::string hwlocXmlCacheKey(llvm::StringRef xml);
 
 enum class FileFormat { HwlocXml, Yaml, NvidiaSmiTopo, Unknown };
 FileFormat detectFormat(llvm::StringRef contents, llvm::StringRef fileName);

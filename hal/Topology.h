@@ -225,6 +225,9 @@ public:
   const NumaInfo *numaInfo(unsigned os) const;
   std::optional<uint64_t> freeHugepages(unsigned node, uint64_t pageSize) const;
   std::optional<uint64_t> numaDistance(unsigned a, unsigned b) const;
+  // The distance matrix as set: row/column order by NUMA os index, then row-major values.
+  const std::vector<unsigned> &numaDistanceOrder() const { return distOrder_; }
+  const std::vector<uint64_t> &numaDistanceMatrix() const { return distMatrix_; }
 
   // --- devices --------------------------------------------------------------------------------
   // A device by PCI address ("0000:81:00.0", "81:00.0") or name ("mlx5_0", "nvme0n1", "cuda0", "eth0").

@@ -31,6 +31,7 @@ std::optional<hal::Topology> loadTopologyFromOptions(llvm::StringRef input, llvm
   else if (!sysfsRoot.empty())
     source = hal::TopologySource::sysfs(sysfsRoot.str());
   source.node = node.str();
+  source.useCache = true;
   return hal::loadTopology(source, diags);
 }
 

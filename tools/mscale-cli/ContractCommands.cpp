@@ -81,6 +81,7 @@ std::optional<std::string> compileOnProfile(const agent::ContractStatus &status,
                                             cli::Diagnostics &diagnostics) {
   DiagnosticEngine &diags = diagnostics.engine();
   driver::CompileOptions options;
+  options.useCache = true;
   options.inputs = {ContractFile.empty() ? status.source_file() : std::string(ContractFile)};
   // A contract the cluster assigned (the ledger names it by its assignment key) is compiled from its
   // submission, unless --contract says otherwise.

@@ -140,6 +140,7 @@ int main(int argc, char **argv) {
   }
 
   msc::driver::CompileOptions options;
+  options.useCache = true;
   options.inputs = {input};
   options.includeDirs = includeDirs;
   options.stdlibDir = stdlibDir;

@@ -144,6 +144,7 @@ int main(int argc, char **argv) {
   EmitStage stage = chosen ? *chosen : StringRef(outputFile).ends_with(".msp") ? EmitStage::Plan : EmitStage::Ir;
 
   msc::driver::CompileOptions options;
+  options.useCache = true;
   options.inputs = inputs;
   options.includeDirs = includeDirs;
   options.stdlibDir = stdlibDir;
