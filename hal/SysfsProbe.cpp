@@ -20,6 +20,11 @@ std::string joinRoot(llvm::StringRef root, llvm::StringRef path) {
   return out + path.str();
 }
 
+std::string rdmaPortState(llvm::StringRef stateFileText) {
+  llvm::StringRef state = stateFileText.split(':').second.trim();
+  return state.empty() ? stateFileText.str() : state.str();
+}
+
 std::optional<std::string> readFileAt(llvm::StringRef root, llvm::StringRef path) {
   // sysfs files report a size of 4096 whatever they hold: read as a stream.
   auto buf = llvm::MemoryBuffer::getFileAsStream(joinRoot(root, path));
@@ -141,10 +146,7 @@ void addRdma(Topology &t, llvm::StringRef root) {
       if (llvm::StringRef(port).getAsInteger(10, p.number))
         continue;
       std::string pb = base + "/ports/" + port;
-      llvm::StringRef state = "";
-      std::string stateText = readFileAt(root, pb + "/state").value_or("");
-      state = llvm::StringRef(stateText).split(':').second.trim(); // "4: ACTIVE"
-      p.state = state.empty() ? stateText : state.str();
+      p.state = rdmaPortState(readFileAt(root, pb + "/state").value_or(""));
       p.linkLayer = readFileAt(root, pb + "/link_layer").value_or("");
       p.rateGbps = parseRate(readFileAt(root, pb + "/rate").value_or(""));
       for (const std::string &c : listDir(root, pb + "/counters")) {

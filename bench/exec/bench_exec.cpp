@@ -7,6 +7,7 @@
 //   BM_ReadAt/<reader>       the reader's random-access mode vs pread: 4 KiB records at 16384
 //                            scattered offsets of the 256 MiB file, one at a time (a record loader).
 #include "executor/Session.h"
+#include "hal/LiveRefresh.h"
 #include "hal/Loader.h"
 #include "worker/IoUringReader.h"
 
@@ -73,6 +74,25 @@ void BM_RecheckLiveTopology(benchmark::State &state) {
     benchmark::DoNotOptimize(hal::loadTopology(hal::TopologySource::liveMachine(), diags));
 }
 BENCHMARK(BM_RecheckLiveTopology)->Unit(benchmark::kMillisecond);
+
+// What the agent does per submit now (executor/agent/NodeLedger.cpp): the topology discovered once,
+// then only hugepages, online CPUs, temperatures and RDMA port states re-read. The full discovery
+// above is its baseline, in the same run.
+void BM_RefreshLiveTopology(benchmark::State &state) {
+  CollectingConsumer sink;
+  DiagnosticEngine diags(nullptr, sink);
+  std::optional<hal::Topology> live = hal::loadTopology(hal::TopologySource::liveMachine(), diags);
+  if (!live) {
+    state.SkipWithError("live discovery failed");
+    return;
+  }
+  std::optional<hal::Topology> updated;
+  for (auto _ : state) {
+    updated.reset();
+    benchmark::DoNotOptimize(hal::refreshLiveFacts(*live, "/", updated));
+  }
+}
+BENCHMARK(BM_RefreshLiveTopology)->Unit(benchmark::kMicrosecond);
 
 struct Files {
   std::vector<std::string> small, large;

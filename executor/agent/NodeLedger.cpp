@@ -3,6 +3,7 @@
 
 #include "admission/PlanRecheck.h"
 #include "executor/Sys.h"
+#include "hal/LiveRefresh.h"
 #include "hal/Loader.h"
 #include "plan/PlanFile.h"
 
@@ -106,10 +107,9 @@ void NodeLedger::loadState(DiagnosticEngine &diags) {
       continue;
     }
     auto c = std::make_unique<Contract>();
-    std::optional<hal::Topology> live = loadNodeTopology(diags);
+    std::shared_ptr<const hal::Topology> live = nodeTopology(diags);
     SessionOptions so = sessionOptions();
-    if (live)
-      so.topology = std::make_shared<const hal::Topology>(*live);
+    so.topology = live;
     c->session = std::make_unique<Session>(*p, name, f, log_, so);
     c->supervisor = makeSupervisor(*c->session, {}, {}, f);
     c->admittedMs = nowMs();
@@ -122,11 +122,33 @@ void NodeLedger::loadState(DiagnosticEngine &diags) {
   }
 }
 
-std::optional<hal::Topology> NodeLedger::loadNodeTopology(DiagnosticEngine &diags) const {
+std::shared_ptr<const hal::Topology> NodeLedger::discoverNodeTopology(DiagnosticEngine &diags) const {
   std::optional<hal::Topology> topology = hal::loadTopology(hal::TopologySource::fromArgument(options_.topology), diags);
-  if (topology && !options_.nodeName.empty())
+  if (!topology)
+    return nullptr;
+  if (!options_.nodeName.empty())
     topology->setName(options_.nodeName);
-  return topology;
+  return std::make_shared<const hal::Topology>(std::move(*topology));
+}
+
+std::shared_ptr<const hal::Topology> NodeLedger::nodeTopology(DiagnosticEngine &diags) const {
+  hal::TopologySource source = hal::TopologySource::fromArgument(options_.topology);
+  if (source.kind != hal::TopologySource::Kind::Live)
+    return discoverNodeTopology(diags);
+  if (live_) {
+    std::optional<hal::Topology> updated;
+    switch (hal::refreshLiveFacts(*live_, source.live.sysfsRoot, updated)) {
+    case hal::LiveRefresh::Unchanged:
+      return live_;
+    case hal::LiveRefresh::Changed:
+      live_ = std::make_shared<const hal::Topology>(std::move(*updated));
+      return live_;
+    case hal::LiveRefresh::Rediscover:
+      break;
+    }
+  }
+  live_ = discoverNodeTopology(diags);
+  return live_;
 }
 
 std::unique_ptr<Supervisor> NodeLedger::makeSupervisor(Session &session, std::vector<std::string> command,
@@ -139,7 +161,10 @@ std::unique_ptr<Supervisor> NodeLedger::makeSupervisor(Session &session, std::ve
     o.planPath = std::filesystem::absolute(statePath(session.contract())).string();
   o.recheck = admission::RecheckOptions{planName, options_.config.strictFingerprint,
                                         options_.config.hugepageAutoAllocate};
-  o.loadTopology = [this](DiagnosticEngine &d) { return loadNodeTopology(d); };
+  o.loadTopology = [this](DiagnosticEngine &d) -> std::optional<hal::Topology> {
+    std::shared_ptr<const hal::Topology> t = nodeTopology(d);
+    return t ? std::optional<hal::Topology>(*t) : std::nullopt;
+  };
   std::string self = session.contract();
   o.admitted = [this, self] { return heldExcept(self); };
   o.planChanged = [this, self](const plan::Plan &) {
@@ -164,7 +189,7 @@ const NodeLedger::Contract *NodeLedger::admit(const plan::Plan &plan, const std:
     diags.report(DiagCode::ERR_EXEC_021, Location{{}, planName, 0}) << name << why;
     return nullptr;
   }
-  std::optional<hal::Topology> live = loadNodeTopology(diags);
+  std::shared_ptr<const hal::Topology> live = nodeTopology(diags);
   if (!live)
     return nullptr;
   // Against every admitted contract, this one's name included: a second admission of it is refused.
@@ -175,7 +200,7 @@ const NodeLedger::Contract *NodeLedger::admit(const plan::Plan &plan, const std:
   }
   auto c = std::make_unique<Contract>();
   SessionOptions so = sessionOptions();
-  so.topology = std::make_shared<const hal::Topology>(std::move(*live));
+  so.topology = live;
   c->session = std::make_unique<Session>(plan, name, planName, log_, so);
   c->admittedMs = nowMs();
   if (!c->session->apply(diags))

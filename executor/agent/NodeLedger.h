@@ -77,8 +77,11 @@ public:
 
 private:
   void reapWorkers();
-  // The node's topology as plans are re-checked against it (options_.topology, named nodeName).
-  std::optional<hal::Topology> loadNodeTopology(DiagnosticEngine &diags) const;
+  // The node's topology as plans are re-checked against it (options_.topology, named nodeName). A
+  // live node (or a recorded sysfs tree) is discovered once and then kept current by re-reading
+  // what changes while it runs (hal/LiveRefresh.h); a topology file is read every time.
+  std::shared_ptr<const hal::Topology> nodeTopology(DiagnosticEngine &diags) const;
+  std::shared_ptr<const hal::Topology> discoverNodeTopology(DiagnosticEngine &diags) const;
   // The plan file of `contract` in the state directory (only meaningful when one is configured).
   std::string statePath(const std::string &contract) const;
   bool persist(const Contract &c, DiagnosticEngine &diags);
@@ -90,6 +93,8 @@ private:
   LedgerOptions options_;
   Logger &log_;
   std::map<std::string, std::unique_ptr<Contract>> contracts_;
+  // The last live topology (nodeTopology); Sessions share it, so a change makes a new one.
+  mutable std::shared_ptr<const hal::Topology> live_;
 };
 
 } // namespace msc::exec

@@ -14,6 +14,8 @@ namespace msc::hal::detail {
 // Reads a small text file under a root ("/" or a recorded tree); nullopt if absent.
 std::optional<std::string> readFileAt(llvm::StringRef root, llvm::StringRef path);
 std::string joinRoot(llvm::StringRef root, llvm::StringRef path);
+// An RDMA port's state file ("4: ACTIVE") as the topology keeps it ("ACTIVE").
+std::string rdmaPortState(llvm::StringRef stateFileText);
 
 // sysfs/procfs facts hwloc does not give: kernel command line, per-node hugepages (total and
 // free), NVMe partitions and queue limits, RDMA ports and counters, thermal zones and hwmon,
