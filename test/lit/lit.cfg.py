@@ -17,6 +17,9 @@ config.environment["PATH"] = os.pathsep.join(
 for var in ("HOME", "TMPDIR", "ASAN_OPTIONS", "UBSAN_OPTIONS"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
+# The tools' content cache (support/ContentCache.h) would carry state from one test (or run) to the
+# next: off here; test/lit/hal/content-cache.test turns it on in a directory of its own.
+config.environment["MSCALE_NO_CACHE"] = "1"
 # Sanitized builds: leak checks stay on, but a report must fail the test, not scroll by.
 config.environment.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
 
