@@ -129,9 +129,12 @@ uint32_t parsePciId(llvm::StringRef id) {
 
 class Builder {
 public:
-  Builder(const NodeDoc &node, const SourceText &src, DiagnosticEngine &diags) : n_(node), src_(src), diags_(diags) {}
+  // Builds into `out`, an empty topology: the caller's own, so that it is never moved (moving a
+  // Topology copies its Boost graph; reading a cluster description did that twice per node).
+  Builder(const NodeDoc &node, const SourceText &src, DiagnosticEngine &diags, Topology &out)
+      : n_(node), src_(src), diags_(diags), t_(out) {}
 
-  std::optional<Topology> build() {
+  bool build() {
     unsigned before = diags_.errorCount();
     t_.setName(n_.name);
     t_.setKernelCmdline(n_.kernel_cmdline);
@@ -140,7 +143,7 @@ public:
       std::optional<std::vector<unsigned>> offline = parseCpuList(n_.offline_cpus, &why);
       if (!offline) {
         diags_.report(DiagCode::ERR_HAL_TOPO_008, src_.loc(llvm::SMLoc())) << n_.offline_cpus << why;
-        return std::nullopt;
+        return false;
       }
       offline_ = std::move(*offline);
     }
@@ -151,9 +154,9 @@ public:
     pci(root);
     extras(root);
     if (diags_.errorCount() != before)
-      return std::nullopt;
+      return false;
     t_.reindex();
-    return std::move(t_);
+    return true;
   }
 
 private:
@@ -477,7 +480,7 @@ private:
   const NodeDoc &n_;
   const SourceText &src_;
   DiagnosticEngine &diags_;
-  Topology t_;
+  Topology &t_;
   std::vector<unsigned> offline_;
   std::set<unsigned> numaIds_;
   std::map<PciAddress, Bdf> placed_;
@@ -500,12 +503,11 @@ std::optional<Cluster> readClusterYaml(llvm::StringRef text, llvm::StringRef fil
   bool ok = true;
   cluster.nodes.reserve(file->nodes.size());
   for (const NodeDoc &n : file->nodes) {
-    auto t = Builder(n, src, diags).build();
-    if (!t) {
+    cluster.nodes.emplace_back();
+    if (!Builder(n, src, diags, cluster.nodes.back()).build()) {
       ok = false;
-      continue;
+      cluster.nodes.pop_back();
     }
-    cluster.nodes.push_back(std::move(*t));
   }
   if (!ok)
     return std::nullopt;
@@ -518,11 +520,17 @@ std::optional<Topology> readTopologyYaml(llvm::StringRef text, llvm::StringRef f
   auto file = parseFile(src, diags);
   if (!file)
     return std::nullopt;
+  auto build = [&](const NodeDoc &n) -> std::optional<Topology> {
+    std::optional<Topology> t(std::in_place);
+    if (!Builder(n, src, diags, *t).build())
+      return std::nullopt;
+    return t;
+  };
   if (file->nodes.empty())
-    return Builder(file->node, src, diags).build();
+    return build(file->node);
   for (const NodeDoc &n : file->nodes)
     if ((node.empty() && file->nodes.size() == 1) || n.name == node)
-      return Builder(n, src, diags).build();
+      return build(n);
   diags.report(DiagCode::ERR_HAL_TOPO_011, Location{{}, fileName.str(), 0})
       << (node.empty() ? std::string("(none given; the file has ") + std::to_string(file->nodes.size()) + " nodes)"
                        : node.str());
