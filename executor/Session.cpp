@@ -284,6 +284,15 @@ pid_t Session::startWorkerProcess(const std::vector<std::string> &argv,
   return pid;
 }
 
+bool Session::attachProcess(pid_t pid, DiagnosticEngine &diags) {
+  ApplyContext ctx = context(diags);
+  for (size_t i = 0; i < appliedCount_; ++i)
+    if (!appliers_[i]->attach(ctx, pid))
+      return false;
+  log_.info(contract_, "process " + std::to_string(pid) + " attached");
+  return true;
+}
+
 pid_t spawnGated(const std::vector<std::string> &argv, const WorkerEnvironment &env,
                  const std::function<bool(pid_t)> &gate, std::string &error) {
   if (argv.empty()) {

@@ -59,6 +59,10 @@ public:
   // until workerExited, so release() and killWorkerTree() reach all of them.
   pid_t startWorkerProcess(const std::vector<std::string> &argv, const std::map<std::string, std::string> &extraEnv,
                            DiagnosticEngine &diags, const std::vector<int> &extraFds, const std::string &label);
+  // Binds a process the session did not start (a Slurm task) to the contract: every applied
+  // applier's attach (cgroups, CPU affinity), as for the session's own workers. It is not one of
+  // workerPids(): whoever started it waits for it. False with the appliers' diagnostics.
+  bool attachProcess(pid_t pid, DiagnosticEngine &diags);
   // Rolls every applied applier back, in reverse order. Kills workers still running. Idempotent.
   void release(DiagnosticEngine &diags);
 

@@ -1,5 +1,6 @@
 #include "executor/Supervisor.h"
 
+#include "executor/WorkerVariables.h"
 #include "executor/gpu/GpuBackend.h"
 #include "executor/rdma/RdmaBackend.h"
 #include "plan/PlanFile.h"
@@ -144,13 +145,7 @@ bool Supervisor::startWorker(DiagnosticEngine &diags, const std::string &restart
   }
   if (!options_.planPath.empty())
     env["MSCALE_PLAN"] = options_.planPath;
-  // One directory for every rank: the ranks keep their parts apart below it (<dir>/rank-<r>).
-  if (!ft.snapshot_dir().empty())
-    env["MSCALE_SNAPSHOT_DIR"] = ft.snapshot_dir();
-  if (ft.snapshot_every_steps())
-    env["MSCALE_SNAPSHOT_EVERY"] = std::to_string(ft.snapshot_every_steps());
-  if (ft.keep_snapshots())
-    env["MSCALE_SNAPSHOT_KEEP"] = std::to_string(ft.keep_snapshots());
+  setSnapshotVariables(ft, env);
   RankLauncher launch = [this](const std::vector<std::string> &argv, const std::map<std::string, std::string> &rankEnv,
                                const std::vector<int> &fds, const std::string &label, DiagnosticEngine &d) {
     return session_.startWorkerProcess(argv, rankEnv, d, fds, label);

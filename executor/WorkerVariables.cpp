@@ -51,6 +51,24 @@ std::string setIoDepthVariable(const plan::IoBinding &binding, WorkerEnvironment
   return "role " + binding.role() + ": io_uring depth " + depth;
 }
 
+void setSnapshotVariables(const plan::FaultTolerance &ft, std::map<std::string, std::string> &variables) {
+  // One directory for every rank: the ranks keep their parts apart below it (<dir>/rank-<r>).
+  if (!ft.snapshot_dir().empty())
+    variables["MSCALE_SNAPSHOT_DIR"] = ft.snapshot_dir();
+  if (ft.snapshot_every_steps())
+    variables["MSCALE_SNAPSHOT_EVERY"] = std::to_string(ft.snapshot_every_steps());
+  if (ft.keep_snapshots())
+    variables["MSCALE_SNAPSHOT_KEEP"] = std::to_string(ft.keep_snapshots());
+}
+
+std::map<std::string, std::string> variablesWithoutFds(const WorkerEnvironment &worker) {
+  std::map<std::string, std::string> out;
+  for (auto &[k, v] : worker.variables)
+    if (!llvm::StringRef(k).ends_with("_FD"))
+      out[k] = v;
+  return out;
+}
+
 std::string poolName(const std::string &contract, const std::string &role) {
   return "mscale-pool-" + contract + "-" + role;
 }

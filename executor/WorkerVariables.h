@@ -4,6 +4,7 @@
 //   MSCALE_ROLE_<ROLE>_IO_DEPTH                                          (io)
 //   MSCALE_POOL_<ROLE>_FD, _BYTES, _PAGE_SIZE and the inherited fd       (memory)
 //   LD_PRELOAD, MSCALE_CUDA_COUNTERS, MSCALE_CUDA_COUNTERS_MODE         (run --cuda-counters)
+//   MSCALE_SNAPSHOT_DIR, _EVERY, _KEEP                                   (the plan's fault tolerance)
 // MSCALE_CGROUP is not here: only an applier that made the contract's cgroup2 directory sets it.
 #pragma once
 
@@ -29,6 +30,14 @@ std::vector<std::string> describeRoleCpus(const plan::Plan &plan);
 // Sets MSCALE_ROLE_<ROLE>_IO_DEPTH when the role has an io_uring depth; returns its describe()
 // line ("role data: io_uring depth 16"), or "" when the role has none.
 std::string setIoDepthVariable(const plan::IoBinding &binding, WorkerEnvironment &worker);
+
+// MSCALE_SNAPSHOT_DIR/_EVERY/_KEEP from the plan's fault tolerance (those it sets), for the
+// supervisor's workers and for processes attached to a contract (the Slurm tasks of slurm/).
+void setSnapshotVariables(const plan::FaultTolerance &ft, std::map<std::string, std::string> &variables);
+
+// The worker environment without the variables that name a file descriptor (MSCALE_*_FD): what a
+// process the executor did not start can use, since it does not inherit the executor's fds.
+std::map<std::string, std::string> variablesWithoutFds(const WorkerEnvironment &worker);
 
 // The name the pool's memfd carries (/proc/PID/fd shows it): "mscale-pool-<contract>-<role>".
 std::string poolName(const std::string &contract, const std::string &role);

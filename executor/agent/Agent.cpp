@@ -163,6 +163,11 @@ void Agent::submit(const agent::SubmitRequest &r, DiagnosticEngine &diags, agent
   std::optional<plan::Plan> p = plan::decodePlan(r.plan(), planName, diags);
   if (!p)
     return;
+  if (r.check_only()) {
+    if (ledger_.recheck(*p, planName, diags))
+      out.set_ok(true);
+    return;
+  }
   const NodeLedger::Contract *c =
       ledger_.admit(*p, planName, {r.command().begin(), r.command().end()},
                     {r.environment().begin(), r.environment().end()}, diags);
@@ -191,6 +196,52 @@ void Agent::resize(const agent::ResizeRequest &r, const std::string &who, Diagno
     *out.mutable_status() = statusOf(*ledger_.find(r.contract()));
     out.set_ok(true);
   }
+}
+
+namespace {
+
+// The real uid of process `pid` (from /proc/PID/status), or nullopt when there is no such process.
+std::optional<uid_t> processOwner(pid_t pid) {
+  std::optional<std::string> status = readFileText("/proc/" + std::to_string(pid) + "/status");
+  if (!status)
+    return std::nullopt;
+  llvm::StringRef text(*status);
+  size_t at = text.find("\nUid:");
+  if (at == llvm::StringRef::npos)
+    return std::nullopt;
+  unsigned long long uid = 0;
+  llvm::StringRef field = text.substr(at + 6).ltrim();
+  if (llvm::consumeUnsignedInteger(field, 10, uid))
+    return std::nullopt;
+  return static_cast<uid_t>(uid);
+}
+
+} // namespace
+
+// Only root, or the owner of the process, may move it: anyone the socket lets in must not be able
+// to pin or confine someone else's processes.
+void Agent::attach(const agent::AttachRequest &r, const PeerCredentials &peer, DiagnosticEngine &diags,
+                   agent::Response &out) {
+  pid_t pid = r.pid();
+  std::optional<uid_t> owner = processOwner(pid);
+  if (!owner) {
+    diags.report(DiagCode::ERR_EXEC_027) << pid << r.contract() << "no such process";
+    return;
+  }
+  if (peer.uid != 0 && *owner != peer.uid) {
+    diags.report(DiagCode::ERR_EXEC_027) << pid << r.contract()
+                                         << "it belongs to uid " + std::to_string(*owner) + ", not to the caller (uid " +
+                                                std::to_string(peer.uid) + ")";
+    return;
+  }
+  std::optional<std::map<std::string, std::string>> env = ledger_.attach(r.contract(), pid, diags);
+  if (!env)
+    return;
+  agent::Attachment *a = out.mutable_attachment();
+  a->set_contract(r.contract());
+  a->set_pid(pid);
+  a->mutable_environment()->insert(env->begin(), env->end());
+  out.set_ok(true);
 }
 
 agent::Response Agent::handle(const agent::Request &request, const PeerCredentials &peer) {
@@ -230,6 +281,14 @@ agent::Response Agent::handle(const agent::Request &request, const PeerCredentia
     ++requests_["resize"];
     if (find(request.resize().contract()))
       resize(request.resize(), who, diags, out);
+    break;
+  case agent::Request::kAttach:
+    ++requests_["attach"];
+    if (find(request.attach().contract())) {
+      log_.info(request.attach().contract(), "attach of process " + std::to_string(request.attach().pid()) +
+                                                 " requested by " + who);
+      attach(request.attach(), peer, diags, out);
+    }
     break;
   case agent::Request::kList:
     ++requests_["list"];

@@ -1,5 +1,5 @@
 // The node agent (`mscale-exec serve`): the protocol's requests (submit, status, release, resize,
-// list, lookup) mapped onto the node's ledger (NodeLedger.h), behind the agent's transport (AgentServer.h);
+// list, lookup, attach) mapped onto the node's ledger (NodeLedger.h), behind the agent's transport (AgentServer.h);
 // ledger entries as protocol statuses; the request counters of the metrics.
 #pragma once
 
@@ -60,6 +60,8 @@ public:
 private:
   agent::ContractStatus statusOf(const NodeLedger::Contract &c) const;
   void submit(const agent::SubmitRequest &r, DiagnosticEngine &diags, agent::Response &out);
+  void attach(const agent::AttachRequest &r, const PeerCredentials &peer, DiagnosticEngine &diags,
+              agent::Response &out);
   void resize(const agent::ResizeRequest &r, const std::string &who, DiagnosticEngine &diags, agent::Response &out);
 
   AgentOptions options_;

@@ -2,6 +2,7 @@
 #include "executor/agent/NodeLedger.h"
 
 #include "admission/PlanRecheck.h"
+#include "executor/WorkerVariables.h"
 #include "executor/Sys.h"
 #include "hal/LiveRefresh.h"
 #include "hal/Loader.h"
@@ -179,10 +180,8 @@ std::unique_ptr<Supervisor> NodeLedger::makeSupervisor(Session &session, std::ve
   return std::make_unique<Supervisor>(session, log_, std::move(o));
 }
 
-const NodeLedger::Contract *NodeLedger::admit(const plan::Plan &plan, const std::string &planName,
-                                              std::vector<std::string> command,
-                                              std::map<std::string, std::string> environment,
-                                              DiagnosticEngine &diags) {
+std::shared_ptr<const hal::Topology> NodeLedger::recheck(const plan::Plan &plan, const std::string &planName,
+                                                         DiagnosticEngine &diags) const {
   std::string name = plan.provenance().contract();
   std::string why;
   if (!validContractId(name, why)) {
@@ -198,6 +197,17 @@ const NodeLedger::Contract *NodeLedger::admit(const plan::Plan &plan, const std:
     log_.warn(name, "plan '" + planName + "' refused by the re-check");
     return nullptr;
   }
+  return live;
+}
+
+const NodeLedger::Contract *NodeLedger::admit(const plan::Plan &plan, const std::string &planName,
+                                              std::vector<std::string> command,
+                                              std::map<std::string, std::string> environment,
+                                              DiagnosticEngine &diags) {
+  std::string name = plan.provenance().contract();
+  std::shared_ptr<const hal::Topology> live = recheck(plan, planName, diags);
+  if (!live)
+    return nullptr;
   auto c = std::make_unique<Contract>();
   SessionOptions so = sessionOptions();
   so.topology = live;
@@ -236,6 +246,27 @@ void NodeLedger::release(const std::string &contract, DiagnosticEngine &diags) {
   if (!options_.config.stateDir.empty())
     ::unlink(statePath(contract).c_str());
   contracts_.erase(it);
+}
+
+std::optional<std::map<std::string, std::string>> NodeLedger::attach(const std::string &contract, pid_t pid,
+                                                                     DiagnosticEngine &diags) {
+  auto it = contracts_.find(contract);
+  if (it == contracts_.end())
+    return std::nullopt;
+  Session &session = *it->second->session;
+  if (!session.applied()) {
+    diags.report(DiagCode::ERR_EXEC_027) << pid << contract << "the contract is admitted but not applied";
+    return std::nullopt;
+  }
+  if (!session.attachProcess(pid, diags)) {
+    diags.report(DiagCode::ERR_EXEC_027) << pid << contract << "its cgroups or CPUs could not be set";
+    return std::nullopt;
+  }
+  std::map<std::string, std::string> env = variablesWithoutFds(session.environment());
+  setSnapshotVariables(session.plan().fault_tolerance(), env);
+  if (!options_.config.stateDir.empty())
+    env["MSCALE_PLAN"] = std::filesystem::absolute(statePath(contract)).string();
+  return env;
 }
 
 bool NodeLedger::resize(const std::string &contract, const plan::Plan &next, const std::string &why,

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,11 @@ public:
   // Re-checks and re-applies the admissions kept in state_dir, without their workers. A plan that no
   // longer fits stays admitted but not applied (status says so) until it is released.
   void loadState(DiagnosticEngine &diags);
+  // The admission's re-check alone (a valid contract id; the plan against the live node and everything
+  // admitted), applying nothing: `--mscale-contract-check` and admit. The live topology, or nullopt
+  // with diagnostics when refused.
+  std::shared_ptr<const hal::Topology> recheck(const plan::Plan &plan, const std::string &planName,
+                                               DiagnosticEngine &diags) const;
   // Re-check against everything admitted, apply, start the worker when `command` is not empty,
   // persist. Null with diagnostics when refused; then nothing of it stays applied.
   const Contract *admit(const plan::Plan &plan, const std::string &planName, std::vector<std::string> command,
@@ -62,6 +68,12 @@ public:
   bool resize(const std::string &contract, const plan::Plan &next, const std::string &why, std::string &error,
               DiagnosticEngine &diags);
 
+  // Binds process `pid` (started by someone else, e.g. slurmstepd) to an applied contract and returns
+  // the environment a worker of it gets, without fd variables (WorkerVariables.h). The caller has
+  // checked that the contract exists and that the asker may move the process. Null with
+  // ERR_EXEC_027 (with the appliers' own code before it) when it cannot be attached.
+  std::optional<std::map<std::string, std::string>> attach(const std::string &contract, pid_t pid,
+                                                           DiagnosticEngine &diags);
   const Contract *find(const std::string &contract) const;
   const std::map<std::string, std::unique_ptr<Contract>> &contracts() const { return contracts_; }
 

@@ -92,6 +92,13 @@ agent::Request resizeRequest(const std::string &contract, const std::string &pro
   r.mutable_resize()->set_profile(profile);
   return r;
 }
+agent::Request attachRequest(const std::string &contract, int pid) {
+  agent::Request r;
+  r.mutable_attach()->set_contract(contract);
+  r.mutable_attach()->set_pid(pid);
+  return r;
+}
+
 agent::Request listRequest() {
   agent::Request r;
   r.mutable_list();

@@ -38,6 +38,7 @@ agent::Request releaseRequest(const std::string &contract);
 agent::Request resizeRequest(const std::string &contract, const std::string &profile);
 agent::Request listRequest();
 agent::Request lookupRequest(const std::string &contract);
+agent::Request attachRequest(const std::string &contract, int pid);
 
 // "running", "exited", "killed", "none": the worker state as status, list and metrics print it.
 const char *workerStateName(agent::Worker::State s);

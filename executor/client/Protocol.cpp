@@ -92,6 +92,15 @@ std::optional<agent::Request> decodeRequest(llvm::StringRef payload, ProtocolErr
     if (!needContract(r.lookup().contract(), "lookup"))
       return std::nullopt;
     break;
+  case agent::Request::kAttach:
+    if (!needContract(r.attach().contract(), "attach"))
+      return std::nullopt;
+    if (r.attach().pid() <= 0) {
+      error = make(DiagCode::ERR_EXEC_012, {"attach request with pid " + std::to_string(r.attach().pid()) +
+                                            " (expected a process id > 0)"});
+      return std::nullopt;
+    }
+    break;
   case agent::Request::kList:
     break;
   }

@@ -1,5 +1,6 @@
-// mscale-cli contract status ID [--watch] [--json] | release ID | resize ID --profile NAME | submit PLAN [-- CMD]
-//                   | list | lookup ID | trace ID [--duration 60s] [--json]
+// mscale-cli contract status ID [--watch] [--json] | release ID | resize ID --profile NAME
+//                   | submit PLAN [--check] [-- CMD] | list | lookup ID | attach ID --pid PID
+//                   | trace ID [--duration 60s] [--json]
 // Talks to the node agent (mscale-exec serve) through executor/client/AgentClient.h, and traces a
 // contract's cgroup with bpf/TraceSession.h; this file only parses.
 #include "tools/mscale-cli/CommandGroup.h"
@@ -20,13 +21,17 @@
 #include <llvm/Support/Path.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <map>
+
 namespace cl = llvm::cl;
 using namespace msc;
 
 namespace {
 
-cl::SubCommand ContractCmd("contract", "Talk to the node agent (status, release, resize, submit, list, lookup); trace");
-cl::opt<std::string> Action(cl::Positional, cl::desc("<status|release|resize|submit|list|lookup|trace>"), cl::Required,
+cl::SubCommand ContractCmd("contract",
+                           "Talk to the node agent (status, release, resize, submit, list, lookup, attach); trace");
+cl::opt<std::string> Action(cl::Positional, cl::desc("<status|release|resize|submit|list|lookup|attach|trace>"),
+                            cl::Required,
                             cl::sub(ContractCmd));
 cl::list<std::string> Args(cl::Positional, cl::desc("<contract id | plan.msp> [-- worker command]"),
                            cl::sub(ContractCmd));
@@ -44,6 +49,11 @@ cl::opt<std::string> TopologyArg("topology", cl::desc("resize: compile against t
 cl::opt<std::string> StdlibDir("stdlib", cl::desc("resize: standard library directory"), cl::sub(ContractCmd));
 cl::opt<std::string> Duration("duration", cl::desc("trace: how long to trace (e.g. 500ms, 60s, 2min)"),
                               cl::init("60s"), cl::sub(ContractCmd));
+cl::opt<bool> Check("check", cl::desc("submit: only re-check the plan against the node and what its agent holds; "
+                                      "apply nothing"),
+                    cl::sub(ContractCmd));
+cl::opt<int> Pid("pid", cl::desc("attach: the process to move into the contract (its cgroups and CPUs)"),
+                 cl::init(0), cl::sub(ContractCmd));
 cl::opt<bool> Json("json", cl::desc("trace, status: print the results as JSON"), cl::sub(ContractCmd));
 cl::opt<bool> Watch("watch", cl::desc("status: redraw in place like top until Ctrl-C (with --json: one object per line)"),
                     cl::sub(ContractCmd));
@@ -175,6 +185,10 @@ int run() {
     if (Args.size() != 1)
       return usage("'contract lookup' takes one contract name");
     req = exec::lookupRequest(Args[0]);
+  } else if (Action == "attach") {
+    if (Args.size() != 1)
+      return usage("'contract attach' takes one contract id");
+    req = exec::attachRequest(Args[0], Pid);
   } else if (Action == "status" || Action == "release" || Action == "resize") {
     if (Args.size() != 1)
       return usage("'contract " + Action + "' takes one contract id");
@@ -211,9 +225,10 @@ int run() {
     if (!command.empty() && command.front() == "--")
       command.erase(command.begin());
     req = exec::submitRequest((*buf)->getBuffer().str(), llvm::sys::path::filename(Args[0]).str(), command);
+    req->mutable_submit()->set_check_only(Check);
   } else {
     return usage("unknown contract action '" + Action +
-                 "' (expected status, release, resize, submit, list, lookup or trace)");
+                 "' (expected status, release, resize, submit, list, lookup, attach or trace)");
   }
   std::optional<exec::AgentClient> client = exec::AgentClient::connect(socket, diags);
   if (!client)
@@ -221,7 +236,11 @@ int run() {
   std::optional<agent::Response> resp = client->call(*req, diags);
   if (!resp || !resp->ok())
     return 1;
-  if (resp->has_status())
+  if (resp->has_attachment()) // NAME=VALUE lines: what the attached process's environment needs
+    for (auto &[k, v] : std::map<std::string, std::string>(resp->attachment().environment().begin(),
+                                                             resp->attachment().environment().end()))
+      llvm::outs() << k << "=" << v << "\n";
+  else if (resp->has_status())
     exec::printStatus(resp->status(), llvm::outs());
   else if (resp->has_list())
     exec::printList(resp->list(), llvm::outs());
@@ -229,6 +248,8 @@ int run() {
     exec::printClusterContract(resp->contract(), llvm::outs());
   else if (Action == "release")
     llvm::outs() << "released " << Args[0] << "\n";
+  else if (Check)
+    llvm::outs() << "the node can honour " << Args[0] << " (checked only, nothing applied)\n";
   return 0;
 }
 

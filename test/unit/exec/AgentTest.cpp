@@ -234,3 +234,45 @@ TEST_F(AgentFixture, SubmitStatusReleaseAndMetrics) {
   ASSERT_TRUE(gone);
   EXPECT_EQ(gone->diagnostics(0).code(), "ERR_EXEC_016");
 }
+
+// attach (the Slurm plugin's request): only root or the process's owner may move a process into a
+// contract; root may, and the process is then pinned to the contract's CPU.
+TEST(AgentAttach, OnlyRootOrTheOwnerMayMoveAProcess) {
+  if (geteuid() != 0)
+    GTEST_SKIP() << "needs root (cgroups)";
+  Logger log("agent-attach-test", false);
+  AgentOptions o;
+  o.socketPath = "/nonexistent/agent.sock"; // not listening: handle() is called directly
+  o.appliers.cgroups = CgroupLayout::discover();
+  Agent agent(o, log);
+  std::string contract = "gtest_attach_" + std::to_string(getpid());
+  PeerCredentials root{getpid(), 0, 0, {}};
+  agent::Response submitted = agent.handle(submitRequest(plan::encodePlan(livePlan(contract, false)), "a.msp", {}), root);
+  ASSERT_TRUE(submitted.ok()) << (submitted.diagnostics_size() ? submitted.diagnostics(0).message() : "");
+
+  pid_t child = fork();
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  PeerCredentials nobody{getpid(), 65534, 65534, {}};
+  agent::Response refused = agent.handle(attachRequest(contract, child), nobody);
+  EXPECT_FALSE(refused.ok());
+  ASSERT_EQ(refused.diagnostics_size(), 1);
+  EXPECT_EQ(refused.diagnostics(0).code(), "ERR_EXEC_027");
+  EXPECT_NE(refused.diagnostics(0).message().find("it belongs to uid 0, not to the caller (uid 65534)"),
+            std::string::npos)
+      << refused.diagnostics(0).message();
+
+  agent::Response attached = agent.handle(attachRequest(contract, child), root);
+  ASSERT_TRUE(attached.ok()) << (attached.diagnostics_size() ? attached.diagnostics(0).message() : "");
+  EXPECT_EQ(attached.attachment().environment().at("MSCALE_CONTRACT"), contract);
+  EXPECT_EQ(attached.attachment().environment().at("MSCALE_CPUS"), "0");
+  std::optional<std::string> status = readFileText("/proc/" + std::to_string(child) + "/status");
+  ASSERT_TRUE(status);
+  EXPECT_NE(status->find("Cpus_allowed_list:\t0\n"), std::string::npos);
+
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  EXPECT_TRUE(agent.handle(releaseRequest(contract), root).ok());
+}
