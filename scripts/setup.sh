@@ -20,6 +20,9 @@ packages=(
   chromium prometheus
   # The executor logs to the journal under systemd (sd_journal_send).
   libsystemd-dev
+  # The SPANK plugin (slurm/) builds against slurm/spank.h; its tests run a one-node Slurm on
+  # loopback (scripts/with-slurm.sh: slurmctld, slurmd, munged).
+  slurm-wlm libslurm-dev munge
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,115 @@
+#include "slurm/SpankArguments.h"
+
+#include "slurm/SlurmDiagnostics.h"
+
+#include <charconv>
+
+namespace msc::slurm {
+
+namespace {
+
+bool hasControl(std::string_view s) {
+  for (char c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      return true;
+  return false;
+}
+
+// Printable for a message: control characters as '?', at most 200 bytes.
+std::string shown(std::string_view s) {
+  std::string out;
+  for (char c : s.substr(0, 200))
+    out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
+  if (s.size() > 200)
+    out += "...";
+  return out;
+}
+
+bool absolutePath(std::string_view v) { return !v.empty() && v.front() == '/' && !hasControl(v) && v.size() < 4096; }
+
+} // namespace
+
+std::optional<PluginConfig> parsePluginArguments(const std::vector<std::string> &args, std::string defaultBindir,
+                                                 std::string &error) {
+  PluginConfig config;
+  config.bindir = std::move(defaultBindir);
+  for (const std::string &arg : args) {
+    auto fail = [&](std::string_view why) {
+      error = formatSlurmDiag(SlurmDiag::ERR_SLURM_001, {shown(arg), why});
+      return std::nullopt;
+    };
+    size_t eq = arg.find('=');
+    if (eq == std::string::npos)
+      return fail("expected NAME=VALUE");
+    std::string_view key = std::string_view(arg).substr(0, eq), value = std::string_view(arg).substr(eq + 1);
+    if (key == "bindir" || key == "socket" || key == "stdlib") {
+      if (!absolutePath(value))
+        return fail("expected an absolute path");
+      (key == "bindir" ? config.bindir : key == "socket" ? config.socket : config.stdlib) = std::string(value);
+    } else if (key == "timeout") {
+      unsigned seconds = 0;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), seconds);
+      if (ec != std::errc() || end != value.data() + value.size() || seconds < 1 || seconds > 3600)
+        return fail("expected a number of seconds from 1 to 3600");
+      config.timeoutSeconds = seconds;
+    } else {
+      return fail("unknown argument (expected bindir=, socket=, stdlib= or timeout=)");
+    }
+  }
+  return config;
+}
+
+std::optional<std::string> parseContractValue(std::string_view value, std::string_view source, std::string &error) {
+  std::string_view why;
+  if (value.empty())
+    why = "the file name is empty";
+  else if (value.size() > 4095)
+    why = "the file name is longer than 4095 bytes";
+  else if (hasControl(value))
+    why = "the file name holds control characters";
+  if (!why.empty()) {
+    error = formatSlurmDiag(SlurmDiag::ERR_SLURM_002, {shown(value), source, why});
+    return std::nullopt;
+  }
+  return std::string(value);
+}
+
+std::optional<std::string> parseSubmittedContract(std::string_view text, std::string &error) {
+  std::string_view first = text.substr(0, text.find('\n'));
+  constexpr std::string_view prefix = "contract ";
+  std::string_view name = first.substr(0, prefix.size()) == prefix ? first.substr(prefix.size()) : std::string_view();
+  bool valid = !name.empty() && name.size() <= 128 && name.front() != '.';
+  for (char c : name)
+    valid = valid && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                      c == '-' || c == '.');
+  if (!valid) {
+    error = "the agent's answer does not start with 'contract NAME' (it starts '" + shown(first) + "')";
+    return std::nullopt;
+  }
+  return std::string(name);
+}
+
+std::optional<std::vector<std::pair<std::string, std::string>>> parseEnvironmentLines(std::string_view text,
+                                                                                      std::string &error) {
+  std::vector<std::pair<std::string, std::string>> out;
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    if (line.empty())
+      continue;
+    size_t eq = line.find('=');
+    std::string_view name = line.substr(0, eq);
+    bool valid = eq != std::string_view::npos && name.size() > 7 && name.substr(0, 7) == "MSCALE_";
+    for (char c : name)
+      valid = valid && ((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_');
+    if (!valid || hasControl(line)) {
+      error = "not an MSCALE_NAME=VALUE line: '" + shown(line) + "'";
+      return std::nullopt;
+    }
+    out.emplace_back(std::string(name), std::string(line.substr(eq + 1)));
+  }
+  return out;
+}
+
+} // namespace msc::slurm
