@@ -2,7 +2,8 @@
 # Runs every test and ends with one line "N passed, N failed" (exit 1 on any failure):
 #   - unit tests (GoogleTest, through ctest) and the lit suite, in the release build and in the
 #     ASan+UBSan build; the etcd tests among them (ctest label etcd) start and stop a 3-member etcd
-#     of their own through scripts/with-etcd.sh;
+#     of their own through scripts/with-etcd.sh; the Slurm lit tests (test/lit/slurm, feature slurm)
+#     start and stop a one-node Slurm of their own through scripts/with-slurm.sh;
 #   - every libFuzzer target for MSC_FUZZ_SECONDS (default 60) from its seed corpus;
 #   - scripts/quickstart.sh in a fresh clone (one test).
 # MSC_TEST_FLAVOURS="release quickstart asan fuzz" chooses what runs. The quickstart comes right
