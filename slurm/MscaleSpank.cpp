@@ -244,6 +244,8 @@ void enforceOnNode() {
       step.planLines.push_back("mscale: " + step.node + ": " + line);
     return;
   }
+  // The answer is mscale-cli's own status print; an unreadable one means a mscale-cli of another
+  // version than the plugin's (the same bindir holds both, so only a broken install does that).
   std::string error;
   std::optional<std::string> name = parseSubmittedContract(submitted.out, error);
   if (!name) {
@@ -264,8 +266,12 @@ int initRemote(spank_t sp) {
   uint32_t job = 0, stepId = 0;
   if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS || spank_get_item(sp, S_JOB_STEPID, &stepId) != ESPANK_SUCCESS ||
       spank_get_item(sp, S_JOB_UID, &step.uid) != ESPANK_SUCCESS || spank_get_item(sp, S_JOB_GID, &step.gid) != ESPANK_SUCCESS) {
-    slurm_error("mscale: cannot read the step's job id, step id, uid or gid");
-    return -1;
+    // Without the job's user nothing may be compiled; the step must not run unconfined either.
+    step.enabled = true;
+    step.node = hostName();
+    step.deferred.push_back(formatSlurmDiag(SlurmDiag::ERR_SLURM_004, {"spank_get_item", step.node,
+                                                                       "the step's job id, step id, uid or gid is unknown"}));
+    return 0;
   }
   // The batch script and the extern step are not job steps the user launched with the contract.
   if (stepId == SLURM_BATCH_SCRIPT || stepId == SLURM_EXTERN_CONT)
