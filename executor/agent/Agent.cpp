@@ -225,11 +225,11 @@ void Agent::attach(const agent::AttachRequest &r, const PeerCredentials &peer, D
   pid_t pid = r.pid();
   std::optional<uid_t> owner = processOwner(pid);
   if (!owner) {
-    diags.report(DiagCode::ERR_EXEC_027) << pid << r.contract() << "no such process";
+    diags.report(DiagCode::ERR_EXEC_028) << pid << r.contract() << "no such process";
     return;
   }
   if (peer.uid != 0 && *owner != peer.uid) {
-    diags.report(DiagCode::ERR_EXEC_027) << pid << r.contract()
+    diags.report(DiagCode::ERR_EXEC_028) << pid << r.contract()
                                          << "it belongs to uid " + std::to_string(*owner) + ", not to the caller (uid " +
                                                 std::to_string(peer.uid) + ")";
     return;

@@ -255,11 +255,11 @@ std::optional<std::map<std::string, std::string>> NodeLedger::attach(const std::
     return std::nullopt;
   Session &session = *it->second->session;
   if (!session.applied()) {
-    diags.report(DiagCode::ERR_EXEC_027) << pid << contract << "the contract is admitted but not applied";
+    diags.report(DiagCode::ERR_EXEC_028) << pid << contract << "the contract is admitted but not applied";
     return std::nullopt;
   }
   if (!session.attachProcess(pid, diags)) {
-    diags.report(DiagCode::ERR_EXEC_027) << pid << contract << "its cgroups or CPUs could not be set";
+    diags.report(DiagCode::ERR_EXEC_028) << pid << contract << "its cgroups or CPUs could not be set";
     return std::nullopt;
   }
   std::map<std::string, std::string> env = variablesWithoutFds(session.environment());

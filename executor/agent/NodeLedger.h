@@ -71,7 +71,7 @@ public:
   // Binds process `pid` (started by someone else, e.g. slurmstepd) to an applied contract and returns
   // the environment a worker of it gets, without fd variables (WorkerVariables.h). The caller has
   // checked that the contract exists and that the asker may move the process. Null with
-  // ERR_EXEC_027 (with the appliers' own code before it) when it cannot be attached.
+  // ERR_EXEC_028 (with the appliers' own code before it) when it cannot be attached.
   std::optional<std::map<std::string, std::string>> attach(const std::string &contract, pid_t pid,
                                                            DiagnosticEngine &diags);
   const Contract *find(const std::string &contract) const;

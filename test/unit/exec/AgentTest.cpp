@@ -259,7 +259,7 @@ TEST(AgentAttach, OnlyRootOrTheOwnerMayMoveAProcess) {
   agent::Response refused = agent.handle(attachRequest(contract, child), nobody);
   EXPECT_FALSE(refused.ok());
   ASSERT_EQ(refused.diagnostics_size(), 1);
-  EXPECT_EQ(refused.diagnostics(0).code(), "ERR_EXEC_027");
+  EXPECT_EQ(refused.diagnostics(0).code(), "ERR_EXEC_028");
   EXPECT_NE(refused.diagnostics(0).message().find("it belongs to uid 0, not to the caller (uid 65534)"),
             std::string::npos)
       << refused.diagnostics(0).message();
