@@ -2,7 +2,7 @@
 # What the SPANK plugin adds to a job step: `srun -n1 true` with and without --mscale-contract on the
 # one-node Slurm of scripts/with-slurm.sh, alternating A/B so that load drifts hit both alike; medians
 # and their ratio. The contract pins one role to CPU 1 (the agent applies and releases it each step).
-#   flock /tmp/bench.lock bench/slurm/step_overhead.sh [RUNS]     (root; build: mscale_spank and the tools)
+#   bench/slurm/step_overhead.sh [RUNS]     (root; build: mscale_spank and the tools)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 runs=${1:-20}
