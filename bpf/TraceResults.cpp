@@ -1,5 +1,7 @@
 #include "bpf/TraceResults.h"
 
+#include "support/Quantity.h"
+
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/Format.h>
 #include <llvm/Support/JSON.h>
@@ -9,20 +11,6 @@
 
 namespace msc::trace {
 namespace {
-
-std::string formatNs(uint64_t ns) {
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  if (ns < 1000)
-    os << ns << " ns";
-  else if (ns < 1000000)
-    os << llvm::format("%.1f us", ns / 1e3);
-  else if (ns < 1000000000)
-    os << llvm::format("%.2f ms", ns / 1e6);
-  else
-    os << llvm::format("%.2f s", ns / 1e9);
-  return os.str();
-}
 
 // "ns::(anonymous namespace)::train_step(Api const&, int)" -> "ns::(anonymous namespace)::train_step":
 // drop the parameter list, the parentheses that close the name.
@@ -128,12 +116,12 @@ void detectImplicitSyncs(TraceResults &results, const ImplicitSyncOptions &optio
     if (s.kind == ImplicitSync::Kind::BlockingAsyncCopy && s.count * 2 < copiesAtSite[key])
       continue;
     if (s.kind == ImplicitSync::Kind::BlockingAsyncCopy)
-      s.reason = "'" + s.function + "' is asynchronous but waited " + formatNs(s.waitNs / s.count) +
-                 " per call on average for earlier work (own time about " + formatNs(s.ownNs) +
+      s.reason = "'" + s.function + "' is asynchronous but waited " + formatMeasuredNs(s.waitNs / s.count) +
+                 " per call on average for earlier work (own time about " + formatMeasuredNs(s.ownNs) +
                  "): pageable host memory or a dependency made it synchronous";
     else
       s.reason = "'" + s.function + "' inside '" + options.stepFunction +
-                 "' stops the host until all queued work is done, " + formatNs(s.totalNs / s.count) +
+                 "' stops the host until all queued work is done, " + formatMeasuredNs(s.totalNs / s.count) +
                  " per call";
     results.implicitSyncs.push_back(std::move(s));
   }
@@ -249,7 +237,7 @@ void writeText(const TraceResults &r, llvm::raw_ostream &os, bool histograms) {
   }
   if (!r.cgroup.empty())
     os << " cgroup '" << r.cgroup << "'";
-  os << " for " << formatNs(r.durationNs) << " through '" << r.library << "'";
+  os << " for " << formatMeasuredNs(r.durationNs) << " through '" << r.library << "'";
   if (r.mechanism != "uprobe")
     os << " (" << r.mechanism << ")";
   if (!r.runtimeLibrary.empty())
@@ -266,9 +254,9 @@ void writeText(const TraceResults &r, llvm::raw_ostream &os, bool histograms) {
       continue;
     }
     os << llvm::format("%-24s %10llu %7llu %11s %11s %11s %11s\n", f.name.c_str(), (unsigned long long)f.calls,
-                       (unsigned long long)f.errors, formatNs(f.meanNs()).c_str(),
-                       formatNs(f.quantileUpperNs(0.5)).c_str(), formatNs(f.quantileUpperNs(0.99)).c_str(),
-                       formatNs(f.maxNs).c_str());
+                       (unsigned long long)f.errors, formatMeasuredNs(f.meanNs()).c_str(),
+                       formatMeasuredNs(f.quantileUpperNs(0.5)).c_str(), formatMeasuredNs(f.quantileUpperNs(0.99)).c_str(),
+                       formatMeasuredNs(f.maxNs).c_str());
   }
   if (histograms) {
     for (const FunctionStats &f : r.functions) {
@@ -299,7 +287,7 @@ void writeText(const TraceResults &r, llvm::raw_ostream &os, bool histograms) {
   os << "implicit synchronisation: " << r.implicitSyncs.size() << " call site(s)\n";
   for (const ImplicitSync &s : r.implicitSyncs) {
     os << "\n  [" << implicitSyncKindName(s.kind) << "] " << s.function << " x" << s.count << " (pid " << s.pid
-       << "), waited " << formatNs(s.waitNs) << " in total, max call " << formatNs(s.maxNs) << "\n    "
+       << "), waited " << formatMeasuredNs(s.waitNs) << " in total, max call " << formatMeasuredNs(s.maxNs) << "\n    "
        << s.reason << "\n";
     for (const std::string &f : s.frames)
       os << "      " << f << "\n";

@@ -1,6 +1,7 @@
 #include "render/FlameGraphSvg.h"
 
 #include "render/FlameGraphScript.h"
+#include "support/Quantity.h"
 
 #include <llvm/Support/Format.h>
 #include <llvm/Support/FormatVariadic.h>
@@ -36,20 +37,6 @@ std::string px(double v) {
     out.pop_back();
   if (out.back() == '.')
     out.pop_back();
-  return out;
-}
-
-std::string formatNs(uint64_t ns) {
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  if (ns < 1000)
-    os << ns << " ns";
-  else if (ns < 1000000)
-    os << llvm::format("%.1f us", ns / 1e3);
-  else if (ns < 1000000000)
-    os << llvm::format("%.2f ms", ns / 1e6);
-  else
-    os << llvm::format("%.2f s", ns / 1e9);
   return out;
 }
 
@@ -102,7 +89,7 @@ public:
     std::string sub = opt_.subtitle.empty() ? "" : opt_.subtitle + "; ";
     sub += std::to_string(total) + " calls; width = share of the calls";
     if (tree_.hasTimes)
-      sub += ", " + formatNs(tree_.root.ns) + " in them";
+      sub += ", " + formatMeasuredNs(tree_.root.ns) + " in them";
     if (size_t omitted = countNarrow(tree_.root, 0))
       sub += "; " + std::to_string(omitted) + " frames narrower than " + px(opt_.minFrameWidthPx) +
              " px not drawn";
@@ -178,9 +165,9 @@ private:
     if (total)
       title += llvm::formatv(" ({0:F2}% of all)", 100.0 * double(node.count) / double(total)).str();
     if (tree_.hasTimes) {
-      title += "\ntime: " + formatNs(node.ns);
+      title += "\ntime: " + formatMeasuredNs(node.ns);
       if (node.count)
-        title += ", mean " + formatNs(node.ns / node.count) + " per call";
+        title += ", mean " + formatMeasuredNs(node.ns / node.count) + " per call";
     } else {
       title += "\ntime: not recorded in the folded input";
     }

@@ -3,6 +3,8 @@
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/Format.h>
+#include <llvm/Support/raw_ostream.h>
 
 namespace msc {
 
@@ -148,6 +150,20 @@ std::optional<uint64_t> parseDurationNs(llvm::StringRef text, llvm::StringRef ba
     return std::nullopt;
   QuantityError error = QuantityError::None;
   return toBaseUnits(number, unit, error);
+}
+
+std::string formatMeasuredNs(uint64_t ns) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  if (ns < 1000)
+    os << ns << " ns";
+  else if (ns < 1000000)
+    os << llvm::format("%.1f us", ns / 1e3);
+  else if (ns < 1000000000)
+    os << llvm::format("%.2f ms", ns / 1e6);
+  else
+    os << llvm::format("%.2f s", ns / 1e9);
+  return os.str();
 }
 
 } // namespace msc

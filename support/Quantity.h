@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace msc {
 
@@ -28,5 +29,9 @@ std::optional<uint64_t> toBaseUnits(llvm::StringRef number, llvm::StringRef unit
 // A duration as tools take it on the command line ("500ms", "1.5s", "2min"), in nanoseconds, with
 // the contract language's units; a bare number is in `bareUnit`. Nullopt for anything else.
 std::optional<uint64_t> parseDurationNs(llvm::StringRef text, llvm::StringRef bareUnit = "s");
+
+// A measured duration for people, rounded: "850 ns", "12.3 us", "4.56 ms", "1.20 s" (the tracer's
+// reports, the flame graph's tooltips). Contract values are spelled exactly by formatDuration.
+std::string formatMeasuredNs(uint64_t ns);
 
 } // namespace msc

@@ -143,5 +143,13 @@ TEST(Quantity, CommandLineDurations) {
   EXPECT_FALSE(parseDurationNs("0.5ns")); // not a whole number of nanoseconds
 }
 
+TEST(Quantity, MeasuredDurationsAreRoundedForPeople) {
+  EXPECT_EQ(formatMeasuredNs(0), "0 ns");
+  EXPECT_EQ(formatMeasuredNs(999), "999 ns");
+  EXPECT_EQ(formatMeasuredNs(12345), "12.3 us");
+  EXPECT_EQ(formatMeasuredNs(4560000), "4.56 ms");
+  EXPECT_EQ(formatMeasuredNs(1200000000), "1.20 s");
+}
+
 } // namespace
 } // namespace msc
