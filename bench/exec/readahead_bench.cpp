@@ -11,6 +11,7 @@
 // not be tmpfs for the cold cases). Cold: `echo 3 > /proc/sys/vm/drop_caches` (root); where that is
 // refused, posix_fadvise(DONTNEED), which the output then says. Records are back to back; the read-ahead
 // reader is given their index (what a dataset's own index gives it) and, in another row, none.
+#include "bench/exec/DropPageCache.h"
 #include "worker/IoUringReader.h"
 #include "worker/ReadAheadReader.h"
 
@@ -44,22 +45,7 @@ struct Options {
 
 std::string coldMethod;
 
-void dropCaches(const std::string &path) {
-  ::sync();
-  if (FILE *f = std::fopen("/proc/sys/vm/drop_caches", "w")) {
-    bool ok = std::fputs("3\n", f) >= 0;
-    if (std::fclose(f) == 0 && ok) {
-      coldMethod = "echo 3 > /proc/sys/vm/drop_caches";
-      return;
-    }
-  }
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    ::close(fd);
-  }
-  coldMethod = "posix_fadvise(POSIX_FADV_DONTNEED) (drop_caches refused)";
-}
+void dropCaches(const std::string &path) { coldMethod = msc::bench::dropPageCache({path}); }
 
 uint64_t touched = 0;
 // The loader looks at its record: one byte per 4 KiB page and the first and last byte.

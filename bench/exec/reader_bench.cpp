@@ -12,6 +12,7 @@
 // every file, which the table then says.
 // "no resume bookkeeping" is the same queue, buffers and files, delivering blocks in completion order
 // and keeping no per-file offset: what exact resume costs is the difference to the reader.
+#include "bench/exec/DropPageCache.h"
 #include "worker/IoUringReader.h"
 #include "worker/UringQueue.h"
 
@@ -83,24 +84,7 @@ DataSet makeSet(const std::string &root, const std::string &name, int files, uin
 // How the page cache was emptied: the first method that worked.
 std::string coldMethod;
 
-void dropCaches(const DataSet &s) {
-  ::sync();
-  if (FILE *f = std::fopen("/proc/sys/vm/drop_caches", "w")) {
-    bool ok = std::fputs("3\n", f) >= 0;
-    if (std::fclose(f) == 0 && ok) {
-      coldMethod = "echo 3 > /proc/sys/vm/drop_caches";
-      return;
-    }
-  }
-  for (const std::string &p : s.paths) {
-    int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-      ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-      ::close(fd);
-    }
-  }
-  coldMethod = "posix_fadvise(POSIX_FADV_DONTNEED) per file (drop_caches refused)";
-}
+void dropCaches(const DataSet &s) { coldMethod = msc::bench::dropPageCache(s.paths); }
 
 void warm(const DataSet &s) {
   std::string error;
