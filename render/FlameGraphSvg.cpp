@@ -5,6 +5,7 @@
 
 #include <llvm/Support/Format.h>
 #include <llvm/Support/FormatVariadic.h>
+#include <llvm/Support/xxhash.h>
 
 #include <cstring>
 
@@ -38,15 +39,6 @@ std::string px(double v) {
   if (out.back() == '.')
     out.pop_back();
   return out;
-}
-
-uint64_t fnv1a(llvm::StringRef s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
 }
 
 llvm::StringRef kindTitle(FrameKind kind) {
@@ -208,7 +200,7 @@ private:
 } // namespace
 
 std::string frameColour(llvm::StringRef name, FrameKind kind) {
-  uint64_t h = fnv1a(name);
+  uint64_t h = llvm::xxHash64(name); // stable across runs: a function keeps its colour
   double v1 = double(h & 0xffff) / 65536.0, v2 = double((h >> 16) & 0xffff) / 65536.0,
          v3 = double((h >> 32) & 0xffff) / 65536.0;
   int r = 0, g = 0, b = 0;
