@@ -294,9 +294,4 @@ void writeText(const TraceResults &r, llvm::raw_ostream &os, bool histograms) {
   }
 }
 
-void writeFolded(const TraceResults &r, llvm::raw_ostream &os) {
-  for (const auto &[stack, count] : r.folded)
-    os << stack << " " << count << "\n";
-}
-
 } // namespace msc::trace

@@ -102,7 +102,5 @@ void detectImplicitSyncs(TraceResults &results, const ImplicitSyncOptions &optio
 
 void writeJson(const TraceResults &results, llvm::raw_ostream &os, bool withEvents = true);
 void writeText(const TraceResults &results, llvm::raw_ostream &os, bool histograms);
-// The folded-stack format of flame-graph tools: "frame;frame;frame count" per line, outermost first.
-void writeFolded(const TraceResults &results, llvm::raw_ostream &os);
 
 } // namespace msc::trace

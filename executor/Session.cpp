@@ -320,8 +320,14 @@ pid_t spawnGated(const std::vector<std::string> &argv, const WorkerEnvironment &
   cenv.push_back(nullptr);
 
   int gatePipe[2], errPipe[2];
-  if (::pipe2(gatePipe, O_CLOEXEC) != 0 || ::pipe2(errPipe, O_CLOEXEC) != 0) {
+  if (::pipe2(gatePipe, O_CLOEXEC) != 0) {
     error = "pipe: " + errnoText(errno);
+    return -1;
+  }
+  if (::pipe2(errPipe, O_CLOEXEC) != 0) {
+    error = "pipe: " + errnoText(errno);
+    ::close(gatePipe[0]);
+    ::close(gatePipe[1]);
     return -1;
   }
   pid_t parent = ::getpid();

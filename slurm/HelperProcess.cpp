@@ -142,8 +142,10 @@ HelperResult runHelper(const HelperRun &run) {
       break;
     }
     int n = ::poll(fds, 2, int(left));
-    if (n < 0 && errno != EINTR)
+    if (n < 0 && errno != EINTR) {
+      ::kill(pid, SIGKILL); // the wait below must not outlive the timeout
       break;
+    }
     for (int i = 0; i < 2 && n > 0; ++i) {
       if (fds[i].fd < 0 || !fds[i].revents)
         continue;

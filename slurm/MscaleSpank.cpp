@@ -188,8 +188,12 @@ int resolveLocally() {
     return -1;
   }
   // srun's environment is the step's: slurmstepd reads the path and the mode from there.
-  if (setenv(kFileVariable, step.file.c_str(), 1) != 0 || setenv(kModeVariable, step.checkOnly ? "check" : "apply", 1) != 0)
+  if (setenv(kFileVariable, step.file.c_str(), 1) != 0 || setenv(kModeVariable, step.checkOnly ? "check" : "apply", 1) != 0) {
+    slurm_error("%s", formatSlurmDiag(SlurmDiag::ERR_SLURM_004, {"setenv " + std::string(kFileVariable), step.node,
+                                                                 std::strerror(errno)})
+                          .c_str());
     return -1;
+  }
   return 0;
 }
 
@@ -209,12 +213,21 @@ bool prepareWorkDir() {
 
 bool writePlan(const std::string &bytes) {
   int fd = ::open(step.planPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  bool ok = fd >= 0 && ::write(fd, bytes.data(), bytes.size()) == ssize_t(bytes.size());
-  int err = errno;
-  if (fd >= 0)
-    ok = ::close(fd) == 0 && ok;
+  std::string why;
+  if (fd < 0) {
+    why = std::strerror(errno);
+  } else {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0)
+      why = std::strerror(errno);
+    else if (size_t(n) != bytes.size())
+      why = "short write (" + std::to_string(n) + " of " + std::to_string(bytes.size()) + " bytes)";
+    if (::close(fd) != 0 && why.empty())
+      why = std::strerror(errno);
+  }
+  bool ok = why.empty();
   if (!ok)
-    step.deferred.push_back(formatSlurmDiag(SlurmDiag::ERR_SLURM_004, {"write " + step.planPath, step.node, std::strerror(err)}));
+    step.deferred.push_back(formatSlurmDiag(SlurmDiag::ERR_SLURM_004, {"write " + step.planPath, step.node, why}));
   return ok;
 }
 
@@ -258,8 +271,20 @@ void enforceOnNode() {
 
 int initRemote(spank_t sp) {
   char buf[PATH_MAX + 16];
-  if (spank_getenv(sp, kFileVariable, buf, sizeof buf) != ESPANK_SUCCESS || !*buf)
+  if (spank_getenv(sp, kFileVariable, buf, sizeof buf) != ESPANK_SUCCESS || !*buf) {
+    // srun took the option (its callback runs here too) but the hand-over did not arrive: the step
+    // was launched with --export=NONE or a list without it. It must not run without its contract.
+    if (step.optionGiven || step.checkOnly) {
+      step.enabled = true;
+      step.node = hostName();
+      step.deferred.push_back(formatSlurmDiag(
+          SlurmDiag::ERR_SLURM_004,
+          {"srun", step.node,
+           std::string("the step's environment lacks ") + kFileVariable +
+               " (srun --export=NONE or a list without it; use --export=ALL or add the variable)"}));
+    }
     return 0;
+  }
   step.file = buf;
   if (spank_getenv(sp, kModeVariable, buf, sizeof buf) == ESPANK_SUCCESS && std::strcmp(buf, "check") == 0)
     step.checkOnly = true;
@@ -289,8 +314,9 @@ int initRemote(spank_t sp) {
 
 // In the task, before exec, as root: into the contract's cgroups and CPUs, with its variables.
 int attachTask(spank_t sp) {
-  int task = 0;
-  spank_get_item(sp, S_TASK_ID, &task);
+  int task = -1; // unknown: no task prints the node's messages rather than every one
+  if (spank_get_item(sp, S_TASK_ID, &task) != ESPANK_SUCCESS)
+    task = -1;
   if (!step.deferred.empty()) {
     if (task == 0) // once per node, not once per task
       for (const std::string &line : step.deferred)

@@ -131,7 +131,7 @@ void ReadAheadReader::fill() {
 }
 
 void ReadAheadReader::reap() {
-  std::vector<UringQueue::Completion> done;
+  std::vector<UringQueue::Completion> &done = completions_; // reused: reap runs once per block
   if (int rc = queue_->submitAndWait(done); rc < 0) {
     // The ring was set up afresh and nothing is in flight any more.
     for (Slot &s : slots_) {

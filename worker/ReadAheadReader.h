@@ -16,6 +16,7 @@
 
 #include "worker/IoUringReader.h"
 #include "worker/RecordIndex.h"
+#include "worker/UringQueue.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -26,8 +27,6 @@
 #include <vector>
 
 namespace msc::worker {
-
-class UringQueue;
 
 class ReadAheadReader {
 public:
@@ -94,6 +93,7 @@ private:
   Options options_;
   std::unique_ptr<UringQueue> queue_;
   std::vector<Slot> slots_;
+  std::vector<UringQueue::Completion> completions_; // reap's, kept so a wait allocates nothing
   std::deque<unsigned> window_; // slots, in file order
   Stats stats_;
   RecordIndex::Scanner scan_;

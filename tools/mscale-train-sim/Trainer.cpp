@@ -379,6 +379,14 @@ int runTrainer(const TrainerOptions &o) {
     if (o.stepDelayMs)
       std::this_thread::sleep_for(std::chrono::milliseconds(o.stepDelayMs));
   }
+  // A disk-tier write still running in the background (StoreOptions::backgroundDisk) must not fail
+  // unseen after the last step: its error decides the exit status like a save's.
+  if (store) {
+    if (Status s = store->flush(); !s) {
+      std::fprintf(stderr, "mscale-train-sim: %s\n", s.str().c_str());
+      return s.str().find(std::strerror(ENOSPC)) != std::string::npos ? kExitDiskFull : kExitError;
+    }
+  }
   uint64_t h = snapshot::hash64(model.params.data(), model.params.size() * sizeof(float));
   h = snapshot::hash64(model.momentum.data(), model.momentum.size() * sizeof(float), h);
   std::string fin = "final step " + std::to_string(o.steps) + " params " + hex(h) + " scale " +
