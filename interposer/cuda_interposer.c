@@ -378,18 +378,29 @@ static void *const g_gpa_wrappers[GPA_COUNT] = { (void *)cuGetProcAddress, (void
  * defines `name` itself. */
 struct next_search {
 	const char *name;
-	void *caller_base;
+	ElfW(Addr) caller_bias; /* objects are told apart by load bias (l_addr == dlpi_addr): a
+				 * non-PIE program's mapping starts at its link address, its bias is 0 */
 	int after_caller;
 	void *found;
 };
+
+/* The load bias of the object that holds `p`, or -1 when it is in none. */
+static int bias_of(const void *p, ElfW(Addr) *bias)
+{
+	Dl_info info;
+	struct link_map *lm = NULL;
+	if (!dladdr1(p, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
+		return -1;
+	*bias = lm->l_addr;
+	return 0;
+}
 
 static int search_next(struct dl_phdr_info *info, size_t size, void *data)
 {
 	(void)size;
 	struct next_search *s = data;
-	void *base = (void *)info->dlpi_addr;
 	if (!s->after_caller) {
-		s->after_caller = base == s->caller_base;
+		s->after_caller = info->dlpi_addr == s->caller_bias;
 		return 0;
 	}
 	if (!info->dlpi_name || !info->dlpi_name[0])
@@ -398,9 +409,9 @@ static int search_next(struct dl_phdr_info *info, size_t size, void *data)
 	if (!h)
 		return 0;
 	void *p = g_real_dlsym(h, s->name);
-	Dl_info where;
+	ElfW(Addr) bias;
 	/* dlsym(h) also searches h's dependencies: keep only a definition in this object. */
-	if (p && dladdr(p, &where) && where.dli_fbase == base)
+	if (p && bias_of(p, &bias) == 0 && bias == info->dlpi_addr)
 		s->found = p;
 	dlclose(h);
 	return s->found != NULL;
@@ -408,10 +419,10 @@ static int search_next(struct dl_phdr_info *info, size_t size, void *data)
 
 static void *next_after(const void *caller, const char *name)
 {
-	Dl_info info;
-	if (!dladdr(caller, &info))
+	ElfW(Addr) bias;
+	if (bias_of(caller, &bias) != 0)
 		return NULL;
-	struct next_search s = { name, info.dli_fbase, 0, NULL };
+	struct next_search s = { name, bias, 0, NULL };
 	dl_iterate_phdr(search_next, &s);
 	return s.found;
 }
