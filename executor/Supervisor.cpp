@@ -93,13 +93,21 @@ struct Supervisor::SliceWatch {
   ResizeController controller;
 };
 
+uint64_t heartbeatIntervalNs(const plan::FaultTolerance &ft) {
+  return ft.heartbeat_ns() ? ft.heartbeat_ns() : 200'000'000;
+}
+
+uint32_t heartbeatMisses(const plan::FaultTolerance &ft) {
+  return std::max(1u, ft.heartbeat_misses() ? ft.heartbeat_misses() : 3u);
+}
+
 Supervisor::Supervisor(Session &session, Logger &log, SupervisorOptions options)
     : session_(session), log_(log), options_(std::move(options)),
       group_(std::max(1u, options_.nprocPerNode), options_.nprocPerNode > 0) {
   const plan::FaultTolerance &ft = session_.plan().fault_tolerance();
   recoverable_ = ft.snapshot_every_steps() || ft.snapshot_interval_ns();
-  heartbeatNs_ = ft.heartbeat_ns() ? ft.heartbeat_ns() : 200'000'000;
-  misses_ = std::max(1u, ft.heartbeat_misses() ? ft.heartbeat_misses() : 3u);
+  heartbeatNs_ = heartbeatIntervalNs(ft);
+  misses_ = heartbeatMisses(ft);
   beatSampleNs_ = std::max<uint64_t>(heartbeatNs_ / kBeatSamplesPerHeartbeat, 1'000'000);
   resetControllers();
 }

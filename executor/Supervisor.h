@@ -51,6 +51,11 @@ constexpr int kWorkerExitIoError = 74;
 // How a worker ended (a waitpid status): nullopt when it completed (exit 0).
 std::optional<Fault> classifyWorkerExit(int waitStatus);
 
+// The plan's worker heartbeat (200 ms where it sets none) and the beats that may be missed before a
+// worker counts as hung (3): for the supervisor's workers and for attached processes alike.
+uint64_t heartbeatIntervalNs(const plan::FaultTolerance &ft);
+uint32_t heartbeatMisses(const plan::FaultTolerance &ft);
+
 struct SupervisorOptions {
   std::vector<std::string> command;  // empty: the contract holds resources only (no worker to supervise)
   std::map<std::string, std::string> environment; // extra worker environment (the submitter's)

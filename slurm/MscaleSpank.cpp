@@ -5,11 +5,12 @@
 //     node's live topology (mscalec, as the job's user), have the node's agent re-check it against what
 //     it holds and apply it (mscale-cli contract submit), or only check and print the plan.
 //   each task, before exec (task_init_privileged, root): move it into the contract (contract attach)
-//     and give it the variables the agent's own workers get.
+//     and give it the variables and descriptors (control page, pools) the agent's own workers get.
 //   slurmstepd, when the step ends (exit; also after scancel or a crashed task): release it.
 // Errors found before the tasks are deferred to task_init_privileged: that is what makes srun's
 // exit code nonzero and shows them in the user's terminal (errors in user_init or init_post_opt of
 // the remote context do not reach srun; pyxis does the same).
+#include "slurm/AgentDescriptors.h"
 #include "slurm/HelperProcess.h"
 #include "slurm/SlurmDiagnostics.h"
 #include "slurm/SpankArguments.h"
@@ -312,7 +313,26 @@ int initRemote(spank_t sp) {
   return 0;
 }
 
-// In the task, before exec, as root: into the contract's cgroups and CPUs, with its variables.
+// The attached task's variables, and the agent's descriptors (its control page, the pools) taken into
+// it under their variables, as the agent's own workers inherit them. "" or why not; a descriptor
+// already taken stays with the task, which then does not start.
+std::string giveTaskItsContract(spank_t sp, const AttachAnswer &answer) {
+  for (auto &[k, v] : answer.environment)
+    if (spank_setenv(sp, k.c_str(), v.c_str(), 1) != ESPANK_SUCCESS)
+      return "cannot set " + k + " in the task's environment";
+  for (const FdHandOver &handOver : answer.fds) {
+    std::string why;
+    int fd = takeAgentDescriptor(handOver, why);
+    if (fd < 0)
+      return why;
+    if (spank_setenv(sp, handOver.variable.c_str(), std::to_string(fd).c_str(), 1) != ESPANK_SUCCESS)
+      return "cannot set " + handOver.variable + " in the task's environment";
+  }
+  return "";
+}
+
+// In the task, before exec, as root: into the contract's cgroups and CPUs, with its variables and
+// the agent's descriptors.
 int attachTask(spank_t sp) {
   int task = -1; // unknown: no task prints the node's messages rather than every one
   if (spank_get_item(sp, S_TASK_ID, &task) != ESPANK_SUCCESS)
@@ -336,17 +356,11 @@ int attachTask(spank_t sp) {
   HelperResult r = runTool(cliArgs({"attach", step.contract, "--pid=" + std::to_string(getpid())}), false);
   std::vector<std::string> lines;
   std::string why;
-  std::optional<std::vector<std::pair<std::string, std::string>>> env;
+  std::optional<AttachAnswer> answer;
   if (!succeeded(r, tool("mscale-cli"), lines))
     why = r.ran ? "mscale-cli exited with status " + std::to_string(r.exitStatus) : r.problem;
-  else if (!(env = parseEnvironmentLines(r.out, why)))
-    ;
-  else
-    for (auto &[k, v] : *env)
-      if (spank_setenv(sp, k.c_str(), v.c_str(), 1) != ESPANK_SUCCESS) {
-        why = "cannot set " + k + " in the task's environment";
-        break;
-      }
+  else if ((answer = parseAttachAnswer(r.out, why)))
+    why = giveTaskItsContract(sp, *answer);
   if (why.empty())
     return 0;
   for (const std::string &line : lines)

@@ -89,25 +89,77 @@ std::optional<std::string> parseSubmittedContract(std::string_view text, std::st
   return std::string(name);
 }
 
-std::optional<std::vector<std::pair<std::string, std::string>>> parseEnvironmentLines(std::string_view text,
-                                                                                      std::string &error) {
-  std::vector<std::pair<std::string, std::string>> out;
+namespace {
+
+bool isVariableName(std::string_view name) {
+  bool valid = name.size() > 7 && name.substr(0, 7) == "MSCALE_";
+  for (char c : name)
+    valid = valid && ((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_');
+  return valid;
+}
+
+// A decimal number of 1..9 digits (so that it fits an int), or -1.
+int smallNumber(std::string_view digits) {
+  if (digits.empty() || digits.size() > 9)
+    return -1;
+  int n = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9')
+      return -1;
+    n = n * 10 + (c - '0');
+  }
+  return n;
+}
+
+// "fd NAME /proc/PID/fd/N"
+std::optional<FdHandOver> parseFdLine(std::string_view line) {
+  constexpr std::string_view fdPrefix = "fd ", procPrefix = "/proc/", fdDir = "/fd/";
+  line.remove_prefix(fdPrefix.size());
+  size_t space = line.find(' ');
+  if (space == std::string_view::npos || !isVariableName(line.substr(0, space)))
+    return std::nullopt;
+  std::string_view path = line.substr(space + 1);
+  if (path.substr(0, procPrefix.size()) != procPrefix)
+    return std::nullopt;
+  path.remove_prefix(procPrefix.size());
+  size_t dir = path.find(fdDir);
+  if (dir == std::string_view::npos)
+    return std::nullopt;
+  int pid = smallNumber(path.substr(0, dir)), fd = smallNumber(path.substr(dir + fdDir.size()));
+  if (pid <= 0 || fd < 0)
+    return std::nullopt;
+  return FdHandOver{std::string(line.substr(0, space)), pid, fd};
+}
+
+} // namespace
+
+std::optional<AttachAnswer> parseAttachAnswer(std::string_view text, std::string &error) {
+  AttachAnswer out;
   while (!text.empty()) {
     size_t nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
     text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
     if (line.empty())
       continue;
+    if (hasControl(line)) {
+      error = "not an MSCALE_NAME=VALUE or 'fd MSCALE_NAME /proc/PID/fd/N' line: '" + shown(line) + "'";
+      return std::nullopt;
+    }
+    if (line.substr(0, 3) == "fd ") {
+      std::optional<FdHandOver> fd = parseFdLine(line);
+      if (!fd) {
+        error = "not an 'fd MSCALE_NAME /proc/PID/fd/N' line: '" + shown(line) + "'";
+        return std::nullopt;
+      }
+      out.fds.push_back(std::move(*fd));
+      continue;
+    }
     size_t eq = line.find('=');
-    std::string_view name = line.substr(0, eq);
-    bool valid = eq != std::string_view::npos && name.size() > 7 && name.substr(0, 7) == "MSCALE_";
-    for (char c : name)
-      valid = valid && ((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_');
-    if (!valid || hasControl(line)) {
+    if (eq == std::string_view::npos || !isVariableName(line.substr(0, eq))) {
       error = "not an MSCALE_NAME=VALUE line: '" + shown(line) + "'";
       return std::nullopt;
     }
-    out.emplace_back(std::string(name), std::string(line.substr(eq + 1)));
+    out.environment.emplace_back(std::string(line.substr(0, eq)), std::string(line.substr(eq + 1)));
   }
   return out;
 }

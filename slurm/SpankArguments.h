@@ -2,7 +2,7 @@
 // that a fuzzer can reach them (test/fuzz/spank_options_fuzzer.cpp) and slurmstepd never crashes on
 // them: the plugin's arguments in plugstack.conf, the --mscale-contract / MSCALE_CONTRACT value, and
 // the two answers of mscale-cli it uses (the submitted contract's name, an attached task's
-// environment). Each failure is a coded message (SlurmDiagnostics.h).
+// environment and descriptors). Each failure is a coded message (SlurmDiagnostics.h).
 #pragma once
 
 #include <optional>
@@ -32,9 +32,20 @@ std::optional<std::string> parseContractValue(std::string_view value, std::strin
 // valid contract id (letters, digits, '_', '-', '.', not starting with '.', at most 128 bytes).
 std::optional<std::string> parseSubmittedContract(std::string_view text, std::string &error);
 
-// mscale-cli contract attach's answer: NAME=VALUE lines, every NAME an MSCALE_ variable of
-// upper-case letters, digits and '_'. Empty lines are skipped.
-std::optional<std::vector<std::pair<std::string, std::string>>> parseEnvironmentLines(std::string_view text,
-                                                                                      std::string &error);
+// A descriptor of the node agent that the attached task is to take (pidfd_getfd) and name `variable`.
+struct FdHandOver {
+  std::string variable; // "MSCALE_CONTROL_FD"
+  int agentPid = 0;
+  int agentFd = 0;
+};
+
+// mscale-cli contract attach's answer: NAME=VALUE lines, and "fd NAME /proc/PID/fd/N" lines for the
+// agent's descriptors; every NAME an MSCALE_ variable of upper-case letters, digits and '_', PID and
+// N decimal numbers that fit an int (PID > 0). Empty lines are skipped.
+struct AttachAnswer {
+  std::vector<std::pair<std::string, std::string>> environment;
+  std::vector<FdHandOver> fds;
+};
+std::optional<AttachAnswer> parseAttachAnswer(std::string_view text, std::string &error);
 
 } // namespace msc::slurm

@@ -8,6 +8,7 @@
 #include "plan/PlanFile.h"
 
 #include <algorithm>
+#include <unistd.h>
 
 namespace msc::exec {
 
@@ -111,6 +112,17 @@ agent::ContractStatus Agent::statusOf(const NodeLedger::Contract &c) const {
       e->set_kind(h.kind);
       e->set_text(h.text);
     }
+  if (c.attached) {
+    uint64_t now = Supervisor::monotonicNs();
+    for (const AttachedProcesses::Process &p : c.attached->processes()) {
+      agent::AttachedProcess *a = s.add_attached();
+      a->set_pid(p.pid);
+      a->set_beats(p.lastBeats);
+      a->set_step(p.control->step());
+      a->set_last_beat_ms_ago(static_cast<int64_t>((now - p.lastBeatNs) / 1'000'000));
+      a->set_killed(p.killed);
+    }
+  }
   s.set_io_wait_ratio(session.ioWaitRatio());
   if (s.io_wait_ratio() < 0)
     s.set_io_wait_unavailable(session.cgroupV2().empty()
@@ -234,13 +246,19 @@ void Agent::attach(const agent::AttachRequest &r, const PeerCredentials &peer, D
                                                 std::to_string(peer.uid) + ")";
     return;
   }
-  std::optional<std::map<std::string, std::string>> env = ledger_.attach(r.contract(), pid, diags);
-  if (!env)
+  std::optional<NodeLedger::Attachment> attachment = ledger_.attach(r.contract(), pid, diags);
+  if (!attachment)
     return;
   agent::Attachment *a = out.mutable_attachment();
   a->set_contract(r.contract());
   a->set_pid(pid);
-  a->mutable_environment()->insert(env->begin(), env->end());
+  a->mutable_environment()->insert(attachment->environment.begin(), attachment->environment.end());
+  for (const HandedFd &fd : attachment->fds) {
+    agent::HandedFd *h = a->add_fds();
+    h->set_variable(fd.variable);
+    h->set_agent_fd(fd.agentFd);
+  }
+  a->set_agent_pid(::getpid());
   out.set_ok(true);
 }
 

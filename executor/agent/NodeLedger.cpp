@@ -248,12 +248,13 @@ void NodeLedger::release(const std::string &contract, DiagnosticEngine &diags) {
   contracts_.erase(it);
 }
 
-std::optional<std::map<std::string, std::string>> NodeLedger::attach(const std::string &contract, pid_t pid,
-                                                                     DiagnosticEngine &diags) {
+std::optional<NodeLedger::Attachment> NodeLedger::attach(const std::string &contract, pid_t pid,
+                                                         DiagnosticEngine &diags) {
   auto it = contracts_.find(contract);
   if (it == contracts_.end())
     return std::nullopt;
-  Session &session = *it->second->session;
+  Contract &c = *it->second;
+  Session &session = *c.session;
   if (!session.applied()) {
     diags.report(DiagCode::ERR_EXEC_028) << pid << contract << "the contract is admitted but not applied";
     return std::nullopt;
@@ -262,11 +263,26 @@ std::optional<std::map<std::string, std::string>> NodeLedger::attach(const std::
     diags.report(DiagCode::ERR_EXEC_028) << pid << contract << "its cgroups or CPUs could not be set";
     return std::nullopt;
   }
-  std::map<std::string, std::string> env = variablesWithoutFds(session.environment());
-  setSnapshotVariables(session.plan().fault_tolerance(), env);
+  Attachment out;
+  out.environment = variablesWithoutFds(session.environment());
+  setSnapshotVariables(session.plan().fault_tolerance(), out.environment);
   if (!options_.config.stateDir.empty())
-    env["MSCALE_PLAN"] = std::filesystem::absolute(statePath(contract)).string();
-  return env;
+    out.environment["MSCALE_PLAN"] = std::filesystem::absolute(statePath(contract)).string();
+  for (auto &[name, value] : session.environment().variables) {
+    int fd = 0;
+    if (llvm::StringRef(name).ends_with("_FD") && !llvm::StringRef(value).getAsInteger(10, fd))
+      out.fds.push_back({name, fd});
+  }
+  if (!c.attached)
+    c.attached = std::make_unique<AttachedProcesses>(session.plan().fault_tolerance());
+  std::string error;
+  std::optional<std::vector<HandedFd>> own = c.attached->attach(pid, Supervisor::monotonicNs(), error);
+  if (!own) {
+    diags.report(DiagCode::ERR_EXEC_028) << pid << contract << error;
+    return std::nullopt;
+  }
+  out.fds.insert(out.fds.end(), own->begin(), own->end());
+  return out;
 }
 
 bool NodeLedger::resize(const std::string &contract, const plan::Plan &next, const std::string &why,
@@ -315,16 +331,27 @@ void NodeLedger::reapWorkers() {
 
 void NodeLedger::supervise(uint64_t nowNs) {
   reapWorkers();
-  for (auto &[name, c] : contracts_)
+  for (auto &[name, c] : contracts_) {
     if (c->supervisor)
       c->supervisor->tick(nowNs);
+    if (c->attached)
+      for (const AttachedProcesses::Event &e : c->attached->tick(nowNs)) {
+        if (e.hung)
+          log_.warn(name, e.text);
+        else
+          log_.info(name, e.text);
+      }
+  }
 }
 
 uint64_t NodeLedger::nextWakeNs(uint64_t nowNs) const {
   uint64_t wake = UINT64_MAX;
-  for (auto &[name, c] : contracts_)
+  for (auto &[name, c] : contracts_) {
     if (c->supervisor)
       wake = std::min(wake, c->supervisor->nextWakeNs(nowNs));
+    if (c->attached)
+      wake = std::min(wake, c->attached->nextWakeNs(nowNs));
+  }
   return wake;
 }
 

@@ -9,6 +9,7 @@
 #include "executor/NodeConfig.h"
 #include "executor/Session.h"
 #include "executor/Supervisor.h"
+#include "executor/agent/AttachedProcesses.h"
 
 #include <cstdint>
 #include <map>
@@ -41,6 +42,14 @@ public:
     int exitStatus = 0; // the exit status, or the signal when killed
     pid_t lastPid = 0;
     int64_t admittedMs = 0;
+    std::unique_ptr<AttachedProcesses> attached; // made at the first attach
+  };
+  // What an attached process needs to behave as a worker of the contract: the environment the
+  // agent's workers get, less the variables naming the agent's file descriptors (WorkerVariables.h),
+  // and those descriptors (the hugepage pools, its control page) for it to take.
+  struct Attachment {
+    std::map<std::string, std::string> environment;
+    std::vector<HandedFd> fds;
   };
 
   NodeLedger(LedgerOptions options, Logger &log);
@@ -68,12 +77,11 @@ public:
   bool resize(const std::string &contract, const plan::Plan &next, const std::string &why, std::string &error,
               DiagnosticEngine &diags);
 
-  // Binds process `pid` (started by someone else, e.g. slurmstepd) to an applied contract and returns
-  // the environment a worker of it gets, without fd variables (WorkerVariables.h). The caller has
+  // Binds process `pid` (started by someone else, e.g. slurmstepd) to an applied contract, watches
+  // its heartbeats from then on (AttachedProcesses.h) and returns what it needs. The caller has
   // checked that the contract exists and that the asker may move the process. Null with
   // ERR_EXEC_028 (with the appliers' own code before it) when it cannot be attached.
-  std::optional<std::map<std::string, std::string>> attach(const std::string &contract, pid_t pid,
-                                                           DiagnosticEngine &diags);
+  std::optional<Attachment> attach(const std::string &contract, pid_t pid, DiagnosticEngine &diags);
   const Contract *find(const std::string &contract) const;
   const std::map<std::string, std::unique_ptr<Contract>> &contracts() const { return contracts_; }
 
@@ -82,8 +90,8 @@ public:
   admission::Held held() const;
   admission::Held heldExcept(const std::string &contract) const;
 
-  // Supervision between requests: reap exited workers (recovering where the supervisor says so) and
-  // run the supervisors' timers; nextWakeNs says when the loop must come back for them.
+  // Supervision between requests: reap exited workers (recovering where the supervisor says so), run
+  // the supervisors' timers and watch the attached processes; nextWakeNs says when the loop must come back for them.
   void supervise(uint64_t nowNs);
   uint64_t nextWakeNs(uint64_t nowNs) const;
 

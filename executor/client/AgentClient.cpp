@@ -152,6 +152,18 @@ void printStatus(const agent::ContractStatus &s, llvm::raw_ostream &os) {
   if (w.state() == agent::Worker::KILLED)
     os << " signal " << w.exit_status();
   os << "\n";
+  for (const agent::AttachedProcess &a : s.attached()) {
+    os << "  attached   pid " << a.pid();
+    if (a.killed())
+      os << " killed (no heartbeat)";
+    else if (a.beats() == 0)
+      os << " not beating yet (attached " << a.last_beat_ms_ago() << " ms ago)";
+    else if (a.step() == ~uint64_t(0))
+      os << " restoring, last beat " << a.last_beat_ms_ago() << " ms ago";
+    else
+      os << " step " << a.step() << ", last beat " << a.last_beat_ms_ago() << " ms ago";
+    os << "\n";
+  }
   // Every measurement is shown, or said to be unavailable with the agent's reason: never a guess.
   if (s.io_wait_ratio() >= 0)
     os << "  io wait    " << llvm::format("%.1f%%", s.io_wait_ratio() * 100) << " (PSI some avg10)\n";

@@ -38,9 +38,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (std::optional<std::string> name = parseSubmittedContract(input, error))
     if (name->empty() || name->size() > 128 || name->find('/') != std::string::npos)
       std::abort();
-  if (auto env = parseEnvironmentLines(input, error))
-    for (auto &[k, v] : *env)
+  if (auto answer = parseAttachAnswer(input, error)) {
+    for (auto &[k, v] : answer->environment)
       if (k.rfind("MSCALE_", 0) != 0 || v.find('\n') != std::string::npos)
         std::abort();
+    for (const FdHandOver &fd : answer->fds)
+      if (fd.variable.rfind("MSCALE_", 0) != 0 || fd.agentPid <= 0 || fd.agentFd < 0)
+        std::abort();
+  }
   return 0;
 }

@@ -236,11 +236,14 @@ int run() {
   std::optional<agent::Response> resp = client->call(*req, diags);
   if (!resp || !resp->ok())
     return 1;
-  if (resp->has_attachment()) // NAME=VALUE lines: what the attached process's environment needs
-    for (auto &[k, v] : std::map<std::string, std::string>(resp->attachment().environment().begin(),
-                                                             resp->attachment().environment().end()))
+  if (resp->has_attachment()) { // what the attached process's environment needs
+    const agent::Attachment &a = resp->attachment();
+    for (auto &[k, v] : std::map<std::string, std::string>(a.environment().begin(), a.environment().end()))
       llvm::outs() << k << "=" << v << "\n";
-  else if (resp->has_status())
+    // "fd NAME PATH": a descriptor of the agent, for root to take into the process and name NAME.
+    for (const agent::HandedFd &fd : a.fds())
+      llvm::outs() << "fd " << fd.variable() << " /proc/" << a.agent_pid() << "/fd/" << fd.agent_fd() << "\n";
+  } else if (resp->has_status())
     exec::printStatus(resp->status(), llvm::outs());
   else if (resp->has_list())
     exec::printList(resp->list(), llvm::outs());

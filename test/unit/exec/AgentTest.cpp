@@ -268,6 +268,11 @@ TEST(AgentAttach, OnlyRootOrTheOwnerMayMoveAProcess) {
   ASSERT_TRUE(attached.ok()) << (attached.diagnostics_size() ? attached.diagnostics(0).message() : "");
   EXPECT_EQ(attached.attachment().environment().at("MSCALE_CONTRACT"), contract);
   EXPECT_EQ(attached.attachment().environment().at("MSCALE_CPUS"), "0");
+  // Its control page, to be taken from the agent (here: this process) by root.
+  ASSERT_EQ(attached.attachment().fds_size(), 1);
+  EXPECT_EQ(attached.attachment().fds(0).variable(), "MSCALE_CONTROL_FD");
+  EXPECT_EQ(attached.attachment().agent_pid(), getpid());
+  EXPECT_EQ(agent.handle(statusRequest(contract), root).status().attached_size(), 1);
   std::optional<std::string> status = readFileText("/proc/" + std::to_string(child) + "/status");
   ASSERT_TRUE(status);
   EXPECT_NE(status->find("Cpus_allowed_list:\t0\n"), std::string::npos);

@@ -52,16 +52,38 @@ TEST(SpankArguments, SubmittedContract) {
   EXPECT_FALSE(parseSubmittedContract("contract " + std::string(129, 'a'), error));
 }
 
-TEST(SpankArguments, EnvironmentLines) {
+TEST(SpankArguments, AttachAnswerEnvironment) {
   std::string error;
-  auto env = parseEnvironmentLines("MSCALE_CPUS=1\n\nMSCALE_PLAN=/var/lib/m/a.msp\nMSCALE_ROLES=\n", error);
-  ASSERT_TRUE(env) << error;
-  ASSERT_EQ(env->size(), 3u);
-  EXPECT_EQ((*env)[0], (std::pair<std::string, std::string>{"MSCALE_CPUS", "1"}));
-  EXPECT_EQ((*env)[2], (std::pair<std::string, std::string>{"MSCALE_ROLES", ""}));
+  auto answer = parseAttachAnswer("MSCALE_CPUS=1\n\nMSCALE_PLAN=/var/lib/m/a.msp\nMSCALE_ROLES=\n", error);
+  ASSERT_TRUE(answer) << error;
+  const auto &env = answer->environment;
+  ASSERT_EQ(env.size(), 3u);
+  EXPECT_EQ(env[0], (std::pair<std::string, std::string>{"MSCALE_CPUS", "1"}));
+  EXPECT_EQ(env[2], (std::pair<std::string, std::string>{"MSCALE_ROLES", ""}));
+  EXPECT_TRUE(answer->fds.empty());
   for (const char *bad : {"PATH=/evil\n", "MSCALE_=x\n", "MSCALE_cpus=1\n", "MSCALE_CPUS\n", "LD_PRELOAD=/x.so\n",
                           "MSCALE_A=b\tc\n"})
-    EXPECT_FALSE(parseEnvironmentLines(bad, error)) << bad;
-  parseEnvironmentLines("LD_PRELOAD=/x.so", error);
+    EXPECT_FALSE(parseAttachAnswer(bad, error)) << bad;
+  parseAttachAnswer("LD_PRELOAD=/x.so", error);
   EXPECT_EQ(error, "not an MSCALE_NAME=VALUE line: 'LD_PRELOAD=/x.so'");
+}
+
+TEST(SpankArguments, AttachAnswerDescriptors) {
+  std::string error;
+  auto answer = parseAttachAnswer("MSCALE_CPUS=1\nfd MSCALE_CONTROL_FD /proc/4242/fd/12\n"
+                                  "fd MSCALE_POOL_DATA_FD /proc/4242/fd/0\n",
+                                  error);
+  ASSERT_TRUE(answer) << error;
+  ASSERT_EQ(answer->fds.size(), 2u);
+  EXPECT_EQ(answer->fds[0].variable, "MSCALE_CONTROL_FD");
+  EXPECT_EQ(answer->fds[0].agentPid, 4242);
+  EXPECT_EQ(answer->fds[0].agentFd, 12);
+  EXPECT_EQ(answer->fds[1].agentFd, 0);
+  for (const char *bad : {"fd MSCALE_CONTROL_FD\n", "fd PATH /proc/1/fd/3\n", "fd MSCALE_X /proc/0/fd/3\n",
+                          "fd MSCALE_X /proc/1/fd/\n", "fd MSCALE_X /proc/1/fd/-3\n", "fd MSCALE_X /dev/fd/3\n",
+                          "fd MSCALE_X /proc/1/fd/3 extra\n", "fd MSCALE_X /proc/12345678901/fd/3\n",
+                          "fd MSCALE_X /proc/1/fd/3x\n", "fd  MSCALE_X /proc/1/fd/3\n"})
+    EXPECT_FALSE(parseAttachAnswer(bad, error)) << bad;
+  parseAttachAnswer("fd MSCALE_X /proc/self/fd/3", error);
+  EXPECT_EQ(error, "not an 'fd MSCALE_NAME /proc/PID/fd/N' line: 'fd MSCALE_X /proc/self/fd/3'");
 }
