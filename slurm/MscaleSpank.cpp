@@ -75,7 +75,7 @@ std::vector<std::string> cliArgs(std::vector<std::string> args) {
   std::vector<std::string> argv = {tool("mscale-cli"), "contract"};
   argv.insert(argv.end(), args.begin(), args.end());
   if (!step.config.socket.empty())
-    argv.push_back("--socket=" + step.config.socket);
+    argv.push_back("--socket=" + socketForHost(step.config.socket, step.node));
   return argv;
 }
 

@@ -59,6 +59,18 @@ std::optional<PluginConfig> parsePluginArguments(const std::vector<std::string> 
   return config;
 }
 
+std::string socketForHost(std::string_view socket, std::string_view host) {
+  std::string out;
+  for (size_t i = 0; i < socket.size(); ++i) {
+    if (socket[i] == '%' && i + 1 < socket.size() && (socket[i + 1] == 'h' || socket[i + 1] == '%')) {
+      out += socket[++i] == 'h' ? std::string(host) : std::string("%");
+      continue;
+    }
+    out += socket[i];
+  }
+  return out;
+}
+
 std::optional<std::string> parseContractValue(std::string_view value, std::string_view source, std::string &error) {
   std::string_view why;
   if (value.empty())

@@ -15,7 +15,7 @@ namespace msc::slurm {
 
 struct PluginConfig {
   std::string bindir;         // where mscalec and mscale-cli are (bindir=, default: the install's)
-  std::string socket;         // the agent's socket (socket=, default: mscale-cli's own default)
+  std::string socket;         // the agent's socket (socket=, default: mscale-cli's own default; %h: the host)
   std::string stdlib;         // mscalec --stdlib (stdlib=, default: mscalec's own)
   unsigned timeoutSeconds = 60; // how long one tool may run (timeout=, 1..3600)
 };
@@ -23,6 +23,11 @@ struct PluginConfig {
 // `args` are the words after the plugin's path in plugstack.conf. nullopt with `error` set.
 std::optional<PluginConfig> parsePluginArguments(const std::vector<std::string> &args, std::string defaultBindir,
                                                  std::string &error);
+
+// `socket=` on host `host`: each "%h" becomes the host's name, "%%" a '%' (as in slurm.conf's paths);
+// any other '%' stays. For hosts whose agents' sockets are named after them (one file system for
+// several, or several emulated nodes on one machine, each in a UTS namespace of its own).
+std::string socketForHost(std::string_view socket, std::string_view host);
 
 // The contract file as the user gave it (`source` names where: "--mscale-contract",
 // "MSCALE_CONTRACT"): not empty, at most 4095 bytes, no control characters.

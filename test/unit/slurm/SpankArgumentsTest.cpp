@@ -87,3 +87,10 @@ TEST(SpankArguments, AttachAnswerDescriptors) {
   parseAttachAnswer("fd MSCALE_X /proc/self/fd/3", error);
   EXPECT_EQ(error, "not an 'fd MSCALE_NAME /proc/PID/fd/N' line: 'fd MSCALE_X /proc/self/fd/3'");
 }
+
+TEST(SpankArguments, SocketForHost) {
+  EXPECT_EQ(socketForHost("/run/mscale/agent.sock", "n1"), "/run/mscale/agent.sock");
+  EXPECT_EQ(socketForHost("/run/mscale/agent.%h.sock", "jwb0004"), "/run/mscale/agent.jwb0004.sock");
+  EXPECT_EQ(socketForHost("/r/%h/%h", "a"), "/r/a/a");
+  EXPECT_EQ(socketForHost("/r/100%%/%n%", "a"), "/r/100%/%n%");
+}
