@@ -18,6 +18,12 @@ crash this is the kernel tearing the worker down until waitpid reports it); the 
 executor's; total = detect + the executor's total. The aims (issue 15): a crashed worker <= 500 ms;
 a hung worker or a lost GPU <= detection budget (heartbeat x misses) + 500 ms, printed as a ratio.
 
+The floor (restart_floor, built beside the benchmarks) is measured at each size in the same run: the
+kernel's share of a crash and restart with nothing of ours in the way (SIGKILL of a process holding the
+state until waitpid, fork + exec + populating the state, copying it from a memfd). "vs floor" is a
+fault's median total over the floor's; for a hang or a lost GPU the detection budget is added to the
+floor, since no executor can see those sooner.
+
 --baseline-build runs the same trials with another build's binaries in the same run (e.g. main before
 a change); a build whose executor predates the timeline line is read from its older line.
 --checkpoint-restarts N adds N restarts of executor and worker from the disk tier (--drop-caches: cold).
@@ -231,10 +237,20 @@ def run_series(a, build, state_mib, label):
     return results
 
 
-def summarize(state_mib, label, results, baseline, budget):
+def restart_floor(build, state_mib, reps):
+    """The floor's Markdown row and its median total in ms, or (None, None) without the tool."""
+    tool = os.path.join(build, "bench", "restart_floor")
+    if not os.access(tool, os.X_OK):
+        return None, None
+    row = subprocess.run([tool, "--mib", str(state_mib), "--reps", str(reps)], check=True,
+                         capture_output=True, text=True).stdout.strip()
+    return row, float(row.split("|")[3].split("/")[0])
+
+
+def summarize(state_mib, label, results, baseline, budget, floor_ms=None):
     print("\n%s, state %d MiB, heartbeat %d ms: median / P95 ms" % (label, state_mib, results["_hb"]))
-    print("| fault | n | total | aim | total / aim | vs baseline | %s |" % " | ".join(PHASES[:-1]))
-    print("|---|---|---|---|---|---|" + "---|" * (len(PHASES) - 1))
+    print("| fault | n | total | aim | total / aim | vs baseline | vs floor | %s |" % " | ".join(PHASES[:-1]))
+    print("|---|---|---|---|---|---|---|" + "---|" * (len(PHASES) - 1))
     for fault, rows in results.items():
         if fault.startswith("_"):
             continue
@@ -246,12 +262,15 @@ def summarize(state_mib, label, results, baseline, budget):
             statistics.median(totals) / aim, pct(totals, 0.95) / aim)
         base = baseline.get(fault) if baseline else None
         vs = "%.2fx" % (statistics.median(totals) / statistics.median(r["total"] for r in base)) if base else "-"
+        detection = budget if fault in ("worker-hung", "gpu-lost") else 0
+        vs_floor = "%.2fx" % (statistics.median(totals) / (floor_ms + detection)) if floor_ms else "-"
         cells = []
         for k in PHASES[:-1]:
             vals = [r[k] for r in rows if r.get(k) is not None]
             cells.append("%.1f / %.1f" % (statistics.median(vals), pct(vals, 0.95)) if vals else "-")
-        print("| %s | %d | %.1f / %.1f | %s | %s | %s | %s |" % (
-            fault, len(rows), statistics.median(totals), pct(totals, 0.95), aim_text, ratio, vs, " | ".join(cells)))
+        print("| %s | %d | %.1f / %.1f | %s | %s | %s | %s | %s |" % (
+            fault, len(rows), statistics.median(totals), pct(totals, 0.95), aim_text, ratio, vs, vs_floor,
+            " | ".join(cells)))
 
 
 def main():
@@ -285,11 +304,14 @@ def main():
                 baseline["_hb"] = a.heartbeat_ms
             results = run_series(a, a.build, state_mib, "build")
             results["_hb"] = a.heartbeat_ms
+            floor_row, floor_ms = restart_floor(a.build, state_mib, max(a.trials, 5))
         # The detection budget as the executor reports it (heartbeat x misses of the plan).
         budget = next(r["budget"] for f in FAULTS for r in results.get(f, []) if r.get("budget"))
         if baseline:
             summarize(state_mib, "baseline (%s)" % a.baseline_build, baseline, None, budget)
-        summarize(state_mib, "build (%s)" % a.build, results, baseline, budget)
+        summarize(state_mib, "build (%s)" % a.build, results, baseline, budget, floor_ms)
+        if floor_row:
+            print("\nthe floor at %d MiB, median / P95 ms (restart_floor):\n%s" % (state_mib, floor_row))
     print("\nload average at end: %s" % " ".join(open("/proc/loadavg").read().split()[:3]))
 
 
