@@ -89,7 +89,7 @@ else
   node_lines=
   for i in $(seq "$nodes"); do
     names+=("n$i")
-    node_lines+="NodeName=n$i NodeAddr=127.0.0.1 NodeHostname=$host Port=$(free_port) CPUs=$cpus RealMemory=$memory State=UNKNOWN"$'\n'
+    node_lines+="NodeName=n$i NodeAddr=127.0.0.1 NodeHostname=n$i Port=$(free_port) CPUs=$cpus RealMemory=$memory State=UNKNOWN"$'\n'
   done
   suffix=.%n
 fi

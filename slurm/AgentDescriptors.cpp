@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -27,7 +28,8 @@ int getDescriptor(int pid, int fd) {
 int takeAgentDescriptor(const FdHandOver &handOver, std::string &error) {
   std::string path = "/proc/" + std::to_string(handOver.agentPid) + "/fd/" + std::to_string(handOver.agentFd);
   int fd = getDescriptor(handOver.agentPid, handOver.agentFd);
-  if (fd < 0 && errno == ENOSYS)
+  // Kernels before 5.6 lack pidfd_getfd, and a seccomp filter may refuse it: /proc reopens a memfd.
+  if (fd < 0 && (errno == ENOSYS || errno == EPERM))
     fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) {
     error = "cannot take " + handOver.variable + " from the node agent (" + path + "): " + std::strerror(errno);
@@ -40,6 +42,15 @@ int takeAgentDescriptor(const FdHandOver &handOver, std::string &error) {
   if (n < 0 || std::string_view(target, static_cast<size_t>(n)).substr(0, kAgentMemory.size()) != kAgentMemory) {
     error = "the node agent's " + path + " for " + handOver.variable + " is not one of its memory files (" +
             (n < 0 ? std::string(std::strerror(errno)) : std::string(target, static_cast<size_t>(n))) + ")";
+    ::close(fd);
+    return -1;
+  }
+  // The number may name another file by now (the contract released or resized since the agent
+  // answered, the number reused): only the file the agent meant is taken.
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || st.st_dev != handOver.device || st.st_ino != handOver.inode) {
+    error = "the node agent's " + path + " for " + handOver.variable +
+            " is no longer the file it handed over (the contract changed since it answered)";
     ::close(fd);
     return -1;
   }

@@ -123,7 +123,16 @@ int smallNumber(std::string_view digits) {
   return n;
 }
 
-// "fd NAME /proc/PID/fd/N"
+// A decimal number that fits 64 bits (1..20 digits), or nullopt.
+std::optional<uint64_t> number64(std::string_view digits) {
+  uint64_t n = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+  if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size())
+    return std::nullopt;
+  return n;
+}
+
+// "fd NAME /proc/PID/fd/N DEV:INO"
 std::optional<FdHandOver> parseFdLine(std::string_view line) {
   constexpr std::string_view fdPrefix = "fd ", procPrefix = "/proc/", fdDir = "/fd/";
   line.remove_prefix(fdPrefix.size());
@@ -131,6 +140,11 @@ std::optional<FdHandOver> parseFdLine(std::string_view line) {
   if (space == std::string_view::npos || !isVariableName(line.substr(0, space)))
     return std::nullopt;
   std::string_view path = line.substr(space + 1);
+  size_t idSpace = path.find(' ');
+  if (idSpace == std::string_view::npos)
+    return std::nullopt;
+  std::string_view id = path.substr(idSpace + 1);
+  path = path.substr(0, idSpace);
   if (path.substr(0, procPrefix.size()) != procPrefix)
     return std::nullopt;
   path.remove_prefix(procPrefix.size());
@@ -138,9 +152,13 @@ std::optional<FdHandOver> parseFdLine(std::string_view line) {
   if (dir == std::string_view::npos)
     return std::nullopt;
   int pid = smallNumber(path.substr(0, dir)), fd = smallNumber(path.substr(dir + fdDir.size()));
-  if (pid <= 0 || fd < 0)
+  size_t colon = id.find(':');
+  if (pid <= 0 || fd < 0 || colon == std::string_view::npos)
     return std::nullopt;
-  return FdHandOver{std::string(line.substr(0, space)), pid, fd};
+  std::optional<uint64_t> device = number64(id.substr(0, colon)), inode = number64(id.substr(colon + 1));
+  if (!device || !inode)
+    return std::nullopt;
+  return FdHandOver{std::string(line.substr(0, space)), pid, fd, *device, *inode};
 }
 
 } // namespace
@@ -154,15 +172,21 @@ std::optional<AttachAnswer> parseAttachAnswer(std::string_view text, std::string
     if (line.empty())
       continue;
     if (hasControl(line)) {
-      error = "not an MSCALE_NAME=VALUE or 'fd MSCALE_NAME /proc/PID/fd/N' line: '" + shown(line) + "'";
+      error = "not an MSCALE_NAME=VALUE or 'fd MSCALE_NAME /proc/PID/fd/N DEV:INO' line: '" + shown(line) + "'";
       return std::nullopt;
     }
     if (line.substr(0, 3) == "fd ") {
       std::optional<FdHandOver> fd = parseFdLine(line);
       if (!fd) {
-        error = "not an 'fd MSCALE_NAME /proc/PID/fd/N' line: '" + shown(line) + "'";
+        error = "not an 'fd MSCALE_NAME /proc/PID/fd/N DEV:INO' line: '" + shown(line) + "'";
         return std::nullopt;
       }
+      // A second descriptor under one name would leave the first open in the task, unnamed.
+      for (const FdHandOver &seen : out.fds)
+        if (seen.variable == fd->variable) {
+          error = "the agent's answer names " + fd->variable + " twice";
+          return std::nullopt;
+        }
       out.fds.push_back(std::move(*fd));
       continue;
     }

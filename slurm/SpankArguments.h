@@ -5,6 +5,7 @@
 // environment and descriptors). Each failure is a coded message (SlurmDiagnostics.h).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,11 +43,13 @@ struct FdHandOver {
   std::string variable; // "MSCALE_CONTROL_FD"
   int agentPid = 0;
   int agentFd = 0;
+  uint64_t device = 0, inode = 0; // the file it named when the agent answered
 };
 
-// mscale-cli contract attach's answer: NAME=VALUE lines, and "fd NAME /proc/PID/fd/N" lines for the
-// agent's descriptors; every NAME an MSCALE_ variable of upper-case letters, digits and '_', PID and
-// N decimal numbers that fit an int (PID > 0). Empty lines are skipped.
+// mscale-cli contract attach's answer: NAME=VALUE lines, and "fd NAME /proc/PID/fd/N DEV:INO" lines
+// for the agent's descriptors; every NAME an MSCALE_ variable of upper-case letters, digits and '_'
+// and named once, PID and N decimal numbers that fit an int (PID > 0), DEV and INO decimal numbers
+// that fit 64 bits. Empty lines are skipped.
 struct AttachAnswer {
   std::vector<std::pair<std::string, std::string>> environment;
   std::vector<FdHandOver> fds;

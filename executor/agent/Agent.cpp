@@ -8,6 +8,7 @@
 #include "plan/PlanFile.h"
 
 #include <algorithm>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace msc::exec {
@@ -257,6 +258,11 @@ void Agent::attach(const agent::AttachRequest &r, const PeerCredentials &peer, D
     agent::HandedFd *h = a->add_fds();
     h->set_variable(fd.variable);
     h->set_agent_fd(fd.agentFd);
+    struct stat st{};
+    if (::fstat(fd.agentFd, &st) == 0) {
+      h->set_device(st.st_dev);
+      h->set_inode(st.st_ino);
+    }
   }
   a->set_agent_pid(::getpid());
   out.set_ok(true);

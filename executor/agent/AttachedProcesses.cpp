@@ -57,6 +57,10 @@ std::optional<std::vector<HandedFd>> AttachedProcesses::attach(pid_t pid, uint64
   auto same = std::find_if(processes_.begin(), processes_.end(), [&](const Process &p) { return p.pid == pid; });
   if (same != processes_.end())
     forget(static_cast<size_t>(same - processes_.begin()));
+  if (processes_.size() >= kMaxProcesses) {
+    error = "the contract already watches " + std::to_string(kMaxProcesses) + " attached processes";
+    return std::nullopt;
+  }
   Process p;
   p.pid = pid;
   p.lastBeatNs = nowNs;
@@ -78,6 +82,12 @@ std::optional<std::vector<HandedFd>> AttachedProcesses::attach(pid_t pid, uint64
   std::vector<HandedFd> fds = {{"MSCALE_CONTROL_FD", p.control->fd()}};
   processes_.push_back(std::move(p));
   return fds;
+}
+
+void AttachedProcesses::detach(pid_t pid) {
+  for (size_t i = 0; i < processes_.size(); ++i)
+    if (processes_[i].pid == pid)
+      return forget(i);
 }
 
 std::vector<AttachedProcesses::Event> AttachedProcesses::tick(uint64_t nowNs) {

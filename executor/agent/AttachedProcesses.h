@@ -56,9 +56,15 @@ public:
   AttachedProcesses(const AttachedProcesses &) = delete;
   AttachedProcesses &operator=(const AttachedProcesses &) = delete;
 
-  // Starts watching `pid` and returns the fds it is to take (its control page).
-  // Attaching a process again gives it a new page. Null with `error`.
+  // How many processes one contract watches at most: each holds two of the agent's descriptors, and
+  // anyone the agent's socket lets in may attach their own processes.
+  static constexpr size_t kMaxProcesses = 1024;
+
+  // Starts watching `pid` and returns the fds it is to take (its control page). Attaching a process
+  // again gives it a new page. Null with `error` (also when kMaxProcesses are watched).
   std::optional<std::vector<HandedFd>> attach(pid_t pid, uint64_t nowNs, std::string &error);
+  // Stops watching `pid` (its attach could not be completed).
+  void detach(pid_t pid);
   // Forgets the processes that ended and kills the ones that stopped beating.
   std::vector<Event> tick(uint64_t nowNs);
   uint64_t nextWakeNs(uint64_t nowNs) const;

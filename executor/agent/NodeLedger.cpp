@@ -259,7 +259,18 @@ std::optional<NodeLedger::Attachment> NodeLedger::attach(const std::string &cont
     diags.report(DiagCode::ERR_EXEC_028) << pid << contract << "the contract is admitted but not applied";
     return std::nullopt;
   }
+  // Its control page and pidfd first: once the process is in the contract's cgroups and CPUs, nothing
+  // is left to fail.
+  if (!c.attached)
+    c.attached = std::make_unique<AttachedProcesses>(session.plan().fault_tolerance());
+  std::string error;
+  std::optional<std::vector<HandedFd>> own = c.attached->attach(pid, Supervisor::monotonicNs(), error);
+  if (!own) {
+    diags.report(DiagCode::ERR_EXEC_028) << pid << contract << error;
+    return std::nullopt;
+  }
   if (!session.attachProcess(pid, diags)) {
+    c.attached->detach(pid);
     diags.report(DiagCode::ERR_EXEC_028) << pid << contract << "its cgroups or CPUs could not be set";
     return std::nullopt;
   }
@@ -272,14 +283,6 @@ std::optional<NodeLedger::Attachment> NodeLedger::attach(const std::string &cont
     int fd = 0;
     if (llvm::StringRef(name).ends_with("_FD") && !llvm::StringRef(value).getAsInteger(10, fd))
       out.fds.push_back({name, fd});
-  }
-  if (!c.attached)
-    c.attached = std::make_unique<AttachedProcesses>(session.plan().fault_tolerance());
-  std::string error;
-  std::optional<std::vector<HandedFd>> own = c.attached->attach(pid, Supervisor::monotonicNs(), error);
-  if (!own) {
-    diags.report(DiagCode::ERR_EXEC_028) << pid << contract << error;
-    return std::nullopt;
   }
   out.fds.insert(out.fds.end(), own->begin(), own->end());
   return out;

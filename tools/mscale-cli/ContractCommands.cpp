@@ -240,9 +240,11 @@ int run() {
     const agent::Attachment &a = resp->attachment();
     for (auto &[k, v] : std::map<std::string, std::string>(a.environment().begin(), a.environment().end()))
       llvm::outs() << k << "=" << v << "\n";
-    // "fd NAME PATH": a descriptor of the agent, for root to take into the process and name NAME.
+    // "fd NAME PATH DEV:INO": a descriptor of the agent, for root to take into the process and name
+    // NAME, and the file it named when the agent answered (the taker checks it: slurm/AgentDescriptors.h).
     for (const agent::HandedFd &fd : a.fds())
-      llvm::outs() << "fd " << fd.variable() << " /proc/" << a.agent_pid() << "/fd/" << fd.agent_fd() << "\n";
+      llvm::outs() << "fd " << fd.variable() << " /proc/" << a.agent_pid() << "/fd/" << fd.agent_fd() << " "
+                   << fd.device() << ":" << fd.inode() << "\n";
   } else if (resp->has_status())
     exec::printStatus(resp->status(), llvm::outs());
   else if (resp->has_list())

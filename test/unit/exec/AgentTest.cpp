@@ -272,6 +272,7 @@ TEST(AgentAttach, OnlyRootOrTheOwnerMayMoveAProcess) {
   ASSERT_EQ(attached.attachment().fds_size(), 1);
   EXPECT_EQ(attached.attachment().fds(0).variable(), "MSCALE_CONTROL_FD");
   EXPECT_EQ(attached.attachment().agent_pid(), getpid());
+  EXPECT_NE(attached.attachment().fds(0).inode(), 0u); // what the taker checks the number against
   EXPECT_EQ(agent.handle(statusRequest(contract), root).status().attached_size(), 1);
   std::optional<std::string> status = readFileText("/proc/" + std::to_string(child) + "/status");
   ASSERT_TRUE(status);

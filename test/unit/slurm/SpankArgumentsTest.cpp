@@ -70,22 +70,31 @@ TEST(SpankArguments, AttachAnswerEnvironment) {
 
 TEST(SpankArguments, AttachAnswerDescriptors) {
   std::string error;
-  auto answer = parseAttachAnswer("MSCALE_CPUS=1\nfd MSCALE_CONTROL_FD /proc/4242/fd/12\n"
-                                  "fd MSCALE_POOL_DATA_FD /proc/4242/fd/0\n",
+  auto answer = parseAttachAnswer("MSCALE_CPUS=1\nfd MSCALE_CONTROL_FD /proc/4242/fd/12 2049:13312\n"
+                                  "fd MSCALE_POOL_DATA_FD /proc/4242/fd/0 18446744073709551615:1\n",
                                   error);
   ASSERT_TRUE(answer) << error;
   ASSERT_EQ(answer->fds.size(), 2u);
   EXPECT_EQ(answer->fds[0].variable, "MSCALE_CONTROL_FD");
   EXPECT_EQ(answer->fds[0].agentPid, 4242);
   EXPECT_EQ(answer->fds[0].agentFd, 12);
+  EXPECT_EQ(answer->fds[0].device, 2049u);
+  EXPECT_EQ(answer->fds[0].inode, 13312u);
   EXPECT_EQ(answer->fds[1].agentFd, 0);
-  for (const char *bad : {"fd MSCALE_CONTROL_FD\n", "fd PATH /proc/1/fd/3\n", "fd MSCALE_X /proc/0/fd/3\n",
-                          "fd MSCALE_X /proc/1/fd/\n", "fd MSCALE_X /proc/1/fd/-3\n", "fd MSCALE_X /dev/fd/3\n",
-                          "fd MSCALE_X /proc/1/fd/3 extra\n", "fd MSCALE_X /proc/12345678901/fd/3\n",
-                          "fd MSCALE_X /proc/1/fd/3x\n", "fd  MSCALE_X /proc/1/fd/3\n"})
+  EXPECT_EQ(answer->fds[1].device, UINT64_MAX);
+  for (const char *bad : {"fd MSCALE_CONTROL_FD\n", "fd PATH /proc/1/fd/3 1:2\n", "fd MSCALE_X /proc/0/fd/3 1:2\n",
+                          "fd MSCALE_X /proc/1/fd/ 1:2\n", "fd MSCALE_X /proc/1/fd/-3 1:2\n",
+                          "fd MSCALE_X /dev/fd/3 1:2\n", "fd MSCALE_X /proc/1/fd/3 1:2 extra\n",
+                          "fd MSCALE_X /proc/12345678901/fd/3 1:2\n", "fd MSCALE_X /proc/1/fd/3x 1:2\n",
+                          "fd  MSCALE_X /proc/1/fd/3 1:2\n", "fd MSCALE_X /proc/1/fd/3\n",
+                          "fd MSCALE_X /proc/1/fd/3 12\n", "fd MSCALE_X /proc/1/fd/3 1:\n",
+                          "fd MSCALE_X /proc/1/fd/3 :2\n", "fd MSCALE_X /proc/1/fd/3 1:18446744073709551616\n",
+                          "fd MSCALE_X /proc/1/fd/3 -1:2\n"})
     EXPECT_FALSE(parseAttachAnswer(bad, error)) << bad;
-  parseAttachAnswer("fd MSCALE_X /proc/self/fd/3", error);
-  EXPECT_EQ(error, "not an 'fd MSCALE_NAME /proc/PID/fd/N' line: 'fd MSCALE_X /proc/self/fd/3'");
+  parseAttachAnswer("fd MSCALE_X /proc/self/fd/3 1:2", error);
+  EXPECT_EQ(error, "not an 'fd MSCALE_NAME /proc/PID/fd/N DEV:INO' line: 'fd MSCALE_X /proc/self/fd/3 1:2'");
+  parseAttachAnswer("fd MSCALE_X /proc/1/fd/3 1:2\nfd MSCALE_X /proc/1/fd/4 1:3\n", error);
+  EXPECT_EQ(error, "the agent's answer names MSCALE_X twice");
 }
 
 TEST(SpankArguments, SocketForHost) {

@@ -22,7 +22,7 @@ if mode == "status":
     io.finishing()  # beats stop here: the agent gives a finishing task its exit grace, not 300 ms
     subprocess.run(["mscale-cli", "contract", "status", "lit_slurm_pages", "--socket", sys.argv[2]], check=True)
 else:
+    print("silent after step 7", flush=True)  # before the beat: the agent may kill it 300 ms after
     io.heartbeat(7)
-    print("silent after step 7", flush=True)
     time.sleep(60)
     print("FAIL: still running after 60 s")
