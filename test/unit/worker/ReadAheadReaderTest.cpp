@@ -4,6 +4,8 @@
 // with gaps between them that the index lets the window skip, a read the kernel fails.
 #include "worker/ReadAheadReader.h"
 
+#include "test/unit/TestFiles.h"
+
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -19,25 +21,11 @@ namespace {
 
 constexpr size_t kBlock = 8192;
 
-std::string pattern(size_t n, unsigned seed) {
-  std::string s(n, '\0');
-  for (size_t i = 0; i < n; ++i)
-    s[i] = static_cast<char>((i * 131 + seed + i / 4093) & 0xff);
-  return s;
-}
+using msc::test::pattern;
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/msc-readahead-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string write(const std::string &name, const std::string &content) const {
-    std::string p = path + "/" + name;
-    std::ofstream(p, std::ios::binary) << content;
-    return p;
-  }
+// A private directory per test (test/unit/TestFiles.h).
+struct TempDir : msc::test::TempDir {
+  TempDir() : msc::test::TempDir("msc-readahead") {}
 };
 
 // The window's own behaviour: these files were just written, so the page cache holds them all and

@@ -2,6 +2,8 @@
 // changes (size or mtime) and whenever the cache is corrupt or truncated, never trusted then.
 #include "worker/RecordIndex.h"
 
+#include "test/unit/TestFiles.h"
+
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -15,13 +17,9 @@ using namespace msc::worker;
 
 namespace {
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/msc-ridx-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
+// A private directory per test (test/unit/TestFiles.h).
+struct TempDir : msc::test::TempDir {
+  TempDir() : msc::test::TempDir("msc-ridx") {}
 };
 
 // Records of the test format: a length byte n, then n bytes. Counts the scans it makes.

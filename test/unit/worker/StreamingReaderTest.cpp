@@ -3,6 +3,8 @@
 // are not block or page aligned, and the error paths (a read the kernel fails, a file that ends early).
 #include "worker/IoUringReader.h"
 
+#include "test/unit/TestFiles.h"
+
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -14,25 +16,11 @@ using namespace msc::worker;
 
 namespace {
 
-std::string pattern(size_t n, unsigned seed) {
-  std::string s(n, '\0');
-  for (size_t i = 0; i < n; ++i)
-    s[i] = static_cast<char>((i * 131 + seed + i / 4093) & 0xff);
-  return s;
-}
+using msc::test::pattern;
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/msc-streaming-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string write(const std::string &name, const std::string &content) const {
-    std::string p = path + "/" + name;
-    std::ofstream(p, std::ios::binary) << content;
-    return p;
-  }
+// A private directory per test (test/unit/TestFiles.h).
+struct TempDir : msc::test::TempDir {
+  TempDir() : msc::test::TempDir("msc-streaming") {}
 };
 
 // What readFiles delivered, per file, with a check that each block starts where the last one ended.

@@ -3,6 +3,8 @@
 // sample; the shard scanner finds every record and refuses a shard that is not one.
 #include "tools/mscale-train-sim/Dataset.h"
 
+#include "test/unit/TestFiles.h"
+
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -14,13 +16,9 @@ using namespace msc::workload;
 
 namespace {
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/msc-loader-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
+// A private directory per test (test/unit/TestFiles.h).
+struct TempDir : msc::test::TempDir {
+  TempDir() : msc::test::TempDir("msc-loader") {}
 };
 
 std::vector<uint32_t> ids(Loader &l, size_t n) {
