@@ -218,23 +218,30 @@ static void record(int id, int failed, uint64_t ns)
 		__atomic_store_n(&c->max_ns, ns, __ATOMIC_RELAXED); /* the shared slot may lose a max: fine */
 }
 
-/* The real function `id` the first time: the next definition after this library, else the one in
- * an already loaded libcuda / libcudart. NULL when there is none. */
-static __attribute__((noinline)) void *resolve_real(int id)
+/* The real `name`: the next definition after this library, else the one in an already loaded
+ * libcuda / libcudart. NULL when there is none. Callers cache what it finds. */
+static __attribute__((noinline)) void *find_next(const char *name)
 {
 	void *p = NULL;
 	find_real_dlsym();
 	if (!g_real_dlsym)
 		return NULL;
-	p = g_real_dlsym(RTLD_NEXT, g_names[id]);
+	p = g_real_dlsym(RTLD_NEXT, name);
 	static const char *const libraries[] = { "libcuda.so.1", "libcuda.so", "libcudart.so" };
 	for (size_t i = 0; !p && i < sizeof(libraries) / sizeof(libraries[0]); ++i) {
 		void *h = dlopen(libraries[i], RTLD_LAZY | RTLD_NOLOAD);
 		if (h) {
-			p = g_real_dlsym(h, g_names[id]);
+			p = g_real_dlsym(h, name);
 			dlclose(h);
 		}
 	}
+	return p;
+}
+
+/* The real function `id`, found the first time it is called. */
+static __attribute__((noinline)) void *resolve_real(int id)
+{
+	void *p = find_next(g_names[id]);
 	if (p)
 		__atomic_store_n(&g_real[id], p, __ATOMIC_RELEASE);
 	return p;
@@ -333,15 +340,7 @@ static void *real_proc_address(int which)
 	void *p = __atomic_load_n(&g_gpa_real[which], __ATOMIC_ACQUIRE);
 	if (p)
 		return p;
-	find_real_dlsym();
-	if (!g_real_dlsym)
-		return NULL;
-	p = g_real_dlsym(RTLD_NEXT, g_gpa_names[which]);
-	void *h = p ? NULL : dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-	if (h) {
-		p = g_real_dlsym(h, g_gpa_names[which]);
-		dlclose(h);
-	}
+	p = find_next(g_gpa_names[which]);
 	if (p)
 		__atomic_store_n(&g_gpa_real[which], p, __ATOMIC_RELEASE);
 	return p;
