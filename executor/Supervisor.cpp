@@ -101,6 +101,16 @@ uint32_t heartbeatMisses(const plan::FaultTolerance &ft) {
   return std::max(1u, ft.heartbeat_misses() ? ft.heartbeat_misses() : 3u);
 }
 
+uint64_t hangBudgetNs(const plan::FaultTolerance &ft) {
+  uint64_t heartbeat = heartbeatIntervalNs(ft);
+  uint32_t misses = heartbeatMisses(ft);
+  return heartbeat > UINT64_MAX / misses ? UINT64_MAX : uint64_t(misses) * heartbeat;
+}
+
+uint64_t beatSampleIntervalNs(const plan::FaultTolerance &ft) {
+  return std::max<uint64_t>(heartbeatIntervalNs(ft) / kBeatSamplesPerHeartbeat, 1'000'000);
+}
+
 Supervisor::Supervisor(Session &session, Logger &log, SupervisorOptions options)
     : session_(session), log_(log), options_(std::move(options)),
       group_(std::max(1u, options_.nprocPerNode), options_.nprocPerNode > 0) {
@@ -108,7 +118,8 @@ Supervisor::Supervisor(Session &session, Logger &log, SupervisorOptions options)
   recoverable_ = ft.snapshot_every_steps() || ft.snapshot_interval_ns();
   heartbeatNs_ = heartbeatIntervalNs(ft);
   misses_ = heartbeatMisses(ft);
-  beatSampleNs_ = std::max<uint64_t>(heartbeatNs_ / kBeatSamplesPerHeartbeat, 1'000'000);
+  hangAfterNs_ = hangBudgetNs(ft);
+  beatSampleNs_ = beatSampleIntervalNs(ft);
   resetControllers();
 }
 
@@ -167,10 +178,6 @@ bool Supervisor::startWorker(DiagnosticEngine &diags, const std::string &restart
   return true;
 }
 
-uint64_t Supervisor::hangAfterNs() const {
-  return heartbeatNs_ > UINT64_MAX / misses_ ? UINT64_MAX : uint64_t(misses_) * heartbeatNs_;
-}
-
 std::string Supervisor::stepText(std::optional<unsigned> rank) const {
   uint64_t step = group_.step(rank);
   return step == mscale::worker::kStepRestoring ? std::string("restore") : "step " + std::to_string(step);
@@ -181,6 +188,10 @@ std::string Supervisor::rankText(std::optional<unsigned> rank) const {
 }
 
 void Supervisor::beginRecovery(const Fault &fault, uint64_t now, uint64_t lastGoodNs) {
+  bool device = fault.kind == FaultClass::GpuLost || fault.kind == FaultClass::RdmaPortDown ||
+                fault.kind == FaultClass::NvmeIoError;
+  if (device && options_.deviceFailed)
+    options_.deviceFailed();
   recovery_ = Recovery{};
   recovery_.fault = fault;
   RecoveryTimeline &t = recovery_.timeline;

@@ -55,6 +55,11 @@ std::optional<Fault> classifyWorkerExit(int waitStatus);
 // worker counts as hung (3): for the supervisor's workers and for attached processes alike.
 uint64_t heartbeatIntervalNs(const plan::FaultTolerance &ft);
 uint32_t heartbeatMisses(const plan::FaultTolerance &ft);
+// heartbeat x misses: the silence after which a worker that has beaten is hung.
+uint64_t hangBudgetNs(const plan::FaultTolerance &ft);
+// How often workers' beats are sampled: several times per heartbeat, so that a hang is declared
+// within a small part of a heartbeat after the budget.
+uint64_t beatSampleIntervalNs(const plan::FaultTolerance &ft);
 
 struct SupervisorOptions {
   std::vector<std::string> command;  // empty: the contract holds resources only (no worker to supervise)
@@ -71,6 +76,10 @@ struct SupervisorOptions {
   std::string planPath;
   // The node the re-checks of resized or moved plans run against (the live node, reloaded).
   std::function<std::optional<hal::Topology>(DiagnosticEngine &)> loadTopology;
+  // Called when a device of the node failed (a GPU lost, an RDMA port down, an NVMe I/O error),
+  // before recovery loads the topology: a loader that keeps the node's topology between calls must
+  // discover it anew then (the agent's, hal/LiveRefresh.h, re-reads only what changes in health).
+  std::function<void()> deviceFailed;
   admission::RecheckOptions recheck;
   // The other contracts admitted on the node (the agent's); re-checks admit against them.
   std::function<admission::Held()> admitted;
@@ -142,7 +151,7 @@ private:
   // "step 64", or "restore" while the worker restores: of `rank`, else of the job (the step every rank has done).
   std::string stepText(std::optional<unsigned> rank = std::nullopt) const;
   std::string rankText(std::optional<unsigned> rank) const; // " (rank 1)" where there are several, else ""
-  uint64_t hangAfterNs() const;
+  uint64_t hangAfterNs() const { return hangAfterNs_; }
   void noteProgress(uint64_t now);
 
   Session &session_;
@@ -154,7 +163,7 @@ private:
   std::optional<Fault> pendingFault_;   // this attempt failed: the ranks still running are being stopped
   std::optional<unsigned> cannotResume_; // a restarted rank found no snapshot (exit 3): stop, ERR_EXEC_022
   bool stopping_ = false;               // a forwarded signal: the worker's end is not a fault
-  uint64_t heartbeatNs_, windowNs_;
+  uint64_t heartbeatNs_, windowNs_, hangAfterNs_;
   uint32_t misses_;
   uint64_t beatSampleNs_;
   uint64_t nextHeartbeat_ = UINT64_MAX, nextBeatSample_ = UINT64_MAX, nextWindow_ = UINT64_MAX; // set by start()

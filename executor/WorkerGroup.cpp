@@ -202,16 +202,19 @@ bool WorkerGroup::observeBeats(uint64_t nowNs) {
   return beat;
 }
 
+bool silentTooLong(uint64_t silenceNs, uint64_t hangAfterNs, bool finishing, pid_t pid) {
+  // A worker that said it is finishing may take the exit grace to go; silence beyond is a hang.
+  uint64_t limit = finishing ? std::max(hangAfterNs, kExitGraceNs) : hangAfterNs;
+  // A worker the kernel is still tearing down (killed with a large state) is a crash whose exit
+  // status is on the way, not a hang; past the exit grace, even that is a hang.
+  return silenceNs >= limit && (silenceNs >= kExitGraceNs || !processExiting(pid));
+}
+
 std::optional<unsigned> WorkerGroup::hungRank(uint64_t nowNs, uint64_t hangAfterNs) const {
   for (const Rank &r : ranks_) {
     if (r.pid <= 0 || !r.control || r.lastBeats == 0)
       continue;
-    // A rank that said it is finishing may take the exit grace to go; silence beyond is a hang.
-    uint64_t limit = r.control->finishing() ? std::max(hangAfterNs, kExitGraceNs) : hangAfterNs;
-    uint64_t silence = nowNs - r.lastBeatNs;
-    // A rank the kernel is still tearing down (killed with a large state) is a crash whose exit
-    // status is on the way, not a hang; past the exit grace, even that is a hang.
-    if (silence >= limit && (silence >= kExitGraceNs || !processExiting(r.pid)))
+    if (silentTooLong(nowNs - r.lastBeatNs, hangAfterNs, r.control->finishing(), r.pid))
       return r.index;
   }
   return std::nullopt;

@@ -28,6 +28,12 @@ namespace msc::exec {
 // loader processes, a process group and files torn down on a busy node.
 inline constexpr uint64_t kExitGraceNs = 30'000'000'000ull;
 
+// Whether a worker that has beaten and then stayed silent for `silenceNs` is hung: past `hangAfterNs`
+// (at least kExitGraceNs once it said it is finishing: mscale::worker::finishing), unless the kernel
+// is still tearing it down (a crash whose exit status is on the way), and always past kExitGraceNs.
+// The one rule for the ranks of a job and for processes attached to a contract (agent/).
+bool silentTooLong(uint64_t silenceNs, uint64_t hangAfterNs, bool finishing, pid_t pid);
+
 // At most this many ranks per node: more than any node has cores for, small enough that a typo
 // (--nproc-per-node 1000) is refused instead of forking a thousand interpreters.
 constexpr unsigned kMaxRanksPerNode = 256;

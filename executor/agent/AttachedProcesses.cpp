@@ -1,6 +1,5 @@
 #include "executor/agent/AttachedProcesses.h"
 
-#include "executor/ProcessTree.h"
 #include "executor/Supervisor.h"
 #include "executor/WorkerGroup.h"
 
@@ -18,10 +17,6 @@ namespace msc::exec {
 
 namespace {
 
-// As often as the supervisor samples its workers' beats (Supervisor.cpp), with
-// the same floor.
-constexpr uint64_t kSamplesPerHeartbeat = 10;
-
 std::string ms(uint64_t ns) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f ms", double(ns) / 1e6);
@@ -36,10 +31,8 @@ bool exited(int pidfd) {
 } // namespace
 
 AttachedProcesses::AttachedProcesses(const plan::FaultTolerance &ft)
-    : heartbeatNs_(heartbeatIntervalNs(ft)), misses_(heartbeatMisses(ft)) {
-  hangAfterNs_ = heartbeatNs_ > UINT64_MAX / misses_ ? UINT64_MAX : uint64_t(misses_) * heartbeatNs_;
-  sampleNs_ = std::max<uint64_t>(heartbeatNs_ / kSamplesPerHeartbeat, 1'000'000);
-}
+    : heartbeatNs_(heartbeatIntervalNs(ft)), hangAfterNs_(hangBudgetNs(ft)), sampleNs_(beatSampleIntervalNs(ft)),
+      misses_(heartbeatMisses(ft)) {}
 
 AttachedProcesses::~AttachedProcesses() {
   while (!processes_.empty())
@@ -111,9 +104,8 @@ std::vector<AttachedProcesses::Event> AttachedProcesses::tick(uint64_t nowNs) {
     if (p.killed || p.lastBeats == 0)
       continue; // silence before the first beat is start-up, as for the agent's
                 // own workers
-    uint64_t limit = p.control->finishing() ? std::max(hangAfterNs_, kExitGraceNs) : hangAfterNs_;
     uint64_t silence = nowNs - p.lastBeatNs;
-    if (silence < limit || (silence < kExitGraceNs && processExiting(p.pid)))
+    if (!silentTooLong(silence, hangAfterNs_, p.control->finishing(), p.pid))
       continue;
     // The pidfd names this process and no other, even if its pid were reused.
     ::syscall(SYS_pidfd_send_signal, p.pidfd, SIGKILL, nullptr, 0);

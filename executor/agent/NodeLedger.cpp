@@ -166,6 +166,7 @@ std::unique_ptr<Supervisor> NodeLedger::makeSupervisor(Session &session, std::ve
     std::shared_ptr<const hal::Topology> t = nodeTopology(d);
     return t ? std::optional<hal::Topology>(*t) : std::nullopt;
   };
+  o.deviceFailed = [this] { live_.reset(); }; // the next re-check discovers the node anew
   std::string self = session.contract();
   o.admitted = [this, self] { return heldExcept(self); };
   o.planChanged = [this, self](const plan::Plan &) {

@@ -251,3 +251,36 @@ TEST_F(SimHost, WorkerIsRestartedAfterACrashWithTheSameEnvironment) {
     EXPECT_EQ(readFileText(dir_ + "/" + attempt).value_or(""), "18-21 33554432\n") << attempt;
   EXPECT_TRUE(contractCgroups().empty());
 }
+
+// A device fault (here the worker's exit 74: an NVMe I/O error) tells whoever keeps the node's topology
+// between calls to discover it anew (the agent's cached live topology); a crash does not.
+TEST_F(SimHost, ADeviceFaultMakesTheTopologyBeDiscoveredAnew) {
+  plan_.mutable_fault_tolerance()->set_snapshot_every_steps(10);
+  plan_.mutable_fault_tolerance()->set_heartbeat_ns(50'000'000);
+  CollectingConsumer sink;
+  DiagnosticEngine diags(nullptr, sink);
+  Session s(plan_, contract_, "simhost.msp", log_, options_);
+  ASSERT_TRUE(s.apply(diags));
+  SupervisorOptions o;
+  o.maxRestarts = 3;
+  // Attempt 0 crashes, attempt 1 meets an I/O error, attempt 2 completes.
+  o.command = {"/bin/sh", "-c",
+               "case $MSCALE_ATTEMPT in 0) kill -9 $$ ;; 1) exit " + std::to_string(kWorkerExitIoError) +
+                   " ;; esac"};
+  int deviceFaults = 0;
+  o.deviceFailed = [&] { ++deviceFaults; };
+  sigset_t sigs, old;
+  sigemptyset(&sigs);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD})
+    sigaddset(&sigs, sig);
+  ::sigprocmask(SIG_BLOCK, &sigs, &old);
+  int code;
+  {
+    Supervisor supervisor(s, log_, std::move(o));
+    code = supervisor.run(sigs, diags);
+  }
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  s.release(diags);
+  EXPECT_EQ(code, 0);
+  EXPECT_EQ(deviceFaults, 1);
+}
