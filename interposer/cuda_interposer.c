@@ -115,6 +115,15 @@ __attribute__((constructor)) static void interposer_init(void)
 	g_enabled = 1;
 }
 
+/* WRN_TRACE_005 of support/DiagnosticsTrace.def, in its words: the interposer links nothing of ours,
+ * and a process it cannot count must say so with the project's code. */
+static void warn_not_counted(const char *path)
+{
+	fprintf(stderr, "warning[WRN_TRACE_005]: the CUDA interposer cannot write '%s': %s; this process's CUDA calls "
+			"are not counted\n",
+		path, strerror(errno));
+}
+
 /* Creates and maps "<dir>/<pid>.counters"; the magic goes in last. Called with g_lock held. */
 static struct msc_counters_file *create_file(void)
 {
@@ -123,8 +132,7 @@ static struct msc_counters_file *create_file(void)
 	snprintf(path, sizeof(path), "%s/%d%s", g_dir, (int)pid, MSC_COUNTERS_SUFFIX);
 	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0 || ftruncate(fd, sizeof(struct msc_counters_file)) != 0) {
-		fprintf(stderr, "mscale cuda interposer: cannot create '%s': %s; calls are not counted\n", path,
-			strerror(errno));
+		warn_not_counted(path);
 		if (fd >= 0)
 			close(fd);
 		return NULL;
@@ -132,8 +140,7 @@ static struct msc_counters_file *create_file(void)
 	void *p = mmap(NULL, sizeof(struct msc_counters_file), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (p == MAP_FAILED) {
-		fprintf(stderr, "mscale cuda interposer: cannot map '%s': %s; calls are not counted\n", path,
-			strerror(errno));
+		warn_not_counted(path);
 		return NULL;
 	}
 	struct msc_counters_file *f = p;
