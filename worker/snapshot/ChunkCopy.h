@@ -10,8 +10,9 @@
 
 namespace msc::snapshot {
 
-// How many threads to use for `bytes`: 1 below 64 MiB (a thread costs more than it saves), else one
-// per 32 MiB up to the CPUs this process may run on (its affinity mask, which the executor sets).
+// How many threads to use for `bytes`: 1 below 64 MiB, else one per 32 MiB up to the CPUs this process
+// may run on (its affinity mask, which the executor sets). The 64 MiB threshold is a choice, not a
+// measurement: on the 2-core machine of docs/PERFORMANCE.md a second thread bought nothing at any size.
 unsigned threadsFor(uint64_t bytes);
 
 // Hashes each kDigestChunk of src[0, size) into chunkHashes[i] (chunkCount(size) entries) and, if
