@@ -52,6 +52,23 @@ bool alive(pid_t pid) {
 
 class SimHost : public ::testing::Test {
 protected:
+  // Runs a supervisor over `s` to its end with the signals it waits for blocked, as mscale-exec does;
+  // its exit code.
+  int runSupervised(Session &s, SupervisorOptions o, DiagnosticEngine &diags) {
+    sigset_t sigs, old;
+    sigemptyset(&sigs);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD})
+      sigaddset(&sigs, sig);
+    ::sigprocmask(SIG_BLOCK, &sigs, &old);
+    int code;
+    {
+      Supervisor supervisor(s, log_, std::move(o));
+      code = supervisor.run(sigs, diags);
+    }
+    ::sigprocmask(SIG_SETMASK, &old, nullptr);
+    return code;
+  }
+
   void SetUp() override {
     if (!pathExists(fixture()))
       GTEST_SKIP() << "no recorded topologies next to the repository (../shared/fixtures)";
@@ -232,17 +249,7 @@ TEST_F(SimHost, WorkerIsRestartedAfterACrashWithTheSameEnvironment) {
   o.command = {"/bin/sh", "-c",
                "echo \"$MSCALE_ROLE_LOADER_CPUS $MSCALE_POOL_LOADER_BYTES\" > " + dir_ +
                    "/attempt.$MSCALE_ATTEMPT; if [ $MSCALE_ATTEMPT = 0 ]; then kill -9 $$; fi"};
-  sigset_t sigs, old;
-  sigemptyset(&sigs);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD})
-    sigaddset(&sigs, sig);
-  ::sigprocmask(SIG_BLOCK, &sigs, &old);
-  int code;
-  {
-    Supervisor supervisor(s, log_, std::move(o));
-    code = supervisor.run(sigs, diags);
-  }
-  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  int code = runSupervised(s, std::move(o), diags);
   s.release(diags);
   std::string logText = readFileText(logFile).value_or("");
   EXPECT_EQ(code, 0) << logText;
@@ -269,17 +276,7 @@ TEST_F(SimHost, ADeviceFaultMakesTheTopologyBeDiscoveredAnew) {
                    " ;; esac"};
   int deviceFaults = 0;
   o.deviceFailed = [&] { ++deviceFaults; };
-  sigset_t sigs, old;
-  sigemptyset(&sigs);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD})
-    sigaddset(&sigs, sig);
-  ::sigprocmask(SIG_BLOCK, &sigs, &old);
-  int code;
-  {
-    Supervisor supervisor(s, log_, std::move(o));
-    code = supervisor.run(sigs, diags);
-  }
-  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  int code = runSupervised(s, std::move(o), diags);
   s.release(diags);
   EXPECT_EQ(code, 0);
   EXPECT_EQ(deviceFaults, 1);
