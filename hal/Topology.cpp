@@ -70,30 +70,64 @@ std::optional<LinkClass> LinkClass::parse(llvm::StringRef text) {
 // ---------------------------------------------------------------------------------------------
 // Building
 
+Topology::Topology() : shape_(emptyShape()) {}
+
+Topology::Topology(Topology &&other) noexcept
+    : shape_(std::exchange(other.shape_, emptyShape())), name_(std::move(other.name_)),
+      notes_(std::move(other.notes_)), fingerprint_(std::exchange(other.fingerprint_, std::nullopt)) {}
+
+Topology &Topology::operator=(Topology &&other) noexcept {
+  if (this != &other) {
+    shape_ = std::exchange(other.shape_, emptyShape());
+    name_ = std::move(other.name_);
+    notes_ = std::move(other.notes_);
+    fingerprint_ = std::exchange(other.fingerprint_, std::nullopt);
+  }
+  return *this;
+}
+
+std::shared_ptr<Topology::Shape> Topology::emptyShape() {
+  static const std::shared_ptr<Shape> empty = std::make_shared<Shape>();
+  return empty;
+}
+
+Topology::Shape &Topology::mutableShape() {
+  // Only this Topology holds the shape when the count is 1: another holder could appear only by
+  // copying this very object, which a caller changing it must not do at the same time.
+  if (shape_.use_count() > 1)
+    shape_ = std::make_shared<Shape>(*shape_);
+  return *shape_;
+}
+
 VertexId Topology::addVertex(Vertex v, VertexId parent, EdgeKind link) {
   fingerprint_.reset();
-  VertexId id = boost::add_vertex(std::move(v), graph_);
+  Graph &g = mutableShape().graph;
+  VertexId id = boost::add_vertex(std::move(v), g);
   if (parent != NoVertex)
-    boost::add_edge(parent, id, Edge{link, 1, 0}, graph_);
+    boost::add_edge(parent, id, Edge{link, 1, 0}, g);
   return id;
 }
 
 void Topology::addEdge(VertexId a, VertexId b, Edge e) {
-  fingerprint_.reset(); boost::add_edge(a, b, e, graph_); }
+  fingerprint_.reset();
+  boost::add_edge(a, b, e, mutableShape().graph);
+}
 
 void Topology::setKernelCmdline(std::string cmdline) {
   fingerprint_.reset();
-  cmdline_ = std::move(cmdline);
-  KernelCpuSets sets = parseKernelCmdline(cmdline_);
-  isolated_ = std::move(sets.isolated);
-  nohzFull_ = std::move(sets.nohzFull);
+  Shape &shape = mutableShape();
+  shape.cmdline = std::move(cmdline);
+  KernelCpuSets sets = parseKernelCmdline(shape.cmdline);
+  shape.isolated = std::move(sets.isolated);
+  shape.nohzFull = std::move(sets.nohzFull);
 }
 
 void Topology::setNumaDistances(std::vector<unsigned> nodeOrder, std::vector<uint64_t> matrix) {
   fingerprint_.reset();
   assert(matrix.size() == nodeOrder.size() * nodeOrder.size());
-  distOrder_ = std::move(nodeOrder);
-  distMatrix_ = std::move(matrix);
+  Shape &shape = mutableShape();
+  shape.distOrder = std::move(nodeOrder);
+  shape.distMatrix = std::move(matrix);
 }
 
 static uint64_t pciKey(const PciAddress &a) {
@@ -109,90 +143,91 @@ static bool isTreeEdge(EdgeKind k) { return k == EdgeKind::Contains || k == Edge
 
 void Topology::reindex() {
   fingerprint_.reset();
+  Shape &shape = mutableShape();
   size_t n = vertexCount();
-  parent_.assign(n, NoVertex);
-  children_.assign(n, {});
-  byKind_.assign(static_cast<size_t>(VertexKind::ThermalSensor) + 1, {});
-  puByOs_.clear();
-  numaByOs_.clear();
-  pciByAddr_.clear();
-  byName_.clear();
-  hostBridgeOf_.assign(n, NoVertex);
-  switchOf_.assign(n, NoVertex);
-  numaOf_.assign(n, -1);
-  gpuOrder_.clear();
-  nvlinks_.clear();
+  shape.parent.assign(n, NoVertex);
+  shape.children.assign(n, {});
+  shape.byKind.assign(static_cast<size_t>(VertexKind::ThermalSensor) + 1, {});
+  shape.puByOs.clear();
+  shape.numaByOs.clear();
+  shape.pciByAddr.clear();
+  shape.byName.clear();
+  shape.hostBridgeOf.assign(n, NoVertex);
+  shape.switchOf.assign(n, NoVertex);
+  shape.numaOf.assign(n, -1);
+  shape.gpuOrder.clear();
+  shape.nvlinks.clear();
 
-  for (auto [it, end] = boost::edges(graph_); it != end; ++it) {
-    const Edge &e = graph_[*it];
-    VertexId s = boost::source(*it, graph_), t = boost::target(*it, graph_);
+  for (auto [it, end] = boost::edges(shape.graph); it != end; ++it) {
+    const Edge &e = shape.graph[*it];
+    VertexId s = boost::source(*it, shape.graph), t = boost::target(*it, shape.graph);
     if (isTreeEdge(e.kind)) {
       assert(s < t && "loaders add parents before children");
-      if (parent_[t] == NoVertex)
-        parent_[t] = s;
+      if (shape.parent[t] == NoVertex)
+        shape.parent[t] = s;
     } else if (e.kind == EdgeKind::NvLink) {
-      nvlinks_[pairKey(s, t)] += e.count;
+      shape.nvlinks[pairKey(s, t)] += e.count;
     }
   }
   for (VertexId v = 0; v < n; ++v) {
-    const Vertex &x = graph_[v];
-    if (parent_[v] != NoVertex)
-      children_[parent_[v]].push_back(v);
-    byKind_[static_cast<size_t>(x.kind)].push_back(v);
-    VertexId p = parent_[v];
+    const Vertex &x = shape.graph[v];
+    if (shape.parent[v] != NoVertex)
+      shape.children[shape.parent[v]].push_back(v);
+    shape.byKind[static_cast<size_t>(x.kind)].push_back(v);
+    VertexId p = shape.parent[v];
     // locality and PCIe ancestry are inherited down the tree (parents come first)
-    numaOf_[v] = x.kind == VertexKind::NumaNode ? int(x.osIndex) : x.numaNode;
-    if (numaOf_[v] < 0 && p != NoVertex && x.kind != VertexKind::NumaNode)
-      numaOf_[v] = numaOf_[p];
+    shape.numaOf[v] = x.kind == VertexKind::NumaNode ? int(x.osIndex) : x.numaNode;
+    if (shape.numaOf[v] < 0 && p != NoVertex && x.kind != VertexKind::NumaNode)
+      shape.numaOf[v] = shape.numaOf[p];
     if (x.kind == VertexKind::HostBridge)
-      hostBridgeOf_[v] = v;
+      shape.hostBridgeOf[v] = v;
     else if (p != NoVertex)
-      hostBridgeOf_[v] = hostBridgeOf_[p];
+      shape.hostBridgeOf[v] = shape.hostBridgeOf[p];
     if (p != NoVertex) {
-      const PciInfo *pi = graph_[p].as<PciInfo>();
-      if (graph_[p].kind == VertexKind::PciBridge && pi && pi->role == BridgeRole::SwitchUpstream)
-        switchOf_[v] = p;
+      const PciInfo *pi = shape.graph[p].as<PciInfo>();
+      if (shape.graph[p].kind == VertexKind::PciBridge && pi && pi->role == BridgeRole::SwitchUpstream)
+        shape.switchOf[v] = p;
       else
-        switchOf_[v] = switchOf_[p];
+        shape.switchOf[v] = shape.switchOf[p];
     }
     switch (x.kind) {
     case VertexKind::Pu:
       if (x.osIndex >= 0) {
-        if (size_t(x.osIndex) >= puByOs_.size())
-          puByOs_.resize(x.osIndex + 1, NoVertex);
-        puByOs_[x.osIndex] = v;
+        if (size_t(x.osIndex) >= shape.puByOs.size())
+          shape.puByOs.resize(x.osIndex + 1, NoVertex);
+        shape.puByOs[x.osIndex] = v;
       }
       break;
     case VertexKind::NumaNode:
-      numaByOs_[unsigned(x.osIndex)] = v;
+      shape.numaByOs[unsigned(x.osIndex)] = v;
       break;
     case VertexKind::PciBridge:
     case VertexKind::PciDevice:
       if (const PciInfo *pi = x.as<PciInfo>())
-        pciByAddr_.try_emplace(pciKey(pi->address), v);
+        shape.pciByAddr.try_emplace(pciKey(pi->address), v);
       break;
     default:
       break;
     }
     if (!x.name.empty() && x.kind >= VertexKind::Gpu)
-      byName_.try_emplace(x.name, v);
+      shape.byName.try_emplace(x.name, v);
     if (const GpuInfo *g = x.as<GpuInfo>())
       for (const std::string &alias : g->aliases)
-        byName_.try_emplace(alias, v);
+        shape.byName.try_emplace(alias, v);
   }
   // GPUs in PCI address order (CUDA_DEVICE_ORDER=PCI_BUS_ID), then by vertex for PCI-less ones.
   std::vector<VertexId> g = verticesOf(VertexKind::Gpu);
   std::stable_sort(g.begin(), g.end(), [&](VertexId a, VertexId b) {
-    return graph_[a].as<GpuInfo>()->pci < graph_[b].as<GpuInfo>()->pci;
+    return shape.graph[a].as<GpuInfo>()->pci < shape.graph[b].as<GpuInfo>()->pci;
   });
-  gpuOrder_ = std::move(g);
+  shape.gpuOrder = std::move(g);
 }
 
 std::vector<GpuRef> Topology::gpus() const {
   std::vector<GpuRef> out;
-  out.reserve(gpuOrder_.size());
-  for (unsigned i = 0; i < gpuOrder_.size(); ++i)
-    out.push_back(GpuRef{i, gpuOrder_[i], graph_[gpuOrder_[i]].as<GpuInfo>()});
+  out.reserve(shape_->gpuOrder.size());
+  for (unsigned i = 0; i < shape_->gpuOrder.size(); ++i)
+    out.push_back(GpuRef{i, shape_->gpuOrder[i], shape_->graph[shape_->gpuOrder[i]].as<GpuInfo>()});
   return out;
 }
 
@@ -203,21 +238,21 @@ bool Topology::isPuOnline(unsigned os) const {
   VertexId v = puVertex(os);
   if (v == NoVertex)
     return false;
-  const PuInfo *p = graph_[v].as<PuInfo>();
+  const PuInfo *p = shape_->graph[v].as<PuInfo>();
   return !p || p->online;
 }
 
 std::vector<unsigned> Topology::pus() const {
   std::vector<unsigned> out;
-  for (unsigned i = 0; i < puByOs_.size(); ++i)
-    if (puByOs_[i] != NoVertex)
+  for (unsigned i = 0; i < shape_->puByOs.size(); ++i)
+    if (shape_->puByOs[i] != NoVertex)
       out.push_back(i);
   return out;
 }
 
 VertexId Topology::physicalCoreOf(unsigned pu) const {
-  for (VertexId v = puVertex(pu); v != NoVertex; v = parent_[v])
-    if (graph_[v].kind == VertexKind::Core)
+  for (VertexId v = puVertex(pu); v != NoVertex; v = shape_->parent[v])
+    if (shape_->graph[v].kind == VertexKind::Core)
       return v;
   return NoVertex;
 }
@@ -235,9 +270,9 @@ std::vector<unsigned> Topology::smtSiblings(unsigned pu) const {
   llvm::SmallVector<VertexId, 8> stack{core};
   while (!stack.empty()) {
     VertexId v = stack.pop_back_val();
-    if (graph_[v].kind == VertexKind::Pu)
-      out.push_back(unsigned(graph_[v].osIndex));
-    for (VertexId c : children_[v])
+    if (shape_->graph[v].kind == VertexKind::Pu)
+      out.push_back(unsigned(shape_->graph[v].osIndex));
+    for (VertexId c : shape_->children[v])
       stack.push_back(c);
   }
   std::sort(out.begin(), out.end());
@@ -246,9 +281,9 @@ std::vector<unsigned> Topology::smtSiblings(unsigned pu) const {
 
 std::optional<unsigned> Topology::numaNodeOfPu(unsigned pu) const {
   VertexId v = puVertex(pu);
-  if (v == NoVertex || numaOf_[v] < 0)
+  if (v == NoVertex || shape_->numaOf[v] < 0)
     return std::nullopt;
-  return unsigned(numaOf_[v]);
+  return unsigned(shape_->numaOf[v]);
 }
 
 std::vector<unsigned> Topology::cpusOfNumaNode(unsigned node) const {
@@ -262,19 +297,19 @@ std::vector<unsigned> Topology::cpusOfNumaNode(unsigned node) const {
 std::vector<unsigned> Topology::numaNodes() const {
   std::vector<unsigned> out;
   for (VertexId v : verticesOf(VertexKind::NumaNode))
-    out.push_back(unsigned(graph_[v].osIndex));
+    out.push_back(unsigned(shape_->graph[v].osIndex));
   std::sort(out.begin(), out.end());
   return out;
 }
 
 VertexId Topology::numaVertex(unsigned os) const {
-  auto it = numaByOs_.find(os);
-  return it == numaByOs_.end() ? NoVertex : it->second;
+  auto it = shape_->numaByOs.find(os);
+  return it == shape_->numaByOs.end() ? NoVertex : it->second;
 }
 
 const NumaInfo *Topology::numaInfo(unsigned os) const {
   VertexId v = numaVertex(os);
-  return v == NoVertex ? nullptr : graph_[v].as<NumaInfo>();
+  return v == NoVertex ? nullptr : shape_->graph[v].as<NumaInfo>();
 }
 
 std::optional<uint64_t> Topology::freeHugepages(unsigned node, uint64_t pageSize) const {
@@ -288,25 +323,25 @@ std::optional<uint64_t> Topology::freeHugepages(unsigned node, uint64_t pageSize
 }
 
 std::optional<uint64_t> Topology::numaDistance(unsigned a, unsigned b) const {
-  auto ia = llvm::find(distOrder_, a), ib = llvm::find(distOrder_, b);
-  if (ia == distOrder_.end() || ib == distOrder_.end())
+  auto ia = llvm::find(shape_->distOrder, a), ib = llvm::find(shape_->distOrder, b);
+  if (ia == shape_->distOrder.end() || ib == shape_->distOrder.end())
     return std::nullopt;
-  return distMatrix_[(ia - distOrder_.begin()) * distOrder_.size() + (ib - distOrder_.begin())];
+  return shape_->distMatrix[(ia - shape_->distOrder.begin()) * shape_->distOrder.size() + (ib - shape_->distOrder.begin())];
 }
 
 // ---------------------------------------------------------------------------------------------
 // Devices
 
 VertexId Topology::findPci(const PciAddress &addr) const {
-  auto it = pciByAddr_.find(pciKey(addr));
-  return it == pciByAddr_.end() ? NoVertex : it->second;
+  auto it = shape_->pciByAddr.find(pciKey(addr));
+  return it == shape_->pciByAddr.end() ? NoVertex : it->second;
 }
 
 VertexId Topology::findDevice(llvm::StringRef nameOrBdf) const {
   nameOrBdf = nameOrBdf.trim();
   nameOrBdf.consume_front("/dev/");
-  auto it = byName_.find(nameOrBdf);
-  if (it != byName_.end())
+  auto it = shape_->byName.find(nameOrBdf);
+  if (it != shape_->byName.end())
     return it->second;
   if (auto parsed = parsePci(nameOrBdf); parsed && parsed->form != ParsedPci::Form::BusOnly) {
     if (VertexId v = findPci(parsed->address); v != NoVertex)
@@ -314,7 +349,7 @@ VertexId Topology::findDevice(llvm::StringRef nameOrBdf) const {
     // "81:00.0" without a domain: the unique match in any domain
     if (parsed->form == ParsedPci::Form::NoDomain) {
       VertexId found = NoVertex;
-      for (auto &[key, v] : pciByAddr_) {
+      for (auto &[key, v] : shape_->pciByAddr) {
         if ((key & 0xffff) == (pciKey(parsed->address) & 0xffff)) {
           if (found != NoVertex)
             return NoVertex;
@@ -328,8 +363,8 @@ VertexId Topology::findDevice(llvm::StringRef nameOrBdf) const {
 }
 
 VertexId Topology::pciFunctionOf(VertexId device) const {
-  for (VertexId v = device; v != NoVertex; v = parent_[v]) {
-    VertexKind k = graph_[v].kind;
+  for (VertexId v = device; v != NoVertex; v = shape_->parent[v]) {
+    VertexKind k = shape_->graph[v].kind;
     if (k == VertexKind::PciDevice || k == VertexKind::PciBridge)
       return v;
     if (k < VertexKind::HostBridge)
@@ -339,23 +374,23 @@ VertexId Topology::pciFunctionOf(VertexId device) const {
 }
 
 std::optional<unsigned> Topology::numaNodeOfDevice(VertexId device) const {
-  if (device == NoVertex || numaOf_[device] < 0)
+  if (device == NoVertex || shape_->numaOf[device] < 0)
     return std::nullopt;
-  return unsigned(numaOf_[device]);
+  return unsigned(shape_->numaOf[device]);
 }
 
 VertexId Topology::rootComplexOf(VertexId device) const {
-  return device == NoVertex ? NoVertex : hostBridgeOf_[device];
+  return device == NoVertex ? NoVertex : shape_->hostBridgeOf[device];
 }
 
 VertexId Topology::pcieSwitchOf(VertexId device) const {
   if (device == NoVertex)
     return NoVertex;
   // A switch's own ports belong to it; anything below sees the closest upstream port.
-  const Vertex &x = graph_[device];
+  const Vertex &x = shape_->graph[device];
   if (x.kind == VertexKind::PciBridge && x.as<PciInfo>()->role == BridgeRole::SwitchUpstream)
     return device;
-  return switchOf_[device];
+  return shape_->switchOf[device];
 }
 
 bool Topology::shareSwitch(VertexId a, VertexId b) const {
@@ -371,20 +406,20 @@ bool Topology::shareRootComplex(VertexId a, VertexId b) const {
 unsigned Topology::nvlinkCount(VertexId a, VertexId b) const {
   if (a == NoVertex || b == NoVertex || a == b)
     return 0;
-  auto it = nvlinks_.find(pairKey(a, b));
-  if (it != nvlinks_.end())
+  auto it = shape_->nvlinks.find(pairKey(a, b));
+  if (it != shape_->nvlinks.end())
     return it->second;
   // Through an NVSwitch fabric: every GPU reaches every other with all its switch links.
   auto switchLinks = [&](VertexId g) {
     unsigned links = 0;
     auto count = [&](VertexId other, const Edge &e) {
-      if (e.kind == EdgeKind::NvLink && graph_[other].kind == VertexKind::PciDevice)
+      if (e.kind == EdgeKind::NvLink && shape_->graph[other].kind == VertexKind::PciDevice)
         links += e.count;
     };
-    for (auto [i, end] = boost::out_edges(g, graph_); i != end; ++i)
-      count(boost::target(*i, graph_), graph_[*i]);
-    for (auto [i, end] = boost::in_edges(g, graph_); i != end; ++i)
-      count(boost::source(*i, graph_), graph_[*i]);
+    for (auto [i, end] = boost::out_edges(g, shape_->graph); i != end; ++i)
+      count(boost::target(*i, shape_->graph), shape_->graph[*i]);
+    for (auto [i, end] = boost::in_edges(g, shape_->graph); i != end; ++i)
+      count(boost::source(*i, shape_->graph), shape_->graph[*i]);
     return links;
   };
   return std::min(switchLinks(a), switchLinks(b));
@@ -392,9 +427,9 @@ unsigned Topology::nvlinkCount(VertexId a, VertexId b) const {
 
 // A switch is one upstream port and its downstream ports; a root port or other bridge stands alone.
 VertexId Topology::switchUnitOf(VertexId bridge) const {
-  const PciInfo *pi = graph_[bridge].as<PciInfo>();
-  if (pi && pi->role == BridgeRole::SwitchDownstream && parent_[bridge] != NoVertex)
-    return parent_[bridge];
+  const PciInfo *pi = shape_->graph[bridge].as<PciInfo>();
+  if (pi && pi->role == BridgeRole::SwitchDownstream && shape_->parent[bridge] != NoVertex)
+    return shape_->parent[bridge];
   return bridge;
 }
 
@@ -403,10 +438,10 @@ LinkClass Topology::linkClass(VertexId a, VertexId b) const {
     return {};
   // NVLink is a property of the GPUs, not of their PCI functions.
   auto gpuOf = [&](VertexId v) {
-    if (graph_[v].kind == VertexKind::Gpu)
+    if (shape_->graph[v].kind == VertexKind::Gpu)
       return v;
-    for (VertexId c : children_[v])
-      if (graph_[c].kind == VertexKind::Gpu)
+    for (VertexId c : shape_->children[v])
+      if (shape_->graph[c].kind == VertexKind::Gpu)
         return c;
     return v;
   };
@@ -416,20 +451,20 @@ LinkClass Topology::linkClass(VertexId a, VertexId b) const {
   if (unsigned links = nvlinkCount(gpuOf(a), gpuOf(b)))
     return {LinkClass::NvLink, links};
   auto numaOrSys = [&]() -> LinkClass {
-    int na = numaOf_[a], nb = numaOf_[b];
+    int na = shape_->numaOf[a], nb = shape_->numaOf[b];
     if (na < 0 || nb < 0)
       return {LinkClass::Sys, 0};
     return {na == nb ? LinkClass::Node : LinkClass::Sys, 0};
   };
   if (fa == NoVertex || fb == NoVertex)
     return numaOrSys();
-  if (hostBridgeOf_[fa] == NoVertex || hostBridgeOf_[fa] != hostBridgeOf_[fb])
+  if (shape_->hostBridgeOf[fa] == NoVertex || shape_->hostBridgeOf[fa] != shape_->hostBridgeOf[fb])
     return numaOrSys();
   // Same host bridge: find the lowest common ancestor and count the switches crossed.
   llvm::SmallVector<VertexId, 16> pathA, pathB;
-  for (VertexId v = fa; v != NoVertex; v = parent_[v])
+  for (VertexId v = fa; v != NoVertex; v = shape_->parent[v])
     pathA.push_back(v);
-  for (VertexId v = fb; v != NoVertex; v = parent_[v])
+  for (VertexId v = fb; v != NoVertex; v = shape_->parent[v])
     pathB.push_back(v);
   VertexId lca = NoVertex;
   while (!pathA.empty() && !pathB.empty() && pathA.back() == pathB.back()) {
@@ -437,12 +472,12 @@ LinkClass Topology::linkClass(VertexId a, VertexId b) const {
     pathA.pop_back();
     pathB.pop_back();
   }
-  if (lca == NoVertex || graph_[lca].kind == VertexKind::HostBridge)
+  if (lca == NoVertex || shape_->graph[lca].kind == VertexKind::HostBridge)
     return {LinkClass::Phb, 0};
   llvm::SmallVector<VertexId, 8> units;
   auto addUnits = [&](llvm::ArrayRef<VertexId> path) {
     for (VertexId v : path)
-      if (graph_[v].kind == VertexKind::PciBridge) {
+      if (shape_->graph[v].kind == VertexKind::PciBridge) {
         VertexId u = switchUnitOf(v);
         if (!llvm::is_contained(units, u))
           units.push_back(u);
@@ -455,41 +490,41 @@ LinkClass Topology::linkClass(VertexId a, VertexId b) const {
 }
 
 std::optional<GpuRef> Topology::gpuByIndex(unsigned index) const {
-  if (index >= gpuOrder_.size())
+  if (index >= shape_->gpuOrder.size())
     return std::nullopt;
-  return GpuRef{index, gpuOrder_[index], graph_[gpuOrder_[index]].as<GpuInfo>()};
+  return GpuRef{index, shape_->gpuOrder[index], shape_->graph[shape_->gpuOrder[index]].as<GpuInfo>()};
 }
 
 std::optional<GpuRef> Topology::gpuByPci(const PciAddress &addr) const {
-  for (unsigned i = 0; i < gpuOrder_.size(); ++i)
-    if (graph_[gpuOrder_[i]].as<GpuInfo>()->pci == addr)
-      return GpuRef{i, gpuOrder_[i], graph_[gpuOrder_[i]].as<GpuInfo>()};
+  for (unsigned i = 0; i < shape_->gpuOrder.size(); ++i)
+    if (shape_->graph[shape_->gpuOrder[i]].as<GpuInfo>()->pci == addr)
+      return GpuRef{i, shape_->gpuOrder[i], shape_->graph[shape_->gpuOrder[i]].as<GpuInfo>()};
   return std::nullopt;
 }
 
 VertexId Topology::blockDevice(llvm::StringRef devName) const {
   devName.consume_front("/dev/");
-  auto it = byName_.find(devName);
-  if (it == byName_.end())
+  auto it = shape_->byName.find(devName);
+  if (it == shape_->byName.end())
     return NoVertex;
-  VertexKind k = graph_[it->second].kind;
+  VertexKind k = shape_->graph[it->second].kind;
   return (k == VertexKind::NvmeNamespace || k == VertexKind::NvmePartition || k == VertexKind::BlockDevice)
              ? it->second
              : NoVertex;
 }
 
 const RdmaInfo *Topology::rdmaDevice(llvm::StringRef name) const {
-  auto it = byName_.find(name);
-  return it == byName_.end() ? nullptr : graph_[it->second].as<RdmaInfo>();
+  auto it = shape_->byName.find(name);
+  return it == shape_->byName.end() ? nullptr : shape_->graph[it->second].as<RdmaInfo>();
 }
 
 size_t Topology::memoryFootprint() const {
   size_t bytes = sizeof(*this);
   size_t n = vertexCount();
   bytes += n * (sizeof(Vertex) + 2 * sizeof(void *) * 3); // vertex storage + edge lists
-  bytes += boost::num_edges(graph_) * (sizeof(Edge) + 4 * sizeof(void *));
+  bytes += boost::num_edges(shape_->graph) * (sizeof(Edge) + 4 * sizeof(void *));
   for (VertexId v = 0; v < n; ++v) {
-    const Vertex &x = graph_[v];
+    const Vertex &x = shape_->graph[v];
     bytes += x.name.capacity() > 15 ? x.name.capacity() : 0;
     if (const NumaInfo *ni = x.as<NumaInfo>())
       bytes += ni->cpus.capacity() * sizeof(unsigned) + ni->hugepages.capacity() * sizeof(HugepagePool);
@@ -497,14 +532,14 @@ size_t Topology::memoryFootprint() const {
       bytes += ri->ports.capacity() * sizeof(RdmaPort);
   }
   bytes += n * (sizeof(VertexId) * 3 + sizeof(int) + sizeof(std::vector<VertexId>));
-  bytes += puByOs_.capacity() * sizeof(VertexId) + numaByOs_.getMemorySize() + pciByAddr_.getMemorySize();
-  bytes += byName_.getNumBuckets() * (sizeof(void *) + 32);
-  bytes += cmdline_.capacity() + distMatrix_.capacity() * sizeof(uint64_t);
+  bytes += shape_->puByOs.capacity() * sizeof(VertexId) + shape_->numaByOs.getMemorySize() + shape_->pciByAddr.getMemorySize();
+  bytes += shape_->byName.getNumBuckets() * (sizeof(void *) + 32);
+  bytes += shape_->cmdline.capacity() + shape_->distMatrix.capacity() * sizeof(uint64_t);
   return bytes;
 }
 
 std::string Topology::label(VertexId v) const {
-  const Vertex &x = graph_[v];
+  const Vertex &x = shape_->graph[v];
   std::string out = kindName(x.kind).str();
   switch (x.kind) {
   case VertexKind::HostBridge: {

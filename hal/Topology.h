@@ -12,6 +12,7 @@
 #include <llvm/ADT/StringRef.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -176,12 +177,21 @@ struct GpuRef {
 
 class Topology {
 public:
+  Topology();
+  Topology(const Topology &) = default;
+  Topology &operator=(const Topology &) = default;
+  // A moved-from Topology is empty, as a new one is.
+  Topology(Topology &&other) noexcept;
+  Topology &operator=(Topology &&other) noexcept;
+
   // --- building (loaders) ---------------------------------------------------------------------
   VertexId addVertex(Vertex v, VertexId parent = NoVertex, EdgeKind link = EdgeKind::Contains);
   void addEdge(VertexId a, VertexId b, Edge e);
+  // Copies a shared shape first; a reference it returns is to this Topology's own graph, and stays
+  // valid until the Topology changes or is copied.
   Vertex &vertex(VertexId v) {
     fingerprint_.reset();
-    return graph_[v];
+    return mutableShape().graph[v];
   }
   void setName(std::string name) {
     name_ = std::move(name);
@@ -194,14 +204,14 @@ public:
   void reindex();
 
   // --- the graph ------------------------------------------------------------------------------
-  const Graph &graph() const { return graph_; }
-  const Vertex &vertex(VertexId v) const { return graph_[v]; }
-  size_t vertexCount() const { return boost::num_vertices(graph_); }
+  const Graph &graph() const { return shape_->graph; }
+  const Vertex &vertex(VertexId v) const { return shape_->graph[v]; }
+  size_t vertexCount() const { return boost::num_vertices(shape_->graph); }
   VertexId root() const { return vertexCount() ? 0 : NoVertex; }
-  VertexId parent(VertexId v) const { return parent_[v]; }
-  const std::vector<VertexId> &children(VertexId v) const { return children_[v]; }
-  size_t count(VertexKind kind) const { return byKind_[static_cast<size_t>(kind)].size(); }
-  const std::vector<VertexId> &verticesOf(VertexKind kind) const { return byKind_[static_cast<size_t>(kind)]; }
+  VertexId parent(VertexId v) const { return shape_->parent[v]; }
+  const std::vector<VertexId> &children(VertexId v) const { return shape_->children[v]; }
+  size_t count(VertexKind kind) const { return shape_->byKind[static_cast<size_t>(kind)].size(); }
+  const std::vector<VertexId> &verticesOf(VertexKind kind) const { return shape_->byKind[static_cast<size_t>(kind)]; }
   const std::string &name() const { return name_; }
   // What discovery could not see or use ("CUDA driver: not present"); not part of the fingerprint.
   const std::vector<std::string> &notes() const { return notes_; }
@@ -210,7 +220,7 @@ public:
   // --- CPUs -----------------------------------------------------------------------------------
   bool hasPu(unsigned os) const { return puVertex(os) != NoVertex; }
   bool isPuOnline(unsigned os) const;
-  VertexId puVertex(unsigned os) const { return os < puByOs_.size() ? puByOs_[os] : NoVertex; }
+  VertexId puVertex(unsigned os) const { return os < shape_->puByOs.size() ? shape_->puByOs[os] : NoVertex; }
   std::vector<unsigned> pus() const; // online and offline, ascending
   VertexId physicalCoreOf(unsigned pu) const;     // the Core vertex, NoVertex if none
   std::vector<unsigned> smtSiblings(unsigned pu) const; // PUs of the same core, itself included
@@ -226,8 +236,8 @@ public:
   std::optional<uint64_t> freeHugepages(unsigned node, uint64_t pageSize) const;
   std::optional<uint64_t> numaDistance(unsigned a, unsigned b) const;
   // The distance matrix as set: row/column order by NUMA os index, then row-major values.
-  const std::vector<unsigned> &numaDistanceOrder() const { return distOrder_; }
-  const std::vector<uint64_t> &numaDistanceMatrix() const { return distMatrix_; }
+  const std::vector<unsigned> &numaDistanceOrder() const { return shape_->distOrder; }
+  const std::vector<uint64_t> &numaDistanceMatrix() const { return shape_->distMatrix; }
 
   // --- devices --------------------------------------------------------------------------------
   // A device by PCI address ("0000:81:00.0", "81:00.0") or name ("mlx5_0", "nvme0n1", "cuda0", "eth0").
@@ -252,9 +262,9 @@ public:
   std::vector<VertexId> thermalSensors() const { return verticesOf(VertexKind::ThermalSensor); }
 
   // --- kernel ---------------------------------------------------------------------------------
-  const std::string &kernelCmdline() const { return cmdline_; }
-  const std::vector<unsigned> &isolatedCpus() const { return isolated_; }
-  const std::vector<unsigned> &nohzFullCpus() const { return nohzFull_; }
+  const std::string &kernelCmdline() const { return shape_->cmdline; }
+  const std::vector<unsigned> &isolatedCpus() const { return shape_->isolated; }
+  const std::vector<unsigned> &nohzFullCpus() const { return shape_->nohzFull; }
 
   // --- identity -------------------------------------------------------------------------------
   // FNV-1a 64 of the canonical YAML export: equal for equal topologies, stable across runs.
@@ -266,29 +276,39 @@ public:
   std::string label(VertexId v) const;
 
 private:
+  // What copies of one node, and nodes of one machine shape, have in common: the graph, the kernel's
+  // CPU sets, the NUMA distances and every index. Copies of a Topology share it and the first change
+  // copies it (copy-on-write), so copying a Topology costs a reference count and a cluster of
+  // identical nodes holds one graph per machine shape (readClusterYaml shares them).
+  struct Shape {
+    Graph graph;
+    std::string cmdline;
+    std::vector<unsigned> isolated, nohzFull;
+    std::vector<unsigned> distOrder;
+    std::vector<uint64_t> distMatrix;
+
+    // indexes (reindex)
+    std::vector<VertexId> parent;
+    std::vector<std::vector<VertexId>> children;
+    std::vector<std::vector<VertexId>> byKind;
+    std::vector<VertexId> puByOs;
+    llvm::DenseMap<unsigned, VertexId> numaByOs;
+    llvm::DenseMap<uint64_t, VertexId> pciByAddr;
+    llvm::StringMap<VertexId> byName;
+    std::vector<VertexId> hostBridgeOf; // per vertex
+    std::vector<VertexId> switchOf;     // per vertex: closest switch upstream port
+    std::vector<int> numaOf;            // per vertex, inherited locality
+    std::vector<VertexId> gpuOrder;
+    llvm::DenseMap<uint64_t, unsigned> nvlinks; // (min,max) vertex pair -> link count
+  };
+  // The shape, made this Topology's own first when another shares it; every change goes through it.
+  Shape &mutableShape();
+  static std::shared_ptr<Shape> emptyShape();
   VertexId switchUnitOf(VertexId bridge) const;
 
-  Graph graph_;
+  std::shared_ptr<Shape> shape_; // never null: an empty Topology shares one empty shape
   std::string name_;
-  std::string cmdline_;
   std::vector<std::string> notes_;
-  std::vector<unsigned> isolated_, nohzFull_;
-  std::vector<unsigned> distOrder_;
-  std::vector<uint64_t> distMatrix_;
-
-  // indexes (reindex)
-  std::vector<VertexId> parent_;
-  std::vector<std::vector<VertexId>> children_;
-  std::vector<std::vector<VertexId>> byKind_;
-  std::vector<VertexId> puByOs_;
-  llvm::DenseMap<unsigned, VertexId> numaByOs_;
-  llvm::DenseMap<uint64_t, VertexId> pciByAddr_;
-  llvm::StringMap<VertexId> byName_;
-  std::vector<VertexId> hostBridgeOf_; // per vertex
-  std::vector<VertexId> switchOf_;     // per vertex: closest switch upstream port
-  std::vector<int> numaOf_;            // per vertex, inherited locality
-  std::vector<VertexId> gpuOrder_;
-  llvm::DenseMap<uint64_t, unsigned> nvlinks_; // (min,max) vertex pair -> link count
   mutable std::optional<uint64_t> fingerprint_; // cached; reset by reindex() and setters
 };
 

@@ -129,8 +129,7 @@ uint32_t parsePciId(llvm::StringRef id) {
 
 class Builder {
 public:
-  // Builds into `out`, an empty topology: the caller's own, so that it is never moved (moving a
-  // Topology copies its Boost graph; reading a cluster description did that twice per node).
+  // Builds into `out`, an empty topology.
   Builder(const NodeDoc &node, const SourceText &src, DiagnosticEngine &diags, Topology &out)
       : n_(node), src_(src), diags_(diags), t_(out) {}
 

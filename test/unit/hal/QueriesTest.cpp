@@ -143,6 +143,39 @@ TEST(Fingerprint, StableAndSensitive) {
   EXPECT_GT(a->topo->memoryFootprint(), 0u);
 }
 
+TEST(CopyOnWrite, ACopySharesTheGraphUntilOneSideChanges) {
+  auto l = loadFile(fixture("hwloc-xml/psmgmt-jrc0323-jurecadc-gpu-4xA100.xml"));
+  ASSERT_TRUE(l->topo);
+  const Topology &original = *l->topo;
+  Topology copy = original;
+  EXPECT_EQ(&copy.graph(), &original.graph());
+
+  // A change through the mutable vertex() or a setter copies the shape; the original stays as it was.
+  unsigned node = copy.numaNodes().front();
+  uint64_t bytes = original.numaInfo(node)->memoryBytes;
+  copy.vertex(copy.numaVertex(node)).as<NumaInfo>()->memoryBytes = bytes + 4096;
+  EXPECT_NE(&copy.graph(), &original.graph());
+  EXPECT_EQ(copy.numaInfo(node)->memoryBytes, bytes + 4096);
+  EXPECT_EQ(original.numaInfo(node)->memoryBytes, bytes);
+  EXPECT_NE(copy.fingerprint(), original.fingerprint());
+
+  // Renaming a copy changes only the name: nodes of one shape share their graph.
+  Topology renamed = original;
+  renamed.setName("other");
+  EXPECT_EQ(&renamed.graph(), &original.graph());
+  EXPECT_NE(renamed.fingerprint(), original.fingerprint());
+
+  // A moved-from Topology is empty and usable, like a new one.
+  Topology moved = std::move(renamed);
+  EXPECT_EQ(moved.name(), "other");
+  EXPECT_EQ(renamed.vertexCount(), 0u);
+  EXPECT_EQ(renamed.root(), NoVertex);
+  renamed.addVertex(Vertex{});
+  EXPECT_EQ(renamed.vertexCount(), 1u);
+  EXPECT_EQ(Topology().vertexCount(), 0u); // the shared empty shape was copied, not changed
+  EXPECT_EQ(moved.vertexCount(), original.vertexCount());
+}
+
 TEST(Render, TreeMarksTrainingDevicesAndHealthSaysWhatIsAbsent) {
   auto l = loadFile(fixture("hwloc-xml/hwloc-nvidia-dgx-gb10.gen-hwloc2.9.xml"));
   ASSERT_TRUE(l->topo);
