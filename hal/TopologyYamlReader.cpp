@@ -2,18 +2,26 @@
 // malformed YAML, PCI addresses and CPU lists), then each node's document is built into a Topology,
 // checking what the document cannot express (duplicates, devices outside the PCIe tree, NUMA ids).
 #include "hal/TopologyYaml.h"
+#include "hal/detail/ClusterYamlReading.h"
+#include "hal/detail/NodeSequence.h"
 #include "hal/detail/TopologyYamlDocument.h"
 #include "support/CpuList.h"
 
+#include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/STLExtras.h>
+#include <llvm/ADT/SmallString.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/SourceMgr.h>
+#include <llvm/Support/YAMLParser.h>
 
 #include <algorithm>
 #include <map>
 #include <set>
 
 using namespace msc::hal::doc;
+using msc::hal::detail::NodeSequence;
+using msc::hal::detail::NodeText;
+using msc::hal::detail::cutNodeSequence;
 
 namespace msc::hal {
 namespace {
@@ -99,23 +107,30 @@ std::optional<std::string> tooDeep(llvm::StringRef text) {
   return std::nullopt;
 }
 
+// Parses `text` (the whole document, or one piece of it) into `out`: a File, or a sequence of nodes.
+template <typename T> bool parseYaml(llvm::StringRef text, const SourceText &src, DiagnosticEngine &diags, T &out) {
+  ParseContext ctx;
+  YamlDiagState state{&src, &diags, &ctx};
+  unsigned before = diags.errorCount();
+  llvm::yaml::Input in(text, &ctx, yamlDiagHandler, &state);
+  in >> out;
+  if (in.error() || diags.errorCount() != before) {
+    if (diags.errorCount() == before)
+      diags.report(DiagCode::ERR_HAL_TOPO_004, src.loc(llvm::SMLoc::getFromPointer(text.begin())))
+          << in.error().message();
+    return false;
+  }
+  return true;
+}
+
 std::optional<File> parseFile(const SourceText &src, DiagnosticEngine &diags) {
   if (auto why = tooDeep(src.text())) {
     diags.report(DiagCode::ERR_HAL_TOPO_004, src.loc(llvm::SMLoc::getFromPointer(src.text().begin()))) << *why;
     return std::nullopt;
   }
-  ParseContext ctx;
-  YamlDiagState state{&src, &diags, &ctx};
-  unsigned before = diags.errorCount();
   File file;
-  llvm::yaml::Input in(src.text(), &ctx, yamlDiagHandler, &state);
-  in >> file;
-  if (in.error() || diags.errorCount() != before) {
-    if (diags.errorCount() == before)
-      diags.report(DiagCode::ERR_HAL_TOPO_004, src.loc(llvm::SMLoc::getFromPointer(src.text().begin())))
-          << in.error().message();
+  if (!parseYaml(src.text(), src, diags, file))
     return std::nullopt;
-  }
   return file;
 }
 
@@ -488,9 +503,85 @@ private:
   std::map<PciAddress, const Nvme *> nvmeDocs_;
 };
 
+// Diagnostics of a reading whose failure is not reported (the whole reading reports it again).
+class DiscardingConsumer : public DiagnosticConsumer {
+public:
+  void handle(const Diagnostic &, const llvm::SourceMgr *) override {}
+};
+
+// The value of "name: VALUE" as LLVM YAML I/O reads a string (ScalarNode::getValue), if the line is
+// exactly that one key with a scalar value.
+std::optional<std::string> nameOf(llvm::StringRef nameLine) {
+  llvm::SourceMgr sm;
+  sm.setDiagHandler([](const llvm::SMDiagnostic &, void *) {});
+  std::error_code ec;
+  llvm::yaml::Stream stream(nameLine, sm, false, &ec);
+  auto doc = stream.begin();
+  if (doc == stream.end())
+    return std::nullopt;
+  auto *map = llvm::dyn_cast_or_null<llvm::yaml::MappingNode>(doc->getRoot());
+  if (!map)
+    return std::nullopt;
+  std::optional<std::string> name;
+  unsigned keys = 0;
+  for (llvm::yaml::KeyValueNode &kv : *map) {
+    ++keys;
+    auto *key = llvm::dyn_cast_or_null<llvm::yaml::ScalarNode>(kv.getKey());
+    auto *value = llvm::dyn_cast_or_null<llvm::yaml::ScalarNode>(kv.getValue());
+    llvm::SmallString<64> keyStorage, valueStorage;
+    if (key && value && key->getValue(keyStorage) == "name")
+      name = value->getValue(valueStorage).str();
+  }
+  if (ec || stream.failed() || keys != 1 || ++doc != stream.end())
+    return std::nullopt;
+  return name;
+}
+
 } // namespace
 
-std::optional<Cluster> readClusterYaml(llvm::StringRef text, llvm::StringRef fileName, DiagnosticEngine &diags) {
+namespace detail {
+
+std::optional<Cluster> readClusterByNode(llvm::StringRef text, llvm::StringRef fileName) {
+  if (tooDeep(text))
+    return std::nullopt;
+  std::optional<NodeSequence> seq = cutNodeSequence(text);
+  if (!seq)
+    return std::nullopt;
+  DiscardingConsumer discard;
+  DiagnosticEngine diags(nullptr, discard);
+  SourceText src(text, fileName, diags);
+  File head;
+  if (!parseYaml(seq->head, src, diags, head) || !head.nodes.empty())
+    return std::nullopt;
+  Cluster cluster;
+  cluster.name = std::move(head.cluster);
+  cluster.nodes.reserve(seq->nodes.size());
+  // The first node of each shape, by the text after its name line.
+  llvm::DenseMap<llvm::StringRef, size_t> shapes;
+  for (const NodeText &node : seq->nodes) {
+    if (node.nameLine) {
+      auto it = shapes.find(node.rest);
+      if (it != shapes.end()) {
+        if (std::optional<std::string> name = nameOf(*node.nameLine)) {
+          cluster.nodes.push_back(cluster.nodes[it->second]); // shares the graph (copy-on-write)
+          cluster.nodes.back().setName(std::move(*name));
+          continue;
+        }
+      }
+    }
+    std::vector<NodeDoc> docs;
+    if (!parseYaml(node.item, src, diags, docs) || docs.size() != 1)
+      return std::nullopt;
+    cluster.nodes.emplace_back();
+    if (!Builder(docs.front(), src, diags, cluster.nodes.back()).build())
+      return std::nullopt;
+    if (node.nameLine)
+      shapes.try_emplace(node.rest, cluster.nodes.size() - 1);
+  }
+  return cluster;
+}
+
+std::optional<Cluster> readClusterWhole(llvm::StringRef text, llvm::StringRef fileName, DiagnosticEngine &diags) {
   SourceText src(text, fileName, diags);
   auto file = parseFile(src, diags);
   if (!file)
@@ -511,6 +602,16 @@ std::optional<Cluster> readClusterYaml(llvm::StringRef text, llvm::StringRef fil
   if (!ok)
     return std::nullopt;
   return cluster;
+}
+
+} // namespace detail
+
+// Node by node when the layout allows (a large cluster is mostly nodes of a few machine shapes);
+// the whole document otherwise, and whenever that fails, for the diagnostics.
+std::optional<Cluster> readClusterYaml(llvm::StringRef text, llvm::StringRef fileName, DiagnosticEngine &diags) {
+  if (std::optional<Cluster> cluster = detail::readClusterByNode(text, fileName))
+    return cluster;
+  return detail::readClusterWhole(text, fileName, diags);
 }
 
 std::optional<Topology> readTopologyYaml(llvm::StringRef text, llvm::StringRef fileName, DiagnosticEngine &diags,

@@ -3,6 +3,7 @@
 // the same run: hwloc's own XML import, and LLVM's YAML parser alone.
 #include "hal/Loader.h"
 #include "hal/TopologyYaml.h"
+#include "hal/detail/ClusterYamlReading.h"
 
 #include <benchmark/benchmark.h>
 #include <hwloc.h>
@@ -10,6 +11,7 @@
 #include <llvm/Support/SourceMgr.h>
 #include <llvm/Support/YAMLParser.h>
 
+#include <set>
 #include <string>
 
 using namespace msc;
@@ -197,8 +199,11 @@ void BM_Fingerprint_24Numa(benchmark::State &state) {
 BENCHMARK(BM_Fingerprint_24Numa)->Unit(benchmark::kMicrosecond);
 
 // --- synthetic 1,000-node cluster: 8 GPUs and 8 NICs (one per switch), 2 NUMA nodes each ----------
+// Nodes of one machine shape differ only in name; with `everyNodeDiffers` each node also has its own
+// count of free hugepages, as a description exported from live nodes would (the reader's worst case:
+// no two nodes share a graph).
 
-std::string syntheticCluster(unsigned nodes) {
+std::string syntheticCluster(unsigned nodes, bool everyNodeDiffers = false) {
   std::string out = "cluster: synthetic\nnodes:\n";
   for (unsigned n = 0; n < nodes; ++n) {
     out += "  - name: node" + std::to_string(n) + "\n";
@@ -207,7 +212,8 @@ std::string syntheticCluster(unsigned nodes) {
     for (unsigned m = 0; m < 2; ++m)
       out += "      - id: " + std::to_string(m) + "\n        memory_bytes: 549755813888\n        cpus: \"" +
              std::to_string(m * 64) + "-" + std::to_string(m * 64 + 63) + "\"\n        distances: [ " +
-             (m ? "21, 10" : "10, 21") + " ]\n        hugepages:\n          - { page_size: 1073741824, total: 64, free: 60 }\n";
+             (m ? "21, 10" : "10, 21") + " ]\n        hugepages:\n          - { page_size: 1073741824, total: 1024, free: " +
+             std::to_string(everyNodeDiffers ? n : 60) + " }\n";
     out += "    topology:\n      pcie_domains:\n";
     char bus[8];
     for (unsigned g = 0; g < 8; ++g) {
@@ -236,8 +242,9 @@ std::string syntheticCluster(unsigned nodes) {
   return out;
 }
 
+// Arg 1: the cluster whose every node differs (below).
 void BM_Baseline_YamlParseOnly_Cluster1000(benchmark::State &state) {
-  std::string text = syntheticCluster(1000);
+  std::string text = syntheticCluster(1000, state.range(0) != 0);
   for (auto _ : state) {
     llvm::SourceMgr sm;
     llvm::yaml::Stream stream(text, sm);
@@ -246,28 +253,45 @@ void BM_Baseline_YamlParseOnly_Cluster1000(benchmark::State &state) {
   }
   state.counters["yaml_bytes"] = double(text.size());
 }
-BENCHMARK(BM_Baseline_YamlParseOnly_Cluster1000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Baseline_YamlParseOnly_Cluster1000)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
-void BM_LoadCluster1000(benchmark::State &state) {
-  std::string text = syntheticCluster(1000);
-  size_t bytes = 0, nodes = 0;
+void loadCluster1000(benchmark::State &state, bool everyNodeDiffers) {
+  std::string text = syntheticCluster(1000, everyNodeDiffers);
+  std::optional<Cluster> cluster;
   for (auto _ : state) {
     CollectingConsumer c;
     DiagnosticEngine d(nullptr, c);
-    auto cluster = readClusterYaml(text, "cluster.yaml", d);
+    cluster = readClusterYaml(text, "cluster.yaml", d);
     if (!cluster)
       std::abort();
-    nodes = cluster->nodes.size();
-    bytes = 0;
-    for (const Topology &t : cluster->nodes)
-      bytes += t.memoryFootprint();
   }
+  size_t bytes = 0, nodes = cluster->nodes.size();
+  std::set<const Graph *> distinct; // nodes of one shape share a graph
+  for (const Topology &t : cluster->nodes)
+    if (distinct.insert(&t.graph()).second)
+      bytes += t.memoryFootprint();
+  size_t graphs = distinct.size();
   state.counters["nodes"] = double(nodes);
+  state.counters["graphs"] = double(graphs);
   state.counters["graph_bytes_total"] = double(bytes);
-  state.counters["graph_bytes_per_node"] = double(bytes) / double(nodes ? nodes : 1);
   state.counters["yaml_bytes"] = double(text.size());
 }
+void BM_LoadCluster1000(benchmark::State &state) { loadCluster1000(state, false); }
 BENCHMARK(BM_LoadCluster1000)->Unit(benchmark::kMillisecond);
+void BM_LoadCluster1000_EveryNodeDiffers(benchmark::State &state) { loadCluster1000(state, true); }
+BENCHMARK(BM_LoadCluster1000_EveryNodeDiffers)->Unit(benchmark::kMillisecond);
+
+// The reading before the node-by-node cut: the whole document through one YAML I/O pass.
+void BM_LoadCluster1000_WholeDocument(benchmark::State &state) {
+  std::string text = syntheticCluster(1000, state.range(0) != 0);
+  for (auto _ : state) {
+    CollectingConsumer c;
+    DiagnosticEngine d(nullptr, c);
+    if (!msc::hal::detail::readClusterWhole(text, "cluster.yaml", d))
+      std::abort();
+  }
+}
+BENCHMARK(BM_LoadCluster1000_WholeDocument)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 } // namespace
 

@@ -1,6 +1,8 @@
 // libFuzzer target for the YAML topology reader: any input gives a topology or coded diagnostics,
-// never a crash; whatever reads back must write and read again to the same bytes.
+// never a crash; whatever reads back must write and read again to the same bytes, and reading node
+// by node must never accept what the whole document's reading refuses, nor read it differently.
 #include "hal/TopologyYaml.h"
+#include "hal/detail/ClusterYamlReading.h"
 
 #include <llvm/ADT/StringRef.h>
 
@@ -12,6 +14,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   msc::CollectingConsumer consumer;
   msc::DiagnosticEngine diags(nullptr, consumer);
   auto cluster = msc::hal::readClusterYaml(text, "fuzz.yaml", diags);
+  if (auto byNode = msc::hal::detail::readClusterByNode(text, "fuzz.yaml")) {
+    auto whole = msc::hal::detail::readClusterWhole(text, "fuzz.yaml", diags);
+    if (!whole || msc::hal::writeClusterYaml(*whole) != msc::hal::writeClusterYaml(*byNode))
+      std::abort(); // the cut changed what the description means
+  }
   if (!cluster)
     return 0;
   for (const msc::hal::Topology &t : cluster->nodes) {

@@ -1,0 +1,36 @@
+// A cluster description cut into the text of each node, by lines and before any YAML parse, so that
+// the reader parses each distinct node once and lets nodes that differ only in name share it
+// (readClusterYaml). Internal to hal/.
+//
+// Only the layout the writer produces and people write is cut: comments, one `cluster:` line and a
+// `nodes:` block sequence that runs to the end of the document. Anything else is not cut, and the
+// reader parses the whole document as one. A cut is a guess about the structure that parsing then
+// checks: each piece must parse alone, and a line taken wrongly as the start of an item leaves the
+// item before it unterminated (an open quote, bracket or flow mapping), which fails its parse.
+#pragma once
+
+#include <llvm/ADT/StringRef.h>
+
+#include <optional>
+#include <vector>
+
+namespace msc::hal::detail {
+
+struct NodeText {
+  // The item's lines: "  - name: n1\n    packages: ..." up to the next item's first line.
+  llvm::StringRef item;
+  // Set when the first line is "- name: VALUE" with nothing else on it that could reach the next
+  // line, and the next line starts one of the item's keys: "name: VALUE", and the lines after the
+  // first. Two items with equal `rest` describe the same machine under different names.
+  std::optional<llvm::StringRef> nameLine;
+  llvm::StringRef rest;
+};
+
+struct NodeSequence {
+  llvm::StringRef head; // the lines before the first item: comments, `cluster:`, `nodes:`
+  std::vector<NodeText> nodes;
+};
+
+std::optional<NodeSequence> cutNodeSequence(llvm::StringRef text);
+
+} // namespace msc::hal::detail
