@@ -137,12 +137,11 @@ TEST(Yaml, HandWrittenNodeDescription) {
 }
 
 TEST(Yaml, ClusterDescription) {
-  std::string node = writeTopologyYaml(*readTopologyYaml(kSmall, "s.yaml", *std::make_unique<DiagnosticEngine>(
-                                                                           nullptr, *new CollectingConsumer)));
-  Cluster c;
-  c.name = "pod";
   CollectingConsumer consumer;
   DiagnosticEngine diags(nullptr, consumer);
+  std::string node = writeTopologyYaml(*readTopologyYaml(kSmall, "s.yaml", diags));
+  Cluster c;
+  c.name = "pod";
   for (int i = 0; i < 3; ++i) {
     auto t = readTopologyYaml(node, "n.yaml", diags);
     t->setName("n" + std::to_string(i));
