@@ -4,7 +4,8 @@
 # alike: RUNS rounds, each running every command once; prints each command's median in ms and its
 # ratio to the lstopo of the same file (issue 15: "Start-up and compile", docs/PERFORMANCE.md).
 # The tools run with the content cache off (MSCALE_NO_CACHE=1) and with a warm one (a fresh
-# directory filled by one run first).
+# directory filled by one run first). A cached mscalec also runs writing a plan where none is yet
+# (new-file) and to stdout: replacing an existing plan costs a file system flush (docs/PERFORMANCE.md).
 # Usage: bench/frontend/startup_time.sh BUILD_DIR [RUNS] [FIXTURES_DIR]
 set -euo pipefail
 build=${1:?usage: startup_time.sh BUILD_DIR [RUNS] [FIXTURES_DIR]}
@@ -17,13 +18,16 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 export MSCALE_CACHE_DIR=$out/cache
 
-names=(true lstopo-jureca mscalec-nocache mscalec-cached lstopo-24numa cli-show-nocache cli-show-cached)
+names=(true lstopo-jureca mscalec-nocache mscalec-cached mscalec-new-file mscalec-stdout lstopo-24numa
+  cli-show-nocache cli-show-cached)
 run() { # run NAME: one run of the command NAME stands for
   case $1 in
   true) /bin/true ;;
   lstopo-jureca) lstopo-no-graphics -i "$jureca" --of console ;;
   mscalec-nocache) MSCALE_NO_CACHE=1 "$build/bin/mscalec" --topology "$jureca" "$contract" -o "$out/p.msp" ;;
   mscalec-cached) "$build/bin/mscalec" --topology "$jureca" "$contract" -o "$out/p.msp" ;;
+  mscalec-new-file) "$build/bin/mscalec" --topology "$jureca" "$contract" -o "$out/new.msp" ;;
+  mscalec-stdout) "$build/bin/mscalec" --topology "$jureca" "$contract" -o - ;;
   lstopo-24numa) lstopo-no-graphics -i "$numa24" --of console ;;
   cli-show-nocache) MSCALE_NO_CACHE=1 "$build/bin/mscale-cli" topology show --input "$numa24" ;;
   cli-show-cached) "$build/bin/mscale-cli" topology show --input "$numa24" ;;
@@ -32,6 +36,7 @@ run() { # run NAME: one run of the command NAME stands for
 for n in "${names[@]}"; do run "$n" >/dev/null 2>&1 || true; done # warm the page cache and the content cache
 for ((i = 0; i < runs; i++)); do
   for n in "${names[@]}"; do
+    rm -f "$out/new.msp"
     start=$(date +%s%N)
     run "$n" >/dev/null 2>&1 || true
     end=$(date +%s%N)
