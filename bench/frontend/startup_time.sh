@@ -27,7 +27,7 @@ run() { # run NAME: one run of the command NAME stands for
   mscalec-nocache) MSCALE_NO_CACHE=1 "$build/bin/mscalec" --topology "$jureca" "$contract" -o "$out/p.msp" ;;
   mscalec-cached) "$build/bin/mscalec" --topology "$jureca" "$contract" -o "$out/p.msp" ;;
   mscalec-new-file) "$build/bin/mscalec" --topology "$jureca" "$contract" -o "$out/new.msp" ;;
-  mscalec-stdout) "$build/bin/mscalec" --topology "$jureca" "$contract" -o - ;;
+  mscalec-stdout) "$build/bin/mscalec" --topology "$jureca" "$contract" --emit=plan -o - ;;
   lstopo-24numa) lstopo-no-graphics -i "$numa24" --of console ;;
   cli-show-nocache) MSCALE_NO_CACHE=1 "$build/bin/mscale-cli" topology show --input "$numa24" ;;
   cli-show-cached) "$build/bin/mscale-cli" topology show --input "$numa24" ;;
