@@ -6,6 +6,7 @@
 #include <llvm/Support/Format.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/Path.h>
+#include <llvm/Support/raw_ostream.h>
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -143,8 +144,33 @@ bool writePlanFile(const Plan &plan, llvm::StringRef path, DiagnosticEngine &dia
     llvm::outs().flush();
     return true;
   }
+  auto failed = [&](std::error_code ec) {
+    diags.report(DiagCode::ERR_DRV_004, Location{{}, path.str(), 0}) << path << ec.message();
+    return false;
+  };
+  // What the path leads to decides how it is written. A device or a FIFO (`-o /dev/null`) is
+  // written to: renaming a file over it would replace /dev/null for every process on the machine.
+  // A symbolic link's target is replaced, and the link kept.
+  llvm::SmallString<256> target(path);
+  llvm::sys::fs::file_status status;
+  if (!llvm::sys::fs::status(path, status)) {
+    if (status.type() != llvm::sys::fs::file_type::regular_file &&
+        status.type() != llvm::sys::fs::file_type::directory_file) {
+      std::error_code ec;
+      llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+      if (!ec) {
+        os.write(bytes.data(), bytes.size());
+        os.close();
+        ec = os.error();
+        os.clear_error();
+      }
+      return ec ? failed(ec) : true;
+    }
+    if (std::error_code ec = llvm::sys::fs::real_path(path, target))
+      return failed(ec);
+  }
   llvm::SmallString<256> temp;
-  llvm::StringRef dir = llvm::sys::path::parent_path(path);
+  llvm::StringRef dir = llvm::sys::path::parent_path(target);
   int fd = -1;
   std::error_code ec = llvm::sys::fs::createUniqueFile(
       (dir.empty() ? llvm::Twine(".") : llvm::Twine(dir)) + "/.plan-%%%%%%.tmp", fd, temp);
@@ -158,12 +184,11 @@ bool writePlanFile(const Plan &plan, llvm::StringRef path, DiagnosticEngine &dia
     }
   }
   if (!ec)
-    ec = llvm::sys::fs::rename(temp, path);
+    ec = llvm::sys::fs::rename(temp, target);
   if (ec) {
     if (!temp.empty())
       llvm::sys::fs::remove(temp);
-    diags.report(DiagCode::ERR_DRV_004, Location{{}, path.str(), 0}) << path << ec.message();
-    return false;
+    return failed(ec);
   }
   return true;
 }
