@@ -61,6 +61,9 @@ void findName(NodeText &node, size_t keyIndent) {
 } // namespace
 
 std::optional<NodeSequence> cutNodeSequence(llvm::StringRef text) {
+  // YAML breaks lines at a carriage return too; lines here are split at '\n' alone.
+  if (text.contains('\r'))
+    return std::nullopt;
   std::vector<Line> lines = linesOf(text);
   size_t i = 0;
   // The head: comments, a document start, `cluster:` (its value is checked when the head is

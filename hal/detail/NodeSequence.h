@@ -3,7 +3,8 @@
 // (readClusterYaml). Internal to hal/.
 //
 // Only the layout the writer produces and people write is cut: comments, one `cluster:` line and a
-// `nodes:` block sequence that runs to the end of the document. Anything else is not cut, and the
+// `nodes:` block sequence that runs to the end of the document, with lines ending in '\n' alone (no
+// carriage return, which YAML also takes as a line break). Anything else is not cut, and the
 // reader parses the whole document as one. A cut is a guess about the structure that parsing then
 // checks: each piece must parse alone, and a line taken wrongly as the start of an item leaves the
 // item before it unterminated (an open quote, bracket or flow mapping), which fails its parse.

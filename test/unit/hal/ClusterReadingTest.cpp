@@ -158,6 +158,10 @@ TEST(ClusterByNode, AgreesWithTheWholeReadingOnEdgeCases) {
       "cluster: [ x ]\nnodes:\n  - name: a\n",
       // an end of document, then comments
       "nodes:\n  - name: a\n  - name: b\n...\n# done\n\n",
+      // a carriage return alone is a line break to YAML, not to a reader of lines: here it puts
+      // `cpus` at column 0, which ends the sequence
+      "nodes:\n  - name: n0\n  - name: n1\n    numa_nodes:\n      - id: 0\n    \rcpus: \"0\"\n",
+      "nodes:\n  - name: n0\n  - name: n1\r  - name: n2\n",
       // errors in a later node: the whole reading's diagnostics, in its order
       "nodes:\n  - name: a\n    numa_nodes: [ { id: 0, cpus: \"0\" } ]\n"
       "  - name: b\n    numa_nodes: [ { id: 0, cpus: \"0-x\" } ]\n",
