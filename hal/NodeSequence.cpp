@@ -2,6 +2,8 @@
 // and why a wrong cut cannot go unnoticed).
 #include "hal/detail/NodeSequence.h"
 
+#include <llvm/ADT/StringExtras.h>
+
 namespace msc::hal::detail {
 namespace {
 
@@ -40,22 +42,21 @@ std::vector<Line> linesOf(llvm::StringRef text) {
   return out;
 }
 
-// "- name: VALUE" where VALUE is a plain or quoted scalar that a line ends (no tag, anchor, alias,
-// block scalar or flow collection), and the next line is a key of the item (indented exactly
-// `keyIndent`), so that VALUE cannot run on into it.
+// NamedItem's conditions. VALUE must start as a name does (a letter, a digit, one of "_./", or a
+// quote): no tag, anchor, alias, block scalar, flow collection or indicator.
 void findName(NodeText &node, size_t keyIndent) {
   size_t nl = node.item.find('\n');
-  llvm::StringRef first = node.item.substr(0, nl).drop_front(keyIndent);
-  llvm::StringRef rest = nl == npos ? llvm::StringRef() : node.item.drop_front(nl + 1);
-  if (!first.starts_with("name: "))
+  llvm::StringRef first = node.item.substr(0, nl == npos ? npos : nl + 1);
+  llvm::StringRef rest = node.item.drop_front(first.size());
+  llvm::StringRef key = first.drop_front(keyIndent);
+  if (!key.starts_with("name: "))
     return;
-  llvm::StringRef value = first.drop_front(6).trim(' ');
-  if (value.empty() || llvm::StringRef("!&*|>{[?%@`#").contains(value.front()))
+  llvm::StringRef value = key.drop_front(6).ltrim(' ');
+  if (value.empty() || !(llvm::isAlnum(value.front()) || llvm::StringRef("_./\"'").contains(value.front())))
     return;
-  if (!rest.empty() && (indentOf(rest) != keyIndent || llvm::StringRef(" \t\r\n").contains(rest[keyIndent])))
+  if (!rest.empty() && (indentOf(rest) != keyIndent || llvm::StringRef(" \t\n").contains(rest[keyIndent])))
     return;
-  node.nameLine = first;
-  node.rest = rest;
+  node.named = NamedItem{first, rest};
 }
 
 } // namespace

@@ -503,39 +503,57 @@ private:
   std::map<PciAddress, const Nvme *> nvmeDocs_;
 };
 
+// The root mapping's keys, in order, each with whether its value is empty; nothing when the text
+// is not one document holding one mapping with scalar keys.
+std::optional<std::vector<std::pair<std::string, bool>>> topLevelKeys(llvm::StringRef text) {
+  llvm::SourceMgr sm;
+  sm.setDiagHandler([](const llvm::SMDiagnostic &, void *) {});
+  std::error_code ec;
+  llvm::yaml::Stream stream(text, sm, false, &ec);
+  auto doc = stream.begin();
+  if (doc == stream.end())
+    return std::nullopt;
+  llvm::yaml::Node *root = doc->getRoot();
+  // An item is a sequence of one mapping.
+  if (auto *seq = llvm::dyn_cast_or_null<llvm::yaml::SequenceNode>(root)) {
+    auto first = seq->begin();
+    root = first == seq->end() ? nullptr : &*first;
+  }
+  auto *map = llvm::dyn_cast_or_null<llvm::yaml::MappingNode>(root);
+  if (!map)
+    return std::nullopt;
+  std::vector<std::pair<std::string, bool>> keys;
+  for (llvm::yaml::KeyValueNode &kv : *map) {
+    auto *key = llvm::dyn_cast_or_null<llvm::yaml::ScalarNode>(kv.getKey());
+    if (!key)
+      return std::nullopt;
+    llvm::SmallString<32> storage;
+    keys.emplace_back(key->getValue(storage).str(), llvm::isa_and_nonnull<llvm::yaml::NullNode>(kv.getValue()));
+  }
+  if (ec || stream.failed())
+    return std::nullopt;
+  return keys;
+}
+
+// The head of a cut ends in `nodes:` with nothing after it: a quoted `cluster:` value left open
+// would otherwise take the `nodes:` line into itself and still parse.
+bool headEndsInNodes(llvm::StringRef head) {
+  auto keys = topLevelKeys(head);
+  return keys && !keys->empty() && keys->back() == std::make_pair(std::string("nodes"), true);
+}
+
+// An item whose only `name` key is its first line's: the items that share its shape take their
+// names from their own first lines. (LLVM YAML I/O keeps the last of repeated keys.)
+bool namedOnce(llvm::StringRef item) {
+  auto keys = topLevelKeys(item);
+  return keys && llvm::count_if(*keys, [](const auto &k) { return k.first == "name"; }) == 1;
+}
+
 // Diagnostics of a reading whose failure is not reported (the whole reading reports it again).
 class DiscardingConsumer : public DiagnosticConsumer {
 public:
   void handle(const Diagnostic &, const llvm::SourceMgr *) override {}
 };
-
-// The value of "name: VALUE" as LLVM YAML I/O reads a string (ScalarNode::getValue), if the line is
-// exactly that one key with a scalar value.
-std::optional<std::string> nameOf(llvm::StringRef nameLine) {
-  llvm::SourceMgr sm;
-  sm.setDiagHandler([](const llvm::SMDiagnostic &, void *) {});
-  std::error_code ec;
-  llvm::yaml::Stream stream(nameLine, sm, false, &ec);
-  auto doc = stream.begin();
-  if (doc == stream.end())
-    return std::nullopt;
-  auto *map = llvm::dyn_cast_or_null<llvm::yaml::MappingNode>(doc->getRoot());
-  if (!map)
-    return std::nullopt;
-  std::optional<std::string> name;
-  unsigned keys = 0;
-  for (llvm::yaml::KeyValueNode &kv : *map) {
-    ++keys;
-    auto *key = llvm::dyn_cast_or_null<llvm::yaml::ScalarNode>(kv.getKey());
-    auto *value = llvm::dyn_cast_or_null<llvm::yaml::ScalarNode>(kv.getValue());
-    llvm::SmallString<64> keyStorage, valueStorage;
-    if (key && value && key->getValue(keyStorage) == "name")
-      name = value->getValue(valueStorage).str();
-  }
-  if (ec || stream.failed() || keys != 1 || ++doc != stream.end())
-    return std::nullopt;
-  return name;
-}
 
 } // namespace
 
@@ -551,20 +569,31 @@ std::optional<Cluster> readClusterByNode(llvm::StringRef text, llvm::StringRef f
   DiagnosticEngine diags(nullptr, discard);
   SourceText src(text, fileName, diags);
   File head;
-  if (!parseYaml(seq->head, src, diags, head) || !head.nodes.empty())
+  if (!parseYaml(seq->head, src, diags, head) || !headEndsInNodes(seq->head))
     return std::nullopt;
   Cluster cluster;
   cluster.name = std::move(head.cluster);
   cluster.nodes.reserve(seq->nodes.size());
-  // The first node of each shape, by the text after its name line.
-  llvm::DenseMap<llvm::StringRef, size_t> shapes;
+  // The first node of each shape, by the text after its first line; whether its name is set only
+  // there is checked when a second item of its shape comes.
+  struct Shape {
+    size_t node;
+    llvm::StringRef item;
+    std::optional<bool> shareable;
+  };
+  llvm::DenseMap<llvm::StringRef, Shape> shapes;
   for (const NodeText &node : seq->nodes) {
-    if (node.nameLine) {
-      auto it = shapes.find(node.rest);
+    if (node.named) {
+      auto it = shapes.find(node.named->rest);
       if (it != shapes.end()) {
-        if (std::optional<std::string> name = nameOf(*node.nameLine)) {
-          cluster.nodes.push_back(cluster.nodes[it->second]); // shares the graph (copy-on-write)
-          cluster.nodes.back().setName(std::move(*name));
+        Shape &shape = it->second;
+        if (!shape.shareable)
+          shape.shareable = namedOnce(shape.item);
+        // The name as the whole reading gets it: the first line alone, read as an item.
+        std::vector<NodeDoc> first;
+        if (*shape.shareable && parseYaml(node.named->firstLine, src, diags, first) && first.size() == 1) {
+          cluster.nodes.push_back(cluster.nodes[shape.node]); // shares the graph (copy-on-write)
+          cluster.nodes.back().setName(std::move(first.front().name));
           continue;
         }
       }
@@ -575,8 +604,8 @@ std::optional<Cluster> readClusterByNode(llvm::StringRef text, llvm::StringRef f
     cluster.nodes.emplace_back();
     if (!Builder(docs.front(), src, diags, cluster.nodes.back()).build())
       return std::nullopt;
-    if (node.nameLine)
-      shapes.try_emplace(node.rest, cluster.nodes.size() - 1);
+    if (node.named)
+      shapes.try_emplace(node.named->rest, Shape{cluster.nodes.size() - 1, node.item, std::nullopt});
   }
   return cluster;
 }

@@ -17,14 +17,19 @@
 
 namespace msc::hal::detail {
 
+// An item that starts "- name: VALUE" with a plain or quoted VALUE that its line ends, and whose next
+// line is indented as the item's keys are (so VALUE cannot run on into it). Two items with equal
+// `rest` differ only in their first line; whether they describe the same machine under two names
+// is for the reader to check (`rest` must not set the name again).
+struct NamedItem {
+  llvm::StringRef firstLine; // "  - name: n1\n", as it is in the text
+  llvm::StringRef rest;      // the lines after it
+};
+
 struct NodeText {
   // The item's lines: "  - name: n1\n    packages: ..." up to the next item's first line.
   llvm::StringRef item;
-  // Set when the first line is "- name: VALUE" with nothing else on it that could reach the next
-  // line, and the next line starts one of the item's keys: "name: VALUE", and the lines after the
-  // first. Two items with equal `rest` describe the same machine under different names.
-  std::optional<llvm::StringRef> nameLine;
-  llvm::StringRef rest;
+  std::optional<NamedItem> named;
 };
 
 struct NodeSequence {

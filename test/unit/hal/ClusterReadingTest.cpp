@@ -75,11 +75,12 @@ TEST(NodeSequence, CutsEachItemAndFindsItsNameLine) {
   ASSERT_EQ(seq->nodes.size(), 4u);
   EXPECT_TRUE(seq->nodes[0].item.starts_with("  - name: a0\n"));
   EXPECT_TRUE(seq->nodes[2].item.ends_with("# a comment between nodes belongs to the node before it\n"));
-  ASSERT_TRUE(seq->nodes[1].nameLine && seq->nodes[3].nameLine);
-  EXPECT_EQ(*seq->nodes[1].nameLine, "name: \"a1\"");
-  EXPECT_EQ(seq->nodes[0].rest, seq->nodes[1].rest);
-  EXPECT_EQ(seq->nodes[0].rest, seq->nodes[3].rest);
-  EXPECT_NE(seq->nodes[0].rest, seq->nodes[2].rest);
+  for (const auto &node : seq->nodes)
+    ASSERT_TRUE(node.named) << node.item.str();
+  EXPECT_EQ(seq->nodes[1].named->firstLine, "  - name: \"a1\"\n");
+  EXPECT_EQ(seq->nodes[0].named->rest, seq->nodes[1].named->rest);
+  EXPECT_EQ(seq->nodes[0].named->rest, seq->nodes[3].named->rest);
+  EXPECT_NE(seq->nodes[0].named->rest, seq->nodes[2].named->rest);
 }
 
 TEST(NodeSequence, LeavesOtherLayoutsToTheWholeReading) {
@@ -162,6 +163,16 @@ TEST(ClusterByNode, AgreesWithTheWholeReadingOnEdgeCases) {
       // `cpus` at column 0, which ends the sequence
       "nodes:\n  - name: n0\n  - name: n1\n    numa_nodes:\n      - id: 0\n    \rcpus: \"0\"\n",
       "nodes:\n  - name: n0\n  - name: n1\r  - name: n2\n",
+      // a name set again further down an item: the last one counts, also for items of its shape
+      "cluster: c\nnodes:\n  - name: a\n    name: x\n  - name: b\n    name: x\n",
+      "cluster: c\nnodes:\n  - name: a\n    \"name\": a\n  - name: b\n    \"name\": a\n",
+      // a quoted `cluster:` value left open over the `nodes:` line
+      "cluster: \"pod\nnodes: # \"\n  - name: a\n  - name: b\n",
+      "cluster: \"pod\nnodes:\n# \"\n  - name: a\n  - name: b\n",
+      // a name that is not one as an item's first line: a value indicator at its end
+      "---\ncluster: c\nnodes:\n  - name: 2  ''jj\n  - name: 2  ''jj:\n",
+      // names that start with an indicator, or run on into a nested sequence
+      "nodes:\n  - name: a\n  - name: -b\n  - name: :c\n  - name: d\n    - e\n",
       // errors in a later node: the whole reading's diagnostics, in its order
       "nodes:\n  - name: a\n    numa_nodes: [ { id: 0, cpus: \"0\" } ]\n"
       "  - name: b\n    numa_nodes: [ { id: 0, cpus: \"0-x\" } ]\n",
