@@ -17,7 +17,7 @@ void addNvmlFacts(Topology &t) {
     return;
   }
   for (VertexId g : t.verticesOf(VertexKind::Gpu)) {
-    GpuInfo &info = *t.vertex(g).as<GpuInfo>();
+    GpuInfo &info = *t.mutableVertex(g).as<GpuInfo>();
     if (info.vendor != "NVIDIA")
       continue;
     Nvml::Device dev = nullptr;
@@ -87,7 +87,7 @@ void addCudaFacts(Topology &t) {
     if (pci == NoVertex)
       continue;
     VertexId g = ensureGpu(t, pci);
-    GpuInfo &info = *t.vertex(g).as<GpuInfo>();
+    GpuInfo &info = *t.mutableVertex(g).as<GpuInfo>();
     char model[256] = {0};
     if (name && name(model, sizeof model, dev) == CUDA_SUCCESS)
       info.model = model;

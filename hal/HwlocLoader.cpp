@@ -267,7 +267,7 @@ private:
       gpuV = ensureGpu(t_, pciV);
       gpuObjs_[obj] = gpuV;
       if (mem != gpuMemory_.end()) {
-        GpuInfo &g = *t_.vertex(gpuV).as<GpuInfo>();
+        GpuInfo &g = *t_.mutableVertex(gpuV).as<GpuInfo>();
         g.memoryBytes = mem->second;
         if (g.vendor.empty())
           g.vendor = "NVIDIA"; // only NVIDIA's coherent GPU memory appears this way
@@ -299,7 +299,7 @@ private:
       if (nvmeV != NoVertex && c->type == HWLOC_OBJ_OS_DEVICE && c->attr->osdev.type == HWLOC_OBJ_OSDEV_BLOCK &&
           c->name && llvm::StringRef(c->name).starts_with("nvme")) {
         llvm::StringRef ns = c->name;
-        Vertex &ctl = t_.vertex(nvmeV);
+        Vertex &ctl = t_.mutableVertex(nvmeV);
         if (ctl.name.empty())
           ctl.name = ns.substr(0, ns.find('n', 4)).str(); // nvme0n1 -> nvme0
         walk(c, nvmeV);
@@ -311,7 +311,7 @@ private:
 
   void gpuAlias(hwloc_obj_t c, VertexId gpuV) {
     objToVertex_[c] = gpuV;
-    GpuInfo &g = *t_.vertex(gpuV).as<GpuInfo>();
+    GpuInfo &g = *t_.mutableVertex(gpuV).as<GpuInfo>();
     if (c->name)
       g.aliases.push_back(c->name);
     if (const char *m = info(c, "GPUModel"); m && g.model.empty())

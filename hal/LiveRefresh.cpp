@@ -95,13 +95,13 @@ LiveRefresh refreshLiveFacts(const Topology &current, llvm::StringRef root, std:
   Topology &t = *updated;
   size_t pool = 0, sensor = 0, port = 0;
   for (unsigned node : t.numaNodes())
-    if (NumaInfo *info = t.vertex(t.numaVertex(node)).as<NumaInfo>())
+    if (NumaInfo *info = t.mutableVertex(t.numaVertex(node)).as<NumaInfo>())
       for (HugepagePool &p : info->hugepages)
         p = facts.pools[pool++];
   for (VertexId v : t.thermalSensors())
-    t.vertex(v).as<ThermalInfo>()->tempMilliC = facts.temperatures[sensor++];
+    t.mutableVertex(v).as<ThermalInfo>()->tempMilliC = facts.temperatures[sensor++];
   for (VertexId v : t.verticesOf(VertexKind::RdmaDevice))
-    for (RdmaPort &p : t.vertex(v).as<RdmaInfo>()->ports)
+    for (RdmaPort &p : t.mutableVertex(v).as<RdmaInfo>()->ports)
       p.state = facts.portStates[port++];
   t.reindex();
   return LiveRefresh::Changed;

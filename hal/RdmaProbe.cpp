@@ -58,7 +58,7 @@ void addVerbsFacts(Topology &t) {
       rv.data = RdmaInfo{};
       v = t.addVertex(std::move(rv), t.root());
     }
-    RdmaInfo &info = *t.vertex(v).as<RdmaInfo>();
+    RdmaInfo &info = *t.mutableVertex(v).as<RdmaInfo>();
     ibv_context *ctx = ibv_open_device(list[i]);
     if (!ctx)
       continue;

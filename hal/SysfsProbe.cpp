@@ -65,7 +65,7 @@ void addHugepages(Topology &t, llvm::StringRef root) {
     std::vector<std::string> pools = listDir(root, dir);
     if (pools.empty())
       continue;
-    NumaInfo &info = *t.vertex(t.numaVertex(node)).as<NumaInfo>();
+    NumaInfo &info = *t.mutableVertex(t.numaVertex(node)).as<NumaInfo>();
     std::vector<HugepagePool> out;
     for (const std::string &pool : pools) {
       llvm::StringRef kb = pool;
@@ -101,7 +101,7 @@ void addNvme(Topology &t, llvm::StringRef root) {
         continue;
       std::string nsName = t.vertex(ns).name;
       if (auto sectors = readNumber<uint64_t>(root, "/sys/class/block/" + nsName + "/size"))
-        t.vertex(ns).as<BlockInfo>()->sizeBytes = *sectors * 512;
+        t.mutableVertex(ns).as<BlockInfo>()->sizeBytes = *sectors * 512;
       if (!info.queueCount) {
         size_t mq = listDir(root, "/sys/class/block/" + nsName + "/mq").size();
         if (mq)
@@ -124,7 +124,7 @@ void addNvme(Topology &t, llvm::StringRef root) {
         t.addVertex(std::move(part), ns);
       }
     }
-    *t.vertex(ctl).as<NvmeControllerInfo>() = info;
+    *t.mutableVertex(ctl).as<NvmeControllerInfo>() = info;
   }
 }
 
@@ -180,7 +180,7 @@ void addRdma(Topology &t, llvm::StringRef root) {
       rv.data = RdmaInfo{};
       v = t.addVertex(std::move(rv), parent);
     }
-    RdmaInfo &existing = *t.vertex(v).as<RdmaInfo>();
+    RdmaInfo &existing = *t.mutableVertex(v).as<RdmaInfo>();
     if (!info.ports.empty())
       existing = std::move(info);
   }
@@ -287,9 +287,9 @@ void addNvidiaProcInfo(Topology &t, llvm::StringRef root) {
     for (llvm::StringRef line : lines) {
       auto [key, value] = line.split(':');
       if (key.trim() == "Model")
-        t.vertex(g).as<GpuInfo>()->model = value.trim().str();
+        t.mutableVertex(g).as<GpuInfo>()->model = value.trim().str();
     }
-    t.vertex(g).as<GpuInfo>()->vendor = "NVIDIA";
+    t.mutableVertex(g).as<GpuInfo>()->vendor = "NVIDIA";
   }
 }
 

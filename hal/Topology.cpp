@@ -7,6 +7,7 @@
 #include <llvm/ADT/StringExtras.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cassert>
 
 namespace msc::hal {
@@ -73,14 +74,14 @@ std::optional<LinkClass> LinkClass::parse(llvm::StringRef text) {
 Topology::Topology() : shape_(emptyShape()) {}
 
 Topology::Topology(Topology &&other) noexcept
-    : shape_(std::exchange(other.shape_, emptyShape())), name_(std::move(other.name_)),
-      notes_(std::move(other.notes_)), fingerprint_(std::exchange(other.fingerprint_, std::nullopt)) {}
+    : shape_(std::exchange(other.shape_, emptyShape())), name_(std::exchange(other.name_, {})),
+      notes_(std::exchange(other.notes_, {})), fingerprint_(std::exchange(other.fingerprint_, std::nullopt)) {}
 
 Topology &Topology::operator=(Topology &&other) noexcept {
   if (this != &other) {
     shape_ = std::exchange(other.shape_, emptyShape());
-    name_ = std::move(other.name_);
-    notes_ = std::move(other.notes_);
+    name_ = std::exchange(other.name_, {});
+    notes_ = std::exchange(other.notes_, {});
     fingerprint_ = std::exchange(other.fingerprint_, std::nullopt);
   }
   return *this;
@@ -93,9 +94,13 @@ std::shared_ptr<Topology::Shape> Topology::emptyShape() {
 
 Topology::Shape &Topology::mutableShape() {
   // Only this Topology holds the shape when the count is 1: another holder could appear only by
-  // copying this very object, which a caller changing it must not do at the same time.
+  // copying this very object, which a caller changing it must not do at the same time. The count
+  // is read relaxed; the fence orders this thread's writes after the reads of a holder on another
+  // thread that has just let go of the shape.
   if (shape_.use_count() > 1)
     shape_ = std::make_shared<Shape>(*shape_);
+  else
+    std::atomic_thread_fence(std::memory_order_acquire);
   return *shape_;
 }
 
@@ -326,7 +331,8 @@ std::optional<uint64_t> Topology::numaDistance(unsigned a, unsigned b) const {
   auto ia = llvm::find(shape_->distOrder, a), ib = llvm::find(shape_->distOrder, b);
   if (ia == shape_->distOrder.end() || ib == shape_->distOrder.end())
     return std::nullopt;
-  return shape_->distMatrix[(ia - shape_->distOrder.begin()) * shape_->distOrder.size() + (ib - shape_->distOrder.begin())];
+  const std::vector<unsigned> &order = shape_->distOrder;
+  return shape_->distMatrix[(ia - order.begin()) * order.size() + (ib - order.begin())];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -532,7 +538,8 @@ size_t Topology::memoryFootprint() const {
       bytes += ri->ports.capacity() * sizeof(RdmaPort);
   }
   bytes += n * (sizeof(VertexId) * 3 + sizeof(int) + sizeof(std::vector<VertexId>));
-  bytes += shape_->puByOs.capacity() * sizeof(VertexId) + shape_->numaByOs.getMemorySize() + shape_->pciByAddr.getMemorySize();
+  bytes += shape_->puByOs.capacity() * sizeof(VertexId);
+  bytes += shape_->numaByOs.getMemorySize() + shape_->pciByAddr.getMemorySize();
   bytes += shape_->byName.getNumBuckets() * (sizeof(void *) + 32);
   bytes += shape_->cmdline.capacity() + shape_->distMatrix.capacity() * sizeof(uint64_t);
   return bytes;

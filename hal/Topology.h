@@ -187,9 +187,10 @@ public:
   // --- building (loaders) ---------------------------------------------------------------------
   VertexId addVertex(Vertex v, VertexId parent = NoVertex, EdgeKind link = EdgeKind::Contains);
   void addEdge(VertexId a, VertexId b, Edge e);
-  // Copies a shared shape first; a reference it returns is to this Topology's own graph, and stays
-  // valid until the Topology changes or is copied.
-  Vertex &vertex(VertexId v) {
+  // A vertex to change: copies a shared shape first, so the reference is into this Topology's own
+  // graph. Copying the Topology makes the copy share that graph again: change it through the
+  // reference before copying, or ask again after.
+  Vertex &mutableVertex(VertexId v) {
     fingerprint_.reset();
     return mutableShape().graph[v];
   }
@@ -269,7 +270,8 @@ public:
   // --- identity -------------------------------------------------------------------------------
   // FNV-1a 64 of the canonical YAML export: equal for equal topologies, stable across runs.
   uint64_t fingerprint() const;
-  // Bytes used by the graph and its indexes (approximate), for the benchmarks.
+  // Bytes used by the graph and its indexes (approximate), for the benchmarks; copies that share a
+  // shape each count all of it.
   size_t memoryFootprint() const;
 
   // Human-readable label of a vertex: "GPU 0000:81:00.0", "NUMANode P#1", "mlx5_0".

@@ -363,7 +363,7 @@ private:
 
   void setPciId(VertexId pci, llvm::StringRef id) {
     uint32_t ids = parsePciId(id);
-    PciInfo &info = *t_.vertex(pci).as<PciInfo>();
+    PciInfo &info = *t_.mutableVertex(pci).as<PciInfo>();
     info.vendorId = uint16_t(ids >> 16);
     info.deviceId = uint16_t(ids & 0xffff);
   }

@@ -153,7 +153,7 @@ TEST(CopyOnWrite, ACopySharesTheGraphUntilOneSideChanges) {
   // A change through the mutable vertex() or a setter copies the shape; the original stays as it was.
   unsigned node = copy.numaNodes().front();
   uint64_t bytes = original.numaInfo(node)->memoryBytes;
-  copy.vertex(copy.numaVertex(node)).as<NumaInfo>()->memoryBytes = bytes + 4096;
+  copy.mutableVertex(copy.numaVertex(node)).as<NumaInfo>()->memoryBytes = bytes + 4096;
   EXPECT_NE(&copy.graph(), &original.graph());
   EXPECT_EQ(copy.numaInfo(node)->memoryBytes, bytes + 4096);
   EXPECT_EQ(original.numaInfo(node)->memoryBytes, bytes);
