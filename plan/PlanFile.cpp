@@ -144,51 +144,43 @@ bool writePlanFile(const Plan &plan, llvm::StringRef path, DiagnosticEngine &dia
     llvm::outs().flush();
     return true;
   }
-  auto failed = [&](std::error_code ec) {
-    diags.report(DiagCode::ERR_DRV_004, Location{{}, path.str(), 0}) << path << ec.message();
-    return false;
-  };
-  // What the path leads to decides how it is written. A device or a FIFO (`-o /dev/null`) is
+  // What the path leads to decides where the bytes go. A device or a FIFO (`-o /dev/null`) is
   // written to: renaming a file over it would replace /dev/null for every process on the machine.
-  // A symbolic link's target is replaced, and the link kept.
-  llvm::SmallString<256> target(path);
+  // Anything else gets a temporary file renamed over it, so that no reader sees half a plan; over a
+  // symbolic link's target, keeping the link.
+  llvm::SmallString<256> target(path), temp;
   llvm::sys::fs::file_status status;
-  if (!llvm::sys::fs::status(path, status)) {
-    if (status.type() != llvm::sys::fs::file_type::regular_file &&
-        status.type() != llvm::sys::fs::file_type::directory_file) {
-      std::error_code ec;
-      llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
-      if (!ec) {
-        os.write(bytes.data(), bytes.size());
-        os.close();
-        ec = os.error();
-        os.clear_error();
-      }
-      return ec ? failed(ec) : true;
-    }
-    if (std::error_code ec = llvm::sys::fs::real_path(path, target))
-      return failed(ec);
-  }
-  llvm::SmallString<256> temp;
-  llvm::StringRef dir = llvm::sys::path::parent_path(target);
+  bool exists = !llvm::sys::fs::status(path, status);
+  bool inPlace = exists && status.type() != llvm::sys::fs::file_type::regular_file &&
+                 status.type() != llvm::sys::fs::file_type::directory_file;
   int fd = -1;
-  std::error_code ec = llvm::sys::fs::createUniqueFile(
-      (dir.empty() ? llvm::Twine(".") : llvm::Twine(dir)) + "/.plan-%%%%%%.tmp", fd, temp);
+  std::error_code ec;
+  if (inPlace) {
+    ec = llvm::sys::fs::openFileForWrite(path, fd, llvm::sys::fs::CD_OpenExisting);
+  } else {
+    if (exists)
+      ec = llvm::sys::fs::real_path(path, target);
+    llvm::StringRef dir = llvm::sys::path::parent_path(target);
+    if (!ec)
+      ec = llvm::sys::fs::createUniqueFile((dir.empty() ? llvm::Twine(".") : llvm::Twine(dir)) + "/.plan-%%%%%%.tmp",
+                                           fd, temp);
+  }
   if (!ec) {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
     os.write(bytes.data(), bytes.size());
-    os.flush();
+    os.close();
     if (os.has_error()) {
       ec = os.error();
       os.clear_error();
     }
   }
-  if (!ec)
+  if (!ec && !inPlace)
     ec = llvm::sys::fs::rename(temp, target);
   if (ec) {
     if (!temp.empty())
       llvm::sys::fs::remove(temp);
-    return failed(ec);
+    diags.report(DiagCode::ERR_DRV_004, Location{{}, path.str(), 0}) << path << ec.message();
+    return false;
   }
   return true;
 }
