@@ -576,17 +576,17 @@ std::optional<Cluster> readClusterByNode(llvm::StringRef text, llvm::StringRef f
   cluster.nodes.reserve(seq->nodes.size());
   // The first node of each shape, by the text after its first line; whether its name is set only
   // there is checked when a second item of its shape comes.
-  struct Shape {
+  struct FirstOfShape {
     size_t node;
     llvm::StringRef item;
     std::optional<bool> shareable;
   };
-  llvm::DenseMap<llvm::StringRef, Shape> shapes;
+  llvm::DenseMap<llvm::StringRef, FirstOfShape> shapes;
   for (const NodeText &node : seq->nodes) {
     if (node.named) {
       auto it = shapes.find(node.named->rest);
       if (it != shapes.end()) {
-        Shape &shape = it->second;
+        FirstOfShape &shape = it->second;
         if (!shape.shareable)
           shape.shareable = namedOnce(shape.item);
         // The name as the whole reading gets it: the first line alone, read as an item.
@@ -605,7 +605,7 @@ std::optional<Cluster> readClusterByNode(llvm::StringRef text, llvm::StringRef f
     if (!Builder(docs.front(), src, diags, cluster.nodes.back()).build())
       return std::nullopt;
     if (node.named)
-      shapes.try_emplace(node.named->rest, Shape{cluster.nodes.size() - 1, node.item, std::nullopt});
+      shapes.try_emplace(node.named->rest, FirstOfShape{cluster.nodes.size() - 1, node.item, std::nullopt});
   }
   return cluster;
 }
