@@ -359,6 +359,21 @@ void SarifDiagnosticPrinter::finish(const llvm::SourceMgr *) {
   results_.clear();
 }
 
+std::string firstErrorLine(const CollectingConsumer &collected) {
+  for (const Diagnostic &d : collected.diags)
+    if (d.severity == Severity::Error) {
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      TextDiagnosticPrinter printer(os);
+      printer.handle(d, nullptr);
+      os.flush();
+      llvm::StringRef line = llvm::StringRef(text).split('\n').first;
+      size_t at = line.find("error[");
+      return (at == llvm::StringRef::npos ? line : line.substr(at)).str();
+    }
+  return "no diagnostic";
+}
+
 std::unique_ptr<DiagnosticConsumer> makeDiagnosticPrinter(DiagnosticsFormat format, llvm::raw_ostream &os,
                                                           llvm::StringRef toolName, llvm::StringRef version,
                                                           llvm::StringRef sourceRoot) {

@@ -62,6 +62,10 @@ private:
   std::vector<DiagCode> rules_;
 };
 
+// The first error among collected diagnostics as one line ("error[CODE]: message"), for a log line
+// that says why something was refused; "no diagnostic" when there is none.
+std::string firstErrorLine(const CollectingConsumer &collected);
+
 enum class DiagnosticsFormat { Text, Json, Sarif };
 // `sourceRoot` is for SARIF (see SarifDiagnosticPrinter); empty means the working directory.
 std::unique_ptr<DiagnosticConsumer> makeDiagnosticPrinter(DiagnosticsFormat format, llvm::raw_ostream &os,
