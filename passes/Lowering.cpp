@@ -157,6 +157,7 @@ plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement,
   pft->set_heartbeat_misses(
       static_cast<uint32_t>(valueOr(ft.heartbeat_misses, int64_t(PlanDefaults::heartbeatMisses))));
   pft->set_snapshot_dir(valueOr(ft.snapshot_dir, std::string()));
+  pft->set_standby_worker(valueOr(ft.standby_worker, false));
 
   const ir::ScalingFields &sc = contract.body.scaling;
   plan::ScalingPolicy *ps = out.mutable_scaling();

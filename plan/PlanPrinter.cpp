@@ -140,7 +140,8 @@ void dumpPlan(const Plan &plan, llvm::raw_ostream &os) {
   if (ft.lr_scheduler())
     os << " lr-scheduler";
   os << "\n  heartbeat " << formatDuration({ft.heartbeat_ns()}) << " x " << ft.heartbeat_misses() << " misses"
-     << (ft.in_memory_tier() ? ", in-memory tier" : "") << "\n";
+     << (ft.in_memory_tier() ? ", in-memory tier" : "") << (ft.standby_worker() ? ", warm standby worker" : "")
+     << "\n";
   const ScalingPolicy &s = plan.scaling();
   os << "scaling\n  target density " << llvm::format("%.3g", s.target_density()) << " TFLOP/s/GB, deviation "
      << formatPercent({s.deviation_ppm()}) << " over " << s.windows() << " x " << formatDuration({s.window_ns()})
