@@ -1,6 +1,8 @@
 #include "worker/ControlPage.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -48,7 +50,27 @@ uint64_t ControlPageHost::publishSlices(const std::string &slices) {
 void ControlPageHost::resetForNewWorker() {
   page_->beats.store(0, std::memory_order_relaxed);
   page_->milliTflops.store(0, std::memory_order_relaxed);
+  page_->finishing.store(0, std::memory_order_relaxed);
+  page_->standbyWaiting.store(0, std::memory_order_relaxed);
+  page_->takeOver.store(0, std::memory_order_relaxed);
+  page_->restartReason[0] = 0;
   page_->ackGeneration.store(page_->sliceGeneration.load(std::memory_order_relaxed), std::memory_order_release);
+}
+
+void ControlPageHost::handOverToStandby(const std::string &restartReason) {
+  size_t n = std::min(restartReason.size(), sizeof page_->restartReason - 1);
+  std::memcpy(page_->restartReason, restartReason.data(), n);
+  page_->restartReason[n] = 0;
+  page_->takeOver.store(1, std::memory_order_release); // publishes the reason with it
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t *>(&page_->takeOver), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+}
+
+void ControlPageHost::continueFrom(const ControlPageHost &previous) {
+  const mscale::worker::ControlPage &old = *previous.page_;
+  page_->step.store(old.step.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  uint64_t generation = old.sliceGeneration.load(std::memory_order_acquire);
+  page_->sliceGeneration.store(generation, std::memory_order_relaxed);
+  page_->ackGeneration.store(generation, std::memory_order_release);
 }
 
 } // namespace msc::worker

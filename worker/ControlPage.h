@@ -30,7 +30,15 @@ public:
     return page_->ackGeneration.load(std::memory_order_acquire) >= generation;
   }
   // A new worker starts with the slices it is given in its environment.
-  void resetForNewWorker(); // also forgets the previous worker's throughput
+  void resetForNewWorker(); // also forgets the previous worker's throughput and any standby state
+
+  // A warm standby on this page (WorkerApi.h: takeOver): whether it waits for the job yet, and
+  // handing it the job with the restart reason (MSCALE_RESTART_REASON; cut to fit the page).
+  bool standbyWaiting() const { return page_->standbyWaiting.load(std::memory_order_acquire) != 0; }
+  void handOverToStandby(const std::string &restartReason);
+  // This page takes over from `previous` (the failed worker's): the last step it reported and the
+  // slice notice generation, so that every rank's page goes on in lockstep.
+  void continueFrom(const ControlPageHost &previous);
 
 private:
   ControlPageHost() = default;

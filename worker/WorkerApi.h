@@ -19,7 +19,10 @@
 #include <pthread.h>
 #include <sched.h>
 #include <string>
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <vector>
 
 namespace mscale::worker {
@@ -107,11 +110,26 @@ struct ControlPage {
   // Non-zero once the worker's work is done and it is exiting (see finishing()).
   std::atomic<uint64_t> finishing;
   char slices[2048]; // MSCALE_GPU_SLICES syntax, NUL-terminated
+  // A warm standby (plan fault_tolerance.standby_worker; MSCALE_STANDBY=1): the standby sets
+  // `standbyWaiting` once it waits, and waits on `takeOver` (a futex word) until the executor has
+  // written `restartReason` and set `takeOver` to 1: from then on it is the worker.
+  std::atomic<uint32_t> standbyWaiting;
+  std::atomic<uint32_t> takeOver;
+  char restartReason[256]; // NUL-terminated, as MSCALE_RESTART_REASON
 };
 static_assert(sizeof(ControlPage) <= 4096 && std::atomic<uint64_t>::is_always_lock_free);
 
-// The page of this worker, or nullptr when it does not run under mscale-exec.
-inline ControlPage *controlPage() {
+// Whether this process was started as a warm standby (MSCALE_STANDBY=1) and has not taken over yet.
+inline bool standby() {
+  const char *v = std::getenv("MSCALE_STANDBY");
+  return v && std::strcmp(v, "1") == 0;
+}
+
+// The exit status of a standby that cannot be handed the job (it has no control page to wait on).
+constexpr int kStandbyExitNoPage = 75;
+
+namespace detail {
+inline ControlPage *mapControlPage() {
   static ControlPage *page = [] () -> ControlPage * {
     const char *v = std::getenv("MSCALE_CONTROL_FD");
     if (!v || !*v)
@@ -124,6 +142,47 @@ inline ControlPage *controlPage() {
   }();
   return page;
 }
+
+// A standby waits here until the executor hands it the job; then the process looks like any
+// restarted worker: MSCALE_RESTART_REASON set, MSCALE_STANDBY gone. Nothing for other processes.
+inline void waitForTakeOver() {
+  if (!standby())
+    return;
+  ControlPage *c = mapControlPage();
+  if (!c)
+    _exit(kStandbyExitNoPage); // it could never be released; running on would duplicate the job
+  c->standbyWaiting.store(1, std::memory_order_release);
+  while (c->takeOver.load(std::memory_order_acquire) == 0) {
+    // Shared (not FUTEX_PRIVATE): the executor wakes it from its own mapping of the page. The
+    // timeout only bounds a lost wake-up; the executor's death kills a standby (PDEATHSIG).
+    timespec second{1, 0};
+    syscall(SYS_futex, reinterpret_cast<uint32_t *>(&c->takeOver), FUTEX_WAIT, 0u, &second, nullptr, 0);
+  }
+  char reason[sizeof c->restartReason];
+  std::memcpy(reason, c->restartReason, sizeof reason);
+  reason[sizeof reason - 1] = 0;
+  setenv("MSCALE_RESTART_REASON", reason, 1);
+  unsetenv("MSCALE_STANDBY");
+}
+} // namespace detail
+
+// Returns once this process may do the worker's work: at once for a worker, and for a warm standby
+// (MSCALE_STANDBY=1) when the executor hands it the job after a fault. A standby calls it after
+// what takes time and touches nothing shared (start-up, allocating its state) and before it
+// restores; heartbeat() and the snapshot store wait here too, so a standby never runs the job early.
+inline void takeOver();
+
+// The page of this worker, or nullptr when it does not run under mscale-exec. A standby waits
+// for the job first (takeOver).
+inline ControlPage *controlPage() {
+  static ControlPage *page = [] {
+    detail::waitForTakeOver();
+    return detail::mapControlPage();
+  }();
+  return page;
+}
+
+inline void takeOver() { (void)controlPage(); }
 
 // `step` while a worker restores its snapshot and does not know its step yet.
 constexpr uint64_t kStepRestoring = ~uint64_t(0);

@@ -81,6 +81,13 @@ MSC_WORKER_API void msc_worker_heartbeat(uint64_t step);
 /* The work is done and the worker is exiting: silence is no longer a hang (within the exit grace). */
 MSC_WORKER_API void msc_worker_finishing(void);
 MSC_WORKER_API void msc_worker_report_throughput(double tflops);
+/* A warm standby (the plan's fault_tolerance.standby_worker; MSCALE_STANDBY=1 in its environment):
+ * 1 until it has taken over. */
+MSC_WORKER_API int msc_worker_standby(void);
+/* Returns once the process may do the worker's work: at once for a worker; a standby waits here,
+ * its state allocated, until the executor hands it the job after a fault (MSCALE_RESTART_REASON is
+ * then set). msc_worker_heartbeat and opening a snapshot store wait here too. */
+MSC_WORKER_API void msc_worker_take_over(void);
 
 #ifdef __cplusplus
 }

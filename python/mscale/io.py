@@ -78,6 +78,8 @@ def _declare(lib: ctypes.CDLL) -> None:
         "msc_worker_heartbeat": (None, [u64]),
         "msc_worker_finishing": (None, []),
         "msc_worker_report_throughput": (None, [ctypes.c_double]),
+        "msc_worker_standby": (c_int, []),
+        "msc_worker_take_over": (None, []),
     }
     for name, (restype, argtypes) in signatures.items():
         fn = getattr(lib, name)
@@ -217,6 +219,30 @@ def finishing() -> None:
     that is not a hang (the supervisor allows an exit grace).  ``ExactResume.close()`` calls it.  A
     no-op when the process is not supervised."""
     library().msc_worker_finishing()
+
+
+def standby() -> bool:
+    """True in a warm standby (the contract's ``fault_tolerance.standby_worker``) that has not been
+    handed the job yet."""
+    return bool(library().msc_worker_standby())
+
+
+def take_over() -> None:
+    """Returns once this process may do the worker's work: at once for a worker; a warm standby
+    waits here, its start-up done and its state allocated, until the executor hands it the job
+    after a fault (``MSCALE_RESTART_REASON`` is then set).  ``heartbeat()`` and opening snapshots
+    (``ExactResume``) wait here too, so a standby never runs the job early; call it yourself after
+    what is slow and touches nothing shared (imports, building the model) and before touching
+    devices or data."""
+    library().msc_worker_take_over()
+    # The library changed the C environment; os.environ is Python's copy of it.
+    reason = os.environ.get("MSCALE_RESTART_REASON")
+    native = ctypes.CDLL(None).getenv
+    native.restype, native.argtypes = ctypes.c_char_p, [ctypes.c_char_p]
+    value = native(b"MSCALE_RESTART_REASON")
+    if value is not None and value.decode() != reason:
+        os.environ["MSCALE_RESTART_REASON"] = value.decode()
+    os.environ.pop("MSCALE_STANDBY", None)
 
 
 def report_throughput(tflops: float) -> None:

@@ -189,12 +189,6 @@ int runTrainer(const TrainerOptions &o) {
                          "--snapshot-dir, --mem-name or MSCALE_SNAPSHOT_MEMFD\n");
     return kExitUsage;
   }
-  if (anyTier) {
-    if (Status s = snapshot::Store::open(so, store); !s) {
-      std::fprintf(stderr, "mscale-train-sim: %s\n", s.str().c_str());
-      return kExitError;
-    }
-  }
 
   // Data reads go through io_uring; pread only where the kernel refuses it (said once on stderr).
   PreadReader pread;
@@ -225,8 +219,20 @@ int runTrainer(const TrainerOptions &o) {
     extra.data()[i] = static_cast<uint8_t>(i >> 12);
   uint64_t step = 0;
 
-  if (!o.restartReason.empty())
-    log.line("# restart after fault " + o.restartReason);
+  // A warm standby has started up and allocated its state: here it waits until the executor hands
+  // it the job after a fault. Everything below touches what the running worker still owns.
+  mscale::worker::takeOver();
+  std::string restartReason = o.restartReason;
+  if (const char *why = std::getenv("MSCALE_RESTART_REASON"); restartReason.empty() && why)
+    restartReason = why;
+  if (anyTier) {
+    if (Status s = snapshot::Store::open(so, store); !s) {
+      std::fprintf(stderr, "mscale-train-sim: %s\n", s.str().c_str());
+      return kExitError;
+    }
+  }
+  if (!restartReason.empty())
+    log.line("# restart after fault " + restartReason);
   if (store) {
     snapshot::Restored r;
     std::optional<BeatWhileBusy> busy(std::in_place, mscale::worker::kStepRestoring);

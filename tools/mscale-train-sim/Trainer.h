@@ -28,7 +28,7 @@ struct TrainerOptions {
   bool backgroundDisk = false; // StoreOptions::backgroundDisk (benchmarks; a disk-full error then
                                // comes back one snapshot later)
   bool quiet = false;
-  std::string restartReason; // why this attempt is a restart (logged with the resume line)
+  std::string restartReason; // why this attempt is a restart (logged with the resume line); else MSCALE_RESTART_REASON
   std::string reader = "io_uring"; // or "pread"
 };
 

@@ -34,7 +34,8 @@ const char *kUsage =
     "  --reader io_uring|pread  how data files are read (default io_uring)\n"
     "  --quiet                no progress on stderr\n"
     "Under mscale-exec: MSCALE_SNAPSHOT_DIR/_EVERY/_KEEP/_MEMFD (from the plan) stand in for the snapshot\n"
-    "options not given; MSCALE_RESUME=1 means --resume; heartbeats go to the control page.\n";
+    "options not given; MSCALE_RESUME=1 means --resume; heartbeats go to the control page. A warm standby\n"
+    "(MSCALE_STANDBY=1) allocates its state, then waits for the executor to hand it the job.\n";
 
 bool number(const char *s, uint64_t &out) {
   char *end = nullptr;
@@ -168,8 +169,6 @@ int main(int argc, char **argv) {
   }
   if (const char *r = env("MSCALE_RESUME"); r && std::string(r) == "1")
     o.resume = true;
-  if (const char *why = env("MSCALE_RESTART_REASON"))
-    o.restartReason = why;
   if (o.dataDir.empty()) {
     std::fputs(kUsage, stderr);
     return msc::workload::kExitUsage;
