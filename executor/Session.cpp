@@ -174,9 +174,17 @@ std::vector<Session::GpuSample> Session::gpuSamples() const {
 
 void Session::workerExited(pid_t pid) { workers_.erase(std::remove(workers_.begin(), workers_.end(), pid), workers_.end()); }
 
-void Session::killWorkerTree() {
-  if (workers_.empty())
+void Session::killWorkerTree(const std::vector<pid_t> &sparing) {
+  std::vector<pid_t> roots;
+  for (pid_t pid : workers_)
+    if (std::find(sparing.begin(), sparing.end(), pid) == sparing.end())
+      roots.push_back(pid);
+  if (roots.empty())
     return;
+  if (roots.size() != workers_.size()) {
+    killProcessTree(roots);
+    return;
+  }
   std::string dir = cgroupV2();
   int fd = dir.empty() ? -1 : ::open((dir + "/cgroup.kill").c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) {

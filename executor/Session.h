@@ -74,8 +74,10 @@ public:
   void workerExited(pid_t pid);
   // SIGKILL to the workers and to every process they started (data-loader children must not outlive
   // them and keep their files and control pages): through cgroup.kill where the contract has a
-  // cgroup2 directory and the kernel has the file, else found in /proc (ProcessTree.h).
-  void killWorkerTree();
+  // cgroup2 directory and the kernel has the file, else found in /proc (ProcessTree.h). The workers
+  // in `sparing` (a warm standby) and their children live on: then the tree is found in /proc, since
+  // cgroup.kill would take them too.
+  void killWorkerTree(const std::vector<pid_t> &sparing = {});
   const std::string &contract() const { return contract_; }
   const std::string &planName() const { return planName_; }
   const plan::Plan &plan() const { return plan_; }

@@ -70,22 +70,6 @@ std::string ms(uint64_t ns) {
 // Plan durations have no upper bound: a wrapped sum would put the next wake-up in the past.
 uint64_t after(uint64_t now, uint64_t delta) { return delta > UINT64_MAX - now ? UINT64_MAX : now + delta; }
 
-// The first error among collected diagnostics, as one line ("error[CODE]: message").
-std::string firstError(const CollectingConsumer &c) {
-  for (const Diagnostic &d : c.diags)
-    if (d.severity == Severity::Error) {
-      std::string text;
-      llvm::raw_string_ostream os(text);
-      TextDiagnosticPrinter printer(os);
-      printer.handle(d, nullptr);
-      os.flush();
-      llvm::StringRef line = llvm::StringRef(text).split('\n').first;
-      size_t at = line.find("error[");
-      return (at == llvm::StringRef::npos ? line : line.substr(at)).str();
-    }
-  return "no diagnostic";
-}
-
 } // namespace
 
 struct Supervisor::SliceWatch {
@@ -113,7 +97,8 @@ uint64_t beatSampleIntervalNs(const plan::FaultTolerance &ft) {
 
 Supervisor::Supervisor(Session &session, Logger &log, SupervisorOptions options)
     : session_(session), log_(log), options_(std::move(options)),
-      group_(std::max(1u, options_.nprocPerNode), options_.nprocPerNode > 0) {
+      group_(std::max(1u, options_.nprocPerNode), options_.nprocPerNode > 0),
+      standby_(session, log, group_, [this](uint32_t attempt) { return attemptEnvironment(attempt, true); }) {
   const plan::FaultTolerance &ft = session_.plan().fault_tolerance();
   recoverable_ = ft.snapshot_every_steps() || ft.snapshot_interval_ns();
   heartbeatNs_ = heartbeatIntervalNs(ft);
@@ -142,6 +127,7 @@ void Supervisor::resetControllers() {
 Supervisor::~Supervisor() { shutdown(); }
 
 void Supervisor::shutdown() {
+  standby_.discard("supervision ended");
   if (!handOver_.active)
     return;
   session_.retireGpuSlices(handOver_.retiring);
@@ -154,22 +140,29 @@ void Supervisor::record(const std::string &kind, const std::string &text) {
   history_.push_back({int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000, kind, text});
 }
 
-bool Supervisor::startWorker(DiagnosticEngine &diags, const std::string &restartReason) {
-  const plan::FaultTolerance &ft = session_.plan().fault_tolerance();
+std::map<std::string, std::string> Supervisor::attemptEnvironment(uint32_t attempt, bool restart) const {
   std::map<std::string, std::string> env = options_.environment;
-  env["MSCALE_ATTEMPT"] = std::to_string(restarts_);
-  if (!restartReason.empty()) {
+  env["MSCALE_ATTEMPT"] = std::to_string(attempt);
+  if (restart)
     env["MSCALE_RESUME"] = "1";
-    env["MSCALE_RESTART_REASON"] = restartReason;
-  }
   if (!options_.planPath.empty())
     env["MSCALE_PLAN"] = options_.planPath;
-  setSnapshotVariables(ft, env);
-  RankLauncher launch = [this](const std::vector<std::string> &argv, const std::map<std::string, std::string> &rankEnv,
-                               const std::vector<int> &fds, const std::string &label, DiagnosticEngine &d) {
+  setSnapshotVariables(session_.plan().fault_tolerance(), env);
+  return env;
+}
+
+RankLauncher Supervisor::launcher() {
+  return [this](const std::vector<std::string> &argv, const std::map<std::string, std::string> &rankEnv,
+                const std::vector<int> &fds, const std::string &label, DiagnosticEngine &d) {
     return session_.startWorkerProcess(argv, rankEnv, d, fds, label);
   };
-  if (!group_.start(options_.command, env, launch, monotonicNs(), diags))
+}
+
+bool Supervisor::startWorker(DiagnosticEngine &diags, const std::string &restartReason) {
+  std::map<std::string, std::string> env = attemptEnvironment(restarts_, !restartReason.empty());
+  if (!restartReason.empty())
+    env["MSCALE_RESTART_REASON"] = restartReason;
+  if (!group_.start(options_.command, env, launcher(), monotonicNs(), diags))
     return false;
   if (group_.ranked())
     log_.info(session_.contract(), "started " + std::to_string(group_.size()) + " rank(s): WORLD_SIZE " +
@@ -219,7 +212,7 @@ void Supervisor::raise(Fault fault, uint64_t now, uint64_t lastGoodNs) {
   if (several && rank)
     group_.stop(rank, after(now, options_.rankStopGraceNs));
   else
-    session_.killWorkerTree();
+    session_.killWorkerTree(standby_.pids());
 }
 
 void Supervisor::heartbeatTick(uint64_t now) {
@@ -416,7 +409,7 @@ bool Supervisor::handOverTo(const plan::Plan &next, const std::string &head, con
     return refuse("the node's topology cannot be read");
   admission::Held others = options_.admitted ? options_.admitted() : admission::Held{};
   if (!admission::recheckPlan(next, *node, others, diags, options_.recheck))
-    return refuse("the re-check failed: " + firstError(checks));
+    return refuse("the re-check failed: " + firstErrorLine(checks));
   std::string diff;
   llvm::raw_string_ostream os(diff);
   plan::diffPlans(session_.plan(), next, os);
@@ -521,7 +514,7 @@ bool Supervisor::moveOffLostGpu(unsigned lost, DiagnosticEngine &diags) {
     checks.diags.clear();
     if (!admission::recheckPlan(next, *node, options_.admitted ? options_.admitted() : admission::Held{}, quiet,
                              options_.recheck)) {
-      tried += (tried.empty() ? "" : "; ") + std::string("gpu ") + std::to_string(c.index) + ": " + firstError(checks);
+      tried += (tried.empty() ? "" : "; ") + std::string("gpu ") + std::to_string(c.index) + ": " + firstErrorLine(checks);
       continue;
     }
     std::vector<SliceId> retiring;
@@ -585,7 +578,7 @@ bool Supervisor::recover(const Fault &fault, DiagnosticEngine &diags, int &statu
   std::string who = group_.size() > 1 ? "all " + std::to_string(group_.size()) + " ranks" : std::string("the worker");
   log_.info(contract, "restarting " + who + " after " + what + " from the newest snapshot (restart " +
                           std::to_string(restarts_) + " of at most " + std::to_string(options_.maxRestarts) + ")");
-  if (!startWorker(diags, what)) {
+  if (!standby_.takeOver(restarts_, what, monotonicNs()) && !startWorker(diags, what)) {
     status = 1;
     return false;
   }
@@ -625,7 +618,16 @@ uint64_t Supervisor::nextWakeNs(uint64_t now) const {
   return std::min(wake, group_.stopDeadlineNs()); // ranks that outlive their grace are killed on time
 }
 
+bool Supervisor::steadyForStandby() const {
+  if (!recoverable_ || !group_.running() || pendingFault_ || cannotResume_ || stopping_ || recovery_.active ||
+      handOver_.active || restarts_ >= options_.maxRestarts)
+    return false;
+  std::optional<uint64_t> step = group_.commonStep();
+  return step && *step != mscale::worker::kStepRestoring;
+}
+
 void Supervisor::forwardSignal(int sig) {
+  standby_.discard(std::string("forwarding ") + strsignal(sig) + " to the worker");
   if (!group_.running())
     return;
   for (unsigned r = 0; r < group_.size(); ++r)
@@ -649,9 +651,10 @@ void Supervisor::tick(uint64_t now) {
   }
   if (group_.graceExpired(now)) {
     log_.warn(session_.contract(), "ranks still running " + ms(options_.rankStopGraceNs) + " after SIGTERM: SIGKILL");
-    session_.killWorkerTree();
+    session_.killWorkerTree(standby_.pids());
   }
   noteProgress(now);
+  standby_.tick(now, steadyForStandby(), restarts_ + 1, options_.command, launcher());
   handOverTick(now);
   if (now >= nextWindow_) {
     monitorTick(now);
@@ -666,6 +669,8 @@ std::optional<int> Supervisor::onWorkerExit(int status, DiagnosticEngine &diags)
 std::optional<int> Supervisor::onWorkerExit(pid_t pid, int status, DiagnosticEngine &diags) {
   const std::string &contract = session_.contract();
   uint64_t now = monotonicNs();
+  if (standby_.exited(pid, status, now))
+    return std::nullopt;
   std::optional<unsigned> rank = group_.exited(pid, status);
   if (!rank)
     return std::nullopt; // not a worker of this contract
@@ -701,6 +706,13 @@ std::optional<int> Supervisor::onWorkerExit(pid_t pid, int status, DiagnosticEng
 }
 
 std::optional<int> Supervisor::finishAttempt(uint64_t now, DiagnosticEngine &diags) {
+  std::optional<int> status = endAttempt(now, diags);
+  if (status)
+    standby_.discard("supervision ended");
+  return status;
+}
+
+std::optional<int> Supervisor::endAttempt(uint64_t now, DiagnosticEngine &diags) {
   const std::string &contract = session_.contract();
   bool completed = group_.allCompleted(); // even if a fault was raised meanwhile
   std::optional<Fault> fault = completed ? std::nullopt : pendingFault_;
@@ -747,9 +759,12 @@ int Supervisor::run(const sigset_t &signals, DiagnosticEngine &diags) {
       forwardSignal(sig);
       continue;
     }
-    // Every rank that ended since the last wake-up (one SIGCHLD may stand for several).
+    // Every rank and standby that ended since the last wake-up (one SIGCHLD may stand for several).
     bool reaped = false;
-    for (pid_t pid : group_.runningPids()) {
+    std::vector<pid_t> children = group_.runningPids();
+    for (pid_t pid : standby_.pids())
+      children.push_back(pid);
+    for (pid_t pid : children) {
       int status = 0;
       if (::waitpid(pid, &status, WNOHANG) != pid)
         continue;

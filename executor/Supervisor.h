@@ -20,6 +20,7 @@
 #include "executor/RecoveryTimeline.h"
 #include "executor/ResizePolicy.h"
 #include "executor/Session.h"
+#include "executor/WarmStandby.h"
 #include "executor/WorkerGroup.h"
 #include "hal/Topology.h"
 
@@ -123,6 +124,9 @@ public:
 
   const std::vector<HistoryEntry> &history() const { return history_; }
   const WorkerGroup &workers() const { return group_; }
+  // The warm standby's processes (plan fault_tolerance.standby_worker), not yet reaped: whoever
+  // reaps the workers reaps these too and reports them through onWorkerExit(pid, ...).
+  std::vector<pid_t> standbyPids() const { return standby_.pids(); }
   // The monitor's latest sample of each GPU slice (status reads these: sampling advances a window).
   std::vector<Session::GpuSample> lastSamples() const;
   static uint64_t monotonicNs();
@@ -131,8 +135,15 @@ private:
   struct SliceWatch;
   // Starts every rank (one worker when there are no ranks) of a new attempt.
   bool startWorker(DiagnosticEngine &diags, const std::string &restartReason);
-  // Every rank of an attempt has ended: completion, a recovery, or the end of supervision.
+  // The variables of attempt `attempt` (a restart when `restart`), without the restart reason.
+  std::map<std::string, std::string> attemptEnvironment(uint32_t attempt, bool restart) const;
+  RankLauncher launcher();
+  // Whether the running attempt may be stood by for now (WarmStandby::tick).
+  bool steadyForStandby() const;
+  // Every rank of an attempt has ended: completion, a recovery, or the end of supervision (and of
+  // the standby with it).
   std::optional<int> finishAttempt(uint64_t now, DiagnosticEngine &diags);
+  std::optional<int> endAttempt(uint64_t now, DiagnosticEngine &diags);
   void heartbeatTick(uint64_t now);  // the devices' heartbeats (GPU slices, RDMA ports): once per heartbeat
   void hangTick(uint64_t now);       // the workers' beats: several samples per heartbeat (kBeatSamplesPerHeartbeat)
   void monitorTick(uint64_t now);
@@ -158,6 +169,7 @@ private:
   Logger &log_;
   SupervisorOptions options_;
   WorkerGroup group_; // the ranks (one for a single worker): pids, control pages, memory tiers
+  WarmStandby standby_;
   bool recoverable_ = false;
   uint32_t restarts_ = 0;
   std::optional<Fault> pendingFault_;   // this attempt failed: the ranks still running are being stopped

@@ -52,6 +52,7 @@ WorkerGroup::WorkerGroup(unsigned size, bool rankEnvironment) : rankEnvironment_
 }
 
 WorkerGroup::~WorkerGroup() {
+  discardStandby(); // a standby must not outlive the job it stands by for
   for (Rank &r : ranks_)
     if (r.memoryTierFd >= 0)
       ::close(r.memoryTierFd);
@@ -90,32 +91,13 @@ bool WorkerGroup::start(const std::vector<std::string> &command, const std::map<
     }
     masterPort_ = *port;
   }
-  std::string world = std::to_string(ranks_.size());
   for (Rank &r : ranks_) {
     r.pid = -1;
     r.status.reset();
-    std::map<std::string, std::string> rankEnv = env;
-    std::vector<int> fds;
-    if (r.control) {
+    if (r.control)
       r.control->resetForNewWorker();
-      rankEnv["MSCALE_CONTROL_FD"] = std::to_string(r.control->fd());
-      fds.push_back(r.control->fd());
-    }
-    if (r.memoryTierFd >= 0) {
-      rankEnv["MSCALE_SNAPSHOT_MEMFD"] = std::to_string(r.memoryTierFd);
-      fds.push_back(r.memoryTierFd);
-    }
-    if (rankEnvironment_) {
-      // What torchrun --nproc-per-node exports (one node: local rank = rank), and the same under
-      // MSCALE_ names for code that must not mistake another launcher's variables for ours.
-      std::string rank = std::to_string(r.index);
-      for (const char *name : {"RANK", "LOCAL_RANK", "MSCALE_RANK"})
-        rankEnv[name] = rank;
-      for (const char *name : {"WORLD_SIZE", "LOCAL_WORLD_SIZE", "MSCALE_WORLD_SIZE"})
-        rankEnv[name] = world;
-      rankEnv["MASTER_ADDR"] = "127.0.0.1";
-      rankEnv["MASTER_PORT"] = std::to_string(masterPort_);
-    }
+    std::vector<int> fds;
+    std::map<std::string, std::string> rankEnv = rankVariables(r, r.control.get(), masterPort_, env, fds);
     std::string label = ranks_.size() > 1 ? "rank " + std::to_string(r.index) : std::string();
     r.pid = launch(command, rankEnv, fds, label, diags);
     if (r.pid <= 0) {
@@ -127,6 +109,156 @@ bool WorkerGroup::start(const std::vector<std::string> &command, const std::map<
     r.lastBeatNs = nowNs;
   }
   return true;
+}
+
+std::map<std::string, std::string> WorkerGroup::rankVariables(const Rank &r, const worker::ControlPageHost *page,
+                                                              uint16_t port,
+                                                              const std::map<std::string, std::string> &env,
+                                                              std::vector<int> &fds) const {
+  std::map<std::string, std::string> rankEnv = env;
+  if (page) {
+    rankEnv["MSCALE_CONTROL_FD"] = std::to_string(page->fd());
+    fds.push_back(page->fd());
+  }
+  if (r.memoryTierFd >= 0) {
+    rankEnv["MSCALE_SNAPSHOT_MEMFD"] = std::to_string(r.memoryTierFd);
+    fds.push_back(r.memoryTierFd);
+  }
+  if (rankEnvironment_) {
+    // What torchrun --nproc-per-node exports (one node: local rank = rank), and the same under
+    // MSCALE_ names for code that must not mistake another launcher's variables for ours.
+    std::string rank = std::to_string(r.index), world = std::to_string(ranks_.size());
+    for (const char *name : {"RANK", "LOCAL_RANK", "MSCALE_RANK"})
+      rankEnv[name] = rank;
+    for (const char *name : {"WORLD_SIZE", "LOCAL_WORLD_SIZE", "MSCALE_WORLD_SIZE"})
+      rankEnv[name] = world;
+    rankEnv["MASTER_ADDR"] = "127.0.0.1";
+    rankEnv["MASTER_PORT"] = std::to_string(port);
+  }
+  return rankEnv;
+}
+
+bool WorkerGroup::startStandby(const std::vector<std::string> &command, const std::map<std::string, std::string> &env,
+                               const RankLauncher &launch, uint64_t nowNs, DiagnosticEngine &diags) {
+  discardStandby();
+  if (rankEnvironment_) {
+    // The standbys' attempt rendezvouses on a port of its own: the running attempt holds masterPort_.
+    std::string error;
+    std::optional<uint16_t> port = freeLoopbackPort(masterPort_, error);
+    if (!port) {
+      diags.report(DiagCode::ERR_EXEC_009) << (command.empty() ? std::string() : command[0])
+                                           << "no free loopback port for the standby's MASTER_PORT: " + error;
+      return false;
+    }
+    standbyMasterPort_ = *port;
+  }
+  std::map<std::string, std::string> standbyEnv = env;
+  standbyEnv["MSCALE_STANDBY"] = "1";
+  standbyStartedNs_ = nowNs;
+  for (const Rank &r : ranks_) {
+    Standby s;
+    if (!sparePages_.empty()) {
+      s.control = std::move(sparePages_.back());
+      sparePages_.pop_back();
+    } else {
+      std::string error;
+      s.control = worker::ControlPageHost::create(error);
+      if (!s.control) {
+        diags.report(DiagCode::ERR_EXEC_009) << (command.empty() ? std::string() : command[0])
+                                             << "no control page for a standby: " + error;
+        discardStandby();
+        return false;
+      }
+    }
+    s.control->resetForNewWorker();
+    std::vector<int> fds;
+    std::map<std::string, std::string> rankEnv = rankVariables(r, s.control.get(), standbyMasterPort_, standbyEnv, fds);
+    std::string label = ranks_.size() > 1 ? "standby of rank " + std::to_string(r.index) : std::string("standby");
+    s.pid = launch(command, rankEnv, fds, label, diags);
+    bool started = s.pid > 0;
+    standbys_.push_back(std::move(s));
+    if (!started) {
+      standbys_.back().pid = -1;
+      discardStandby();
+      return false;
+    }
+  }
+  return true;
+}
+
+bool WorkerGroup::standbyWaiting() const {
+  return hasStandby() &&
+         std::all_of(standbys_.begin(), standbys_.end(), [](const Standby &s) { return s.control->standbyWaiting(); });
+}
+
+bool WorkerGroup::standbyBeat() const {
+  return std::any_of(standbys_.begin(), standbys_.end(), [](const Standby &s) { return s.control->beats() != 0; });
+}
+
+void WorkerGroup::takeOverStandby(const std::string &restartReason, uint64_t nowNs) {
+  stopDeadlineNs_ = UINT64_MAX;
+  for (unsigned i = 0; i < ranks_.size(); ++i) {
+    Rank &r = ranks_[i];
+    Standby &s = standbys_[i];
+    if (r.control) {
+      s.control->continueFrom(*r.control);
+      sparePages_.push_back(std::move(r.control));
+    }
+    r.control = std::move(s.control);
+    r.pid = s.pid;
+    r.status.reset();
+    r.lastBeats = 0;
+    r.lastBeatNs = nowNs;
+  }
+  standbys_.clear();
+  if (rankEnvironment_)
+    masterPort_ = standbyMasterPort_;
+  // Every page is in place before any rank runs: ranks rendezvous as soon as they have the job.
+  for (Rank &r : ranks_)
+    r.control->handOverToStandby(restartReason);
+}
+
+void WorkerGroup::discardStandby() {
+  for (Standby &s : standbys_) {
+    if (s.pid > 0) {
+      ::kill(s.pid, SIGKILL);
+      endingStandbys_.push_back(s.pid);
+    }
+    if (s.control)
+      sparePages_.push_back(std::move(s.control));
+  }
+  standbys_.clear();
+}
+
+std::vector<pid_t> WorkerGroup::standbyPids() const {
+  std::vector<pid_t> out = endingStandbys_;
+  for (const Standby &s : standbys_)
+    if (s.pid > 0)
+      out.push_back(s.pid);
+  return out;
+}
+
+std::vector<pid_t> WorkerGroup::liveStandbyPids() const {
+  std::vector<pid_t> out;
+  for (const Standby &s : standbys_)
+    out.push_back(s.pid);
+  return out;
+}
+
+std::optional<bool> WorkerGroup::standbyExited(pid_t pid) {
+  if (pid <= 0)
+    return std::nullopt;
+  if (auto it = std::find(endingStandbys_.begin(), endingStandbys_.end(), pid); it != endingStandbys_.end()) {
+    endingStandbys_.erase(it);
+    return true;
+  }
+  for (Standby &s : standbys_)
+    if (s.pid == pid) {
+      s.pid = -1; // reaped: not to be killed again
+      discardStandby();
+      return false;
+    }
+  return std::nullopt;
 }
 
 std::optional<unsigned> WorkerGroup::exited(pid_t pid, int waitStatus) {

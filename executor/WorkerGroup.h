@@ -119,11 +119,50 @@ public:
   // Every running rank took notice `generation` (when none runs: every rank did); false without pages.
   bool acknowledged(uint64_t generation) const;
 
+  // ---- the warm standby (plan fault_tolerance.standby_worker) ------------------------------------
+  // One standby process per rank, started ahead of a fault with the environment of the next attempt
+  // (`env`, as start() takes it) plus MSCALE_STANDBY=1 and a control page of its own, on which it
+  // waits with its state allocated (WorkerApi.h: takeOver). False when one cannot start: the others
+  // are killed (reaped like any standby: standbyPids, standbyExited).
+  bool startStandby(const std::vector<std::string> &command, const std::map<std::string, std::string> &env,
+                    const RankLauncher &launch, uint64_t nowNs, DiagnosticEngine &diags);
+  bool hasStandby() const { return !standbys_.empty(); } // a standby for every rank, none ended
+  bool standbyWaiting() const;         // every standby has started up and waits for the job
+  bool standbyBeat() const;            // a standby beat: it ran the job's loop before it had the job
+  uint64_t standbyStartedNs() const { return standbyStartedNs_; }
+  // The standbys become the ranks of a new attempt and are handed the job. Each standby's page
+  // takes the place of its rank's (continuing its step and notice generation); the old page is kept
+  // for the next standby. Needs hasStandby() and no rank running.
+  void takeOverStandby(const std::string &restartReason, uint64_t nowNs);
+  // SIGKILL to every standby; they are reaped as they end.
+  void discardStandby();
+  std::vector<pid_t> standbyPids() const; // standbys not reaped yet: waiting, or killed
+  std::vector<pid_t> liveStandbyPids() const; // the standby set up now, in rank order
+  // A waited-for pid ended: nullopt when it was no standby; true when it had been killed
+  // (discardStandby), false when it ended on its own, and then the rest of its set is killed: the
+  // job needs a standby for every rank.
+  std::optional<bool> standbyExited(pid_t pid);
+
 private:
+  // The environment and inherited fds of rank `r`'s process on `page` with MASTER_PORT `port`.
+  std::map<std::string, std::string> rankVariables(const Rank &r, const worker::ControlPageHost *page, uint16_t port,
+                                                   const std::map<std::string, std::string> &env,
+                                                   std::vector<int> &fds) const;
+
   std::vector<Rank> ranks_;
   bool rankEnvironment_;
   uint16_t masterPort_ = 0;
   uint64_t stopDeadlineNs_ = UINT64_MAX;
+
+  struct Standby {
+    pid_t pid = -1;
+    std::unique_ptr<worker::ControlPageHost> control;
+  };
+  std::vector<Standby> standbys_;          // one per rank while a set is up, else empty
+  std::vector<pid_t> endingStandbys_;      // killed, not reaped yet
+  std::vector<std::unique_ptr<worker::ControlPageHost>> sparePages_; // for the next standbys
+  uint16_t standbyMasterPort_ = 0;
+  uint64_t standbyStartedNs_ = 0;
 };
 
 } // namespace msc::exec

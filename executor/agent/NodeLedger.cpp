@@ -304,6 +304,16 @@ bool NodeLedger::resize(const std::string &contract, const plan::Plan &next, con
 
 void NodeLedger::reapWorkers() {
   for (auto &[name, c] : contracts_) {
+    if (c->supervisor) // a warm standby that ended (or was discarded): the supervisor's to note
+      for (pid_t standby : c->supervisor->standbyPids()) {
+        int st;
+        if (::waitpid(standby, &st, WNOHANG) != standby)
+          continue;
+        LogDiagnosticPrinter printer(log_);
+        printer.setContract(name);
+        DiagnosticEngine diags(nullptr, printer);
+        c->supervisor->onWorkerExit(standby, st, diags);
+      }
     pid_t pid = c->session->workerPid();
     if (pid <= 0)
       continue;

@@ -18,6 +18,7 @@ and waits. It prints the plan of faults and mscale-exec's fault and recovery lin
 import argparse
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -33,14 +34,24 @@ def log_size(path):
     return os.path.getsize(path) if os.path.exists(path) else 0
 
 
-def worker_of(exec_pid, index=0):
-    """The executor's `index`-th worker process (with --nproc-per-node: rank `index`, started in order)."""
-    try:
-        with open("/proc/%d/task/%d/children" % (exec_pid, exec_pid)) as f:
-            kids = sorted(int(k) for k in f.read().split())
-        return kids[index] if len(kids) > index else None
-    except FileNotFoundError:
-        return None
+WORKER_STARTED = re.compile(r"info: worker (\d+)(?: \((rank (\d+)|standby.*?)\))? started: ")
+STANDBY_TOOK_OVER = re.compile(r"info: standby worker\(s\) ([\d, ]+) took over")
+
+
+def worker_of(exec_log, index=0):
+    """The running attempt's `index`-th worker (with --nproc-per-node: rank `index`), from the
+    executor's log: the newest start of that rank, or the warm standby that took over after it
+    (a standby waiting for the job is no victim)."""
+    current = {}
+    with open(exec_log) as f:
+        for line in f:
+            started = WORKER_STARTED.search(line)
+            if started and not (started.group(2) or "").startswith("standby"):
+                current[int(started.group(3) or 0)] = int(started.group(1))
+            took = STANDBY_TOOK_OVER.search(line)
+            if took:
+                current = {rank: int(pid) for rank, pid in enumerate(took.group(1).split(", "))}
+    return current.get(index)
 
 
 def wait_for_step(train_log, start, step, proc, timeout=60):
@@ -131,7 +142,7 @@ def main():
             return 1
         before = log_size(train_log)
         if f == "kill9":
-            os.kill(worker_of(proc.pid, a.victim), signal.SIGKILL)
+            os.kill(worker_of(exec_log, a.victim), signal.SIGKILL)
         elif f == "gpu":
             with open(control, "a") as c:
                 c.write("gpu 0 fault lost\n")
@@ -139,7 +150,7 @@ def main():
             with open(control, "a") as c:
                 c.write("rdma mlx5_0 1 down\n")
         elif f == "hang":
-            os.kill(worker_of(proc.pid, a.victim), signal.SIGSTOP)
+            os.kill(worker_of(exec_log, a.victim), signal.SIGSTOP)
         elif f == "node-loss":
             proc.kill()
             proc.wait()
@@ -155,7 +166,7 @@ def main():
     with open(exec_log) as log:
         for line in log:
             for key in (" fault ", "moved off lost gpu", "rdma failover:", "recovered from", "worker completed",
-                        "resuming after a lost node",
+                        "resuming after a lost node", "standby worker",
                         "error["):
                 if key in line:
                     print(line.split(": ", 1)[1].rstrip() if " contract=" in line else line.rstrip())

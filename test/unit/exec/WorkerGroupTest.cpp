@@ -374,3 +374,101 @@ TEST(WorkerGroup, SupervisorGivesUpAfterTheRestartBudgetWithEveryRankStopped) {
   EXPECT_TRUE(gaveUp);
   EXPECT_TRUE(job.session->workerPids().empty());
 }
+
+// ---- the warm standby (plan fault_tolerance.standby_worker) ----------------------------------------
+
+namespace {
+
+SupervisorOptions standbyJob(SupervisedJob &job, unsigned ranks, const char *asStandby) {
+  job.session = nullptr;
+  job.plan.mutable_fault_tolerance()->set_standby_worker(true);
+  job.session = std::make_unique<Session>(job.plan, "ranks", "ranks.msp", job.log, SessionOptions{});
+  SupervisorOptions o;
+  o.nprocPerNode = ranks;
+  o.command = {MSC_EXEC_TEST_WORKER, "standby-job", job.dir.path, asStandby};
+  return o;
+}
+
+// Processes the supervisor killed on its way out (a discarded standby) are the session's to reap.
+void reapLeftovers(Session &session) {
+  for (pid_t pid : session.workerPids()) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+  }
+}
+
+// The pids of the first "standby worker(s) 12, 13 took over" line of `log`.
+std::vector<std::string> tookOver(const std::string &log) {
+  std::istringstream lines(log);
+  const std::string head = "standby worker(s) ", tail = " took over";
+  for (std::string line; std::getline(lines, line);) {
+    size_t at = line.find(head), end = line.find(tail);
+    if (at == std::string::npos || end == std::string::npos)
+      continue;
+    std::vector<std::string> pids;
+    std::istringstream list(line.substr(at + head.size(), end - at - head.size()));
+    for (std::string pid; std::getline(list, pid, ',');)
+      pids.push_back(pid[0] == ' ' ? pid.substr(1) : pid);
+    return pids;
+  }
+  return {};
+}
+
+size_t count(const std::string &text, const std::string &what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++n;
+  return n;
+}
+
+} // namespace
+
+TEST(WarmStandby, TheStandbyOfEveryRankTakesOverAfterACrashWithTheRestartReason) {
+  SupervisedJob job(/*recoverable=*/true);
+  SupervisorOptions o = standbyJob(job, 2, "wait");
+  EXPECT_EQ(job.run(std::move(o)), 0);
+  std::string log = job.logText();
+  EXPECT_NE(log.find("fault worker-crashed at step 1 (rank 1: SIGKILL)"), std::string::npos) << log;
+  std::vector<std::string> pids = tookOver(log);
+  ASSERT_EQ(pids.size(), 2u) << log;
+  // The standbys became ranks 0 and 1 of attempt 1, in rank order, and no cold start happened.
+  for (unsigned r = 0; r < 2; ++r)
+    EXPECT_EQ(job.dir.read("rank-" + std::to_string(r) + ".1"), pids[r] + " worker-crashed at step 1 worker\n");
+  EXPECT_NE(log.find("all 2 ranks completed after 1 restart(s)"), std::string::npos) << log;
+  // Each rank was started cold once: attempt 1 is the standbys.
+  EXPECT_EQ(count(log, "(rank 0) started"), 1u) << log;
+  EXPECT_EQ(count(log, "(rank 1) started"), 1u) << log;
+  reapLeftovers(*job.session);
+}
+
+TEST(WarmStandby, AStandbyThatDiesUnaskedIsReplacedWithBackOffAndAfterThreeNoneIsStarted) {
+  SupervisedJob job(/*recoverable=*/true);
+  SupervisorOptions o = standbyJob(job, 0, "die");
+  EXPECT_EQ(job.run(std::move(o)), 0);
+  std::string log = job.logText();
+  EXPECT_NE(log.find("exited with status 9 before it was needed; another in 500.0 ms"), std::string::npos) << log;
+  EXPECT_NE(log.find("exited with status 9 before it was needed; another in 1000.0 ms"), std::string::npos) << log;
+  EXPECT_NE(log.find("exited with status 9 before it was needed; no standby from now on (3 failures)"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(count(log, "(standby) started"), 3u) << log;
+  reapLeftovers(*job.session);
+}
+
+TEST(WarmStandby, AStandbyThatBeatsBeforeItHasTheJobIsKilledAndNoneIsStartedAgain) {
+  SupervisedJob job(/*recoverable=*/true);
+  SupervisorOptions o = standbyJob(job, 0, "beat-early");
+  EXPECT_EQ(job.run(std::move(o)), 0);
+  std::string log = job.logText();
+  EXPECT_NE(log.find("beat before they had the job: the program does not wait for it"), std::string::npos) << log;
+  EXPECT_EQ(count(log, "(standby) started"), 1u) << log;
+  reapLeftovers(*job.session);
+}
+
+TEST(WarmStandby, APlanWithoutARecoveryPointStartsNoStandby) {
+  SupervisedJob job(/*recoverable=*/false);
+  SupervisorOptions o = standbyJob(job, 0, "wait");
+  EXPECT_EQ(job.run(std::move(o)), 0); // its last rank would SIGKILL itself once a standby waits: none does
+  std::string log = job.logText();
+  EXPECT_EQ(log.find("(standby) started"), std::string::npos) << log;
+}

@@ -5,9 +5,17 @@
 //   exec-test-worker cgroup            prints /proc/self/cgroup
 //   exec-test-worker env PREFIX        prints the environment variables starting with PREFIX
 //   exec-test-worker exit N | sleep S  exits with N | sleeps S seconds
+//   exec-test-worker standby-job DIR [wait|die|beat-early]
+//       a job under a warm standby (WorkerApi.h takeOver). As a standby: touches DIR/standby-<rank>-ready
+//       and waits for the job (wait), exits 9 (die), or beats on its page without waiting, as a program
+//       that writes the page itself would (beat-early). With the job: writes "PID REASON worker|standby"
+//       to DIR/rank-<rank>.<attempt>; attempt 0 then beats step 1 every 10 ms for 3 s and exits 0, its
+//       last rank SIGKILLing itself once its standby waits (wait); later attempts beat step 2 and exit 0.
 #include "worker/WorkerApi.h"
 
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -24,6 +32,44 @@ static std::string statusLine(const char *path, const char *key) {
     if (line.rfind(key, 0) == 0)
       return line;
   return "";
+}
+
+static bool exists(const std::string &path) { return access(path.c_str(), F_OK) == 0; }
+
+static int standbyJob(const std::string &dir, const std::string &asStandby) {
+  auto var = [](const char *name, const char *otherwise) {
+    const char *v = std::getenv(name);
+    return std::string(v ? v : otherwise);
+  };
+  std::string rank = var("RANK", "0");
+  if (mscale::worker::standby()) {
+    if (asStandby == "die")
+      return 9;
+    if (asStandby == "beat-early") {
+      if (mscale::worker::ControlPage *c = mscale::worker::detail::mapControlPage())
+        c->beats.fetch_add(1, std::memory_order_release);
+      sleep(60);
+      return 0;
+    }
+    std::ofstream(dir + "/standby-" + rank + "-ready") << "\n";
+  }
+  mscale::worker::takeOver();
+  std::string attempt = var("MSCALE_ATTEMPT", "0");
+  std::ofstream(dir + "/rank-" + rank + "." + attempt)
+      << getpid() << " " << var("MSCALE_RESTART_REASON", "-") << " " << (mscale::worker::standby() ? "standby" : "worker")
+      << "\n";
+  if (attempt != "0") {
+    mscale::worker::heartbeat(2);
+    return 0;
+  }
+  bool victim = std::atoi(rank.c_str()) + 1 == std::atoi(var("WORLD_SIZE", "1").c_str());
+  for (int i = 0; i < 300; ++i) {
+    mscale::worker::heartbeat(1);
+    if (asStandby == "wait" && victim && exists(dir + "/standby-" + rank + "-ready"))
+      raise(SIGKILL);
+    usleep(10'000);
+  }
+  return 0;
 }
 
 int main(int argc, char **argv) {
@@ -73,6 +119,8 @@ int main(int argc, char **argv) {
         std::cout << *e << "\n";
     return 0;
   }
+  if (mode == "standby-job" && argc > 2)
+    return standbyJob(argv[2], argc > 3 ? argv[3] : "wait");
   if (mode == "exit" && argc > 2)
     return std::atoi(argv[2]);
   if (mode == "sleep" && argc > 2) {
