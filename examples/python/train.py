@@ -92,7 +92,9 @@ class TorchSaveCheckpoint:
 
 # Under mscale-exec the decorator checks that the plan being run is this contract's, compiled for
 # this node; alone, it checks that the node could honour it and says that nothing enforces it.
-@mscale.mscale_contract(file=os.path.join(_HERE, "train.msc"), name="tiny_vlm")
+# MSCALE_EXAMPLE_CONTRACT names another file with a contract 'tiny_vlm' (a variant: a warm standby).
+@mscale.mscale_contract(file=os.environ.get("MSCALE_EXAMPLE_CONTRACT", os.path.join(_HERE, "train.msc")),
+                        name="tiny_vlm")
 def main(argv: Sequence[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", required=True, help="a data set made by make_dataset.py")
@@ -141,6 +143,9 @@ def main(argv: Sequence[str]) -> int:
                                 num_workers=a.workers, drop_last=True, collate_fn=collate, **extra)
     trained = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
 
+    # Everything above is start-up that touches nothing the running job owns: a warm standby (the
+    # contract's standby_worker) does it ahead of a fault and waits here until it is handed the job.
+    mscale.io.take_over()
     log_path = a.log + (".rank%d" % rank if rank > 0 else "")  # rank 0 writes the log the tools watch
     log = open(log_path, "a", buffering=1)
     if os.environ.get("MSCALE_RESTART_REASON"):
