@@ -19,6 +19,17 @@
 
 namespace msc::exec {
 
+std::string formatMillis(uint64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f ms", double(ns) / 1e6);
+  return buf;
+}
+
+std::string signalName(int sig) {
+  const char *name = sigabbrev_np(sig);
+  return name ? std::string("SIG") + name : "signal " + std::to_string(sig);
+}
+
 bool stderrIsJournal() {
   const char *env = std::getenv("JOURNAL_STREAM");
   unsigned long long dev = 0, ino = 0;

@@ -10,6 +10,7 @@
 #include <llvm/ADT/StringRef.h>
 #include <llvm/ADT/Twine.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -40,12 +41,16 @@ private:
   std::mutex mu_;
 };
 
-// Renders diagnostics as the other tools do (file: error[CODE]: message, notes) and writes each
-// line to the log under the current contract.
 // True when $JOURNAL_STREAM ("DEVICE:INODE") names the file stderr is (systemd's rule for
 // services that may log natively: sd_journal_print(3), systemd.exec(5)).
 bool stderrIsJournal();
 
+// How log lines write a duration ("150.4 ms") and a signal ("SIGKILL").
+std::string formatMillis(uint64_t ns);
+std::string signalName(int sig);
+
+// Renders diagnostics as the other tools do (file: error[CODE]: message, notes) and writes each
+// line to the log under the current contract.
 class LogDiagnosticPrinter : public DiagnosticConsumer {
 public:
   explicit LogDiagnosticPrinter(Logger &log) : log_(log) {}

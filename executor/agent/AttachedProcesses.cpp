@@ -17,12 +17,6 @@ namespace msc::exec {
 
 namespace {
 
-std::string ms(uint64_t ns) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f ms", double(ns) / 1e6);
-  return buf;
-}
-
 bool exited(int pidfd) {
   pollfd p{pidfd, POLLIN, 0};
   return ::poll(&p, 1, 0) > 0;
@@ -111,8 +105,8 @@ std::vector<AttachedProcesses::Event> AttachedProcesses::tick(uint64_t nowNs) {
     ::syscall(SYS_pidfd_send_signal, p.pidfd, SIGKILL, nullptr, 0);
     p.killed = true;
     events.push_back({p.pid, true,
-                      "attached process " + std::to_string(p.pid) + " hung: no heartbeat for " + ms(silence) + " (" +
-                          std::to_string(misses_) + " heartbeats " + ms(heartbeatNs_) + " apart) after step " +
+                      "attached process " + std::to_string(p.pid) + " hung: no heartbeat for " + formatMillis(silence) + " (" +
+                          std::to_string(misses_) + " heartbeats " + formatMillis(heartbeatNs_) + " apart) after step " +
                           std::to_string(p.control->step()) + "; SIGKILL, so that its launcher ends it"});
   }
   return events;
