@@ -34,8 +34,7 @@ const char *faultClassName(FaultClass c) {
 
 std::optional<Fault> classifyWorkerExit(int status) {
   if (WIFSIGNALED(status)) {
-    const char *name = sigabbrev_np(WTERMSIG(status));
-    return Fault{FaultClass::WorkerCrashed, std::string("SIG") + (name ? name : std::to_string(WTERMSIG(status)).c_str())};
+    return Fault{FaultClass::WorkerCrashed, signalName(WTERMSIG(status))};
   }
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
   switch (code) {
@@ -60,12 +59,6 @@ constexpr uint64_t kRecoveryTimingLimitNs = 60'000'000'000;
 // period after `misses` heartbeats of silence: with one sample per heartbeat that was up to a whole
 // heartbeat (200 ms) past the detection budget, with ten it is 20 ms. Reading the page is a load.
 constexpr uint64_t kBeatSamplesPerHeartbeat = 10;
-
-std::string ms(uint64_t ns) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f ms", double(ns) / 1e6);
-  return buf;
-}
 
 // Plan durations have no upper bound: a wrapped sum would put the next wake-up in the past.
 uint64_t after(uint64_t now, uint64_t delta) { return delta > UINT64_MAX - now ? UINT64_MAX : now + delta; }
@@ -218,7 +211,7 @@ void Supervisor::raise(Fault fault, uint64_t now, uint64_t lastGoodNs) {
 void Supervisor::heartbeatTick(uint64_t now) {
   if (!group_.running() || pendingFault_)
     return;
-  std::string period = std::to_string(misses_) + " heartbeats " + ms(heartbeatNs_) + " apart";
+  std::string period = std::to_string(misses_) + " heartbeats " + formatMillis(heartbeatNs_) + " apart";
   if (GpuBackend *gpu = session_.gpuBackend()) {
     for (const HeldSlice &h : session_.heldSlices()) {
       uint64_t key = h.id | (uint64_t(1) << 63);
@@ -261,9 +254,9 @@ void Supervisor::hangTick(uint64_t now) {
   if (group_.observeBeats(now))
     everBeat_ = true;
   if (std::optional<unsigned> hung = group_.hungRank(now, hangAfterNs())) {
-    std::string period = std::to_string(misses_) + " heartbeats " + ms(heartbeatNs_) + " apart";
+    std::string period = std::to_string(misses_) + " heartbeats " + formatMillis(heartbeatNs_) + " apart";
     uint64_t lastBeatNs = group_.rank(*hung).lastBeatNs;
-    Fault fault{FaultClass::WorkerHung, "no worker heartbeat for " + ms(now - lastBeatNs) + ", " + period};
+    Fault fault{FaultClass::WorkerHung, "no worker heartbeat for " + formatMillis(now - lastBeatNs) + ", " + period};
     if (group_.size() > 1)
       fault.detail = "rank " + std::to_string(*hung) + ": " + fault.detail;
     fault.rank = *hung;
@@ -276,7 +269,7 @@ void Supervisor::noteProgress(uint64_t now) {
   if (recovery_.active && now - t.startedNs > kRecoveryTimingLimitNs) {
     log_.warn(session_.contract(), std::string("recovery from ") + faultClassName(recovery_.fault.kind) +
                                        ": the worker reported no completed step within " +
-                                       ms(kRecoveryTimingLimitNs) + "; not timing it further");
+                                       formatMillis(kRecoveryTimingLimitNs) + "; not timing it further");
     recovery_.active = false;
   }
   std::optional<uint64_t> common = recovery_.active ? group_.commonStep() : std::nullopt;
@@ -650,7 +643,7 @@ void Supervisor::tick(uint64_t now) {
     everBeat_ = true;
   }
   if (group_.graceExpired(now)) {
-    log_.warn(session_.contract(), "ranks still running " + ms(options_.rankStopGraceNs) + " after SIGTERM: SIGKILL");
+    log_.warn(session_.contract(), "ranks still running " + formatMillis(options_.rankStopGraceNs) + " after SIGTERM: SIGKILL");
     session_.killWorkerTree(standby_.pids());
   }
   noteProgress(now);

@@ -13,17 +13,10 @@
 namespace msc::exec {
 namespace {
 
-std::string millis(uint64_t ns) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f ms", double(ns) / 1e6);
-  return buf;
-}
-
 std::string howItEnded(int status) {
   if (WIFEXITED(status))
     return "exited with status " + std::to_string(WEXITSTATUS(status));
-  const char *name = sigabbrev_np(WTERMSIG(status));
-  return std::string("killed by SIG") + (name ? name : std::to_string(WTERMSIG(status)).c_str());
+  return "killed by " + signalName(WTERMSIG(status));
 }
 
 std::string pidList(const std::vector<pid_t> &pids) {
@@ -33,20 +26,19 @@ std::string pidList(const std::vector<pid_t> &pids) {
   return llvm::join(text, ", ");
 }
 
-// The first variable that differs between two environments, for the log.
-std::string firstDifference(const std::map<std::string, std::string> &was, const std::map<std::string, std::string> &now) {
-  for (const auto &[key, value] : now) {
-    auto it = was.find(key);
-    if (it == was.end() || it->second != value)
-      return key;
-  }
-  for (const auto &[key, value] : was)
-    if (!now.count(key))
-      return key;
-  return "nothing";
+// The device runtime whose placement a variable describes (set by executor/gpu and executor/rdma's
+// appliers), or 0 for any other variable.
+uint32_t placementRuntime(const std::string &key) {
+  if (key == "CUDA_VISIBLE_DEVICES" || key.rfind("MSCALE_GPU_", 0) == 0)
+    return mscale::worker::kRuntimeCuda;
+  if (key.rfind("MSCALE_RDMA", 0) == 0)
+    return mscale::worker::kRuntimeVerbs;
+  return 0;
 }
 
-constexpr const char *kInheritedFdsKey = "(inherited fds)";
+const char *runtimeLibrary(uint32_t runtime) {
+  return runtime == mscale::worker::kRuntimeCuda ? "libcuda" : "libibverbs";
+}
 
 } // namespace
 
@@ -69,6 +61,35 @@ std::map<std::string, std::string> WarmStandby::basis(uint32_t attempt) const {
   return out;
 }
 
+std::optional<std::string> standbyChanges(const std::map<std::string, std::string> &startedWith,
+                                          const std::map<std::string, std::string> &now, bool waiting,
+                                          uint32_t loaded, worker::ControlPageHost::Environment &changes) {
+  std::vector<std::string> keys;
+  for (const auto &[key, value] : now)
+    if (auto it = startedWith.find(key); it == startedWith.end() || it->second != value)
+      keys.push_back(key);
+  for (const auto &[key, value] : startedWith)
+    if (!now.count(key))
+      keys.push_back(key);
+  for (const std::string &key : keys) {
+    uint32_t runtime = placementRuntime(key);
+    if (key == kInheritedFdsKey || !runtime)
+      return "the worker's environment changed (" + key + ")";
+    if (!waiting)
+      return key + " changed while the standby was still starting";
+    if (loaded & runtime)
+      return key + " changed and the standby has loaded " + runtimeLibrary(runtime);
+    auto it = now.find(key);
+    changes.push_back({key, it == now.end() ? std::nullopt : std::optional<std::string>(it->second)});
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> WarmStandby::stale(uint32_t attempt, bool waiting,
+                                              worker::ControlPageHost::Environment &changes) const {
+  return standbyChanges(startedWith_, basis(attempt), waiting, group_.standbyRuntimes(), changes);
+}
+
 void WarmStandby::tick(uint64_t now, bool steady, uint32_t nextAttempt, const std::vector<std::string> &command,
                        const RankLauncher &launch) {
   if (!enabled() || command.empty())
@@ -83,12 +104,17 @@ void WarmStandby::tick(uint64_t now, bool steady, uint32_t nextAttempt, const st
       group_.discardStandby();
       return;
     }
-    if (now < nextCheckNs_)
-      return;
+    if (now < nextCheckNs_ || !group_.standbyWaiting())
+      return; // one still starting is judged once it waits (or at the restart)
+    if (!announced_) {
+      announced_ = true;
+      log_.info(contract, "standby worker(s) " + pidList(group_.liveStandbyPids()) + " ready: waiting with their " +
+                              "state allocated, " + formatMillis(now - group_.standbyStartedNs()) + " after their start");
+    }
     nextCheckNs_ = now + heartbeatIntervalNs(session_.plan().fault_tolerance());
-    std::map<std::string, std::string> current = basis(attempt_);
-    if (current != startedWith_)
-      discard("the worker's environment changed (" + firstDifference(startedWith_, current) + ")");
+    worker::ControlPageHost::Environment changes;
+    if (std::optional<std::string> why = stale(attempt_, /*waiting=*/true, changes))
+      discard(*why);
     return;
   }
   if (!steady || now < retryAtNs_)
@@ -101,6 +127,7 @@ void WarmStandby::tick(uint64_t now, bool steady, uint32_t nextAttempt, const st
     return;
   }
   attempt_ = nextAttempt;
+  announced_ = false;
   startedWith_ = basis(nextAttempt);
   nextCheckNs_ = now + heartbeatIntervalNs(session_.plan().fault_tolerance());
 }
@@ -112,18 +139,26 @@ bool WarmStandby::takeOver(uint32_t attempt, const std::string &restartReason, u
     discard("it stood by for attempt " + std::to_string(attempt_) + ", not " + std::to_string(attempt));
     return false;
   }
-  std::map<std::string, std::string> current = basis(attempt);
-  if (current != startedWith_) {
-    discard("the worker's environment changed (" + firstDifference(startedWith_, current) + ")");
+  bool waiting = group_.standbyWaiting();
+  worker::ControlPageHost::Environment environment;
+  if (std::optional<std::string> why = stale(attempt, waiting, environment)) {
+    discard(*why);
+    return false;
+  }
+  std::string told;
+  for (const auto &[key, value] : environment)
+    told += (told.empty() ? "; given the new " : ", ") + key;
+  environment.push_back({"MSCALE_RESTART_REASON", restartReason});
+  if (!worker::ControlPageHost::fits(environment)) {
+    discard("its new environment does not fit the control page");
     return false;
   }
   std::vector<pid_t> pids = group_.liveStandbyPids();
-  bool waiting = group_.standbyWaiting();
   uint64_t age = now - group_.standbyStartedNs();
-  group_.takeOverStandby(restartReason, now);
-  log_.info(session_.contract(), "standby worker(s) " + pidList(pids) + " took over (started " + millis(age) +
+  group_.takeOverStandby(environment, now);
+  log_.info(session_.contract(), "standby worker(s) " + pidList(pids) + " took over (started " + formatMillis(age) +
                                      " before, " + (waiting ? "waiting with their state allocated" : "still starting") +
-                                     ")");
+                                     told + ")");
   return true;
 }
 
@@ -151,7 +186,7 @@ void WarmStandby::failed(const std::string &what, uint64_t now) {
   retryAtNs_ = now + wait;
   std::string next = failures_ >= kMaxStandbyFailures
                          ? "no standby from now on (" + std::to_string(failures_) + " failures)"
-                         : "another in " + millis(wait);
+                         : "another in " + formatMillis(wait);
   off_ = failures_ >= kMaxStandbyFailures;
   log_.warn(session_.contract(), "standby " + what + "; " + next);
 }

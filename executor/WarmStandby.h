@@ -8,9 +8,12 @@
 //   - Started once the attempt runs steady (every rank has reported a step, no fault or recovery in
 //     flight, a restart left in the budget), never while the worker restores: it would compete for
 //     the same CPUs and memory bandwidth.
-//   - It takes over only when it was started with exactly the environment a cold start would get
-//     now. A move off a lost GPU, an RDMA failover or a resize changes that environment: such a
-//     standby is discarded (checked once per heartbeat, and at the restart) and the worker starts cold.
+//   - It takes over when it can be given the environment a cold start would get now. What changed
+//     since it started is handed over with the job, but only the placement of a device runtime the
+//     standby had not loaded when it began to wait (a move off a lost GPU: CUDA_VISIBLE_DEVICES and
+//     MSCALE_GPU_*, before libcuda is loaded; an RDMA failover: MSCALE_RDMA*, before libibverbs).
+//     Any other change (CPUs, pools, fds) makes it stale: it is discarded (checked once per
+//     heartbeat, and at the restart) and the worker starts cold.
 //   - A standby that ends before it is needed, or beats before it has the job (a program that does
 //     not wait in takeOver), is a warning; after kMaxStandbyFailures no standby is started again.
 #pragma once
@@ -22,10 +25,21 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace msc::exec {
+
+// The rule of take-over: what a standby started with `startedWith` must be given to run with `now`
+// (each differing variable, unset where `now` lacks it) into `changes`; else why it cannot be.
+// Only the placement of a device runtime it had not loaded (`loaded`: mscale::worker::kRuntime*)
+// may change, and only for a standby that waits (`waiting`: what it loaded is known). The inherited
+// fds are the entry kInheritedFdsKey.
+inline constexpr const char *kInheritedFdsKey = "(inherited fds)";
+std::optional<std::string> standbyChanges(const std::map<std::string, std::string> &startedWith,
+                                          const std::map<std::string, std::string> &now, bool waiting,
+                                          uint32_t loaded, worker::ControlPageHost::Environment &changes);
 
 class WarmStandby {
 public:
@@ -56,6 +70,10 @@ private:
   // What a worker started now for `attempt` would get: the appliers' variables and fds under the
   // attempt's own variables (the launcher's precedence).
   std::map<std::string, std::string> basis(uint32_t attempt) const;
+  // The variables the standby must be given to become attempt `attempt`'s worker, into `changes`;
+  // else why it cannot be. `waiting`: it waits now (what it has loaded is known).
+  std::optional<std::string> stale(uint32_t attempt, bool waiting,
+                                   worker::ControlPageHost::Environment &changes) const;
   void failed(const std::string &what, uint64_t nowNs);
 
   Session &session_;
@@ -66,6 +84,7 @@ private:
   uint32_t attempt_ = 0;                           // the attempt it stands by for
   unsigned failures_ = 0;
   bool off_ = false;
+  bool announced_ = false; // its "ready" line is logged
   uint64_t retryAtNs_ = 0, nextCheckNs_ = 0;
 };
 

@@ -195,7 +195,14 @@ bool WorkerGroup::standbyBeat() const {
   return std::any_of(standbys_.begin(), standbys_.end(), [](const Standby &s) { return s.control->beats() != 0; });
 }
 
-void WorkerGroup::takeOverStandby(const std::string &restartReason, uint64_t nowNs) {
+uint32_t WorkerGroup::standbyRuntimes() const {
+  uint32_t runtimes = 0;
+  for (const Standby &s : standbys_)
+    runtimes |= s.control->standbyRuntimes();
+  return runtimes;
+}
+
+void WorkerGroup::takeOverStandby(const worker::ControlPageHost::Environment &environment, uint64_t nowNs) {
   stopDeadlineNs_ = UINT64_MAX;
   for (unsigned i = 0; i < ranks_.size(); ++i) {
     Rank &r = ranks_[i];
@@ -215,7 +222,7 @@ void WorkerGroup::takeOverStandby(const std::string &restartReason, uint64_t now
     masterPort_ = standbyMasterPort_;
   // Every page is in place before any rank runs: ranks rendezvous as soon as they have the job.
   for (Rank &r : ranks_)
-    r.control->handOverToStandby(restartReason);
+    r.control->handOverToStandby(environment);
 }
 
 void WorkerGroup::discardStandby() {

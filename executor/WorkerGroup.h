@@ -128,12 +128,14 @@ public:
                     const RankLauncher &launch, uint64_t nowNs, DiagnosticEngine &diags);
   bool hasStandby() const { return !standbys_.empty(); } // a standby for every rank, none ended
   bool standbyWaiting() const;         // every standby has started up and waits for the job
+  uint32_t standbyRuntimes() const;    // the device runtimes any waiting standby had loaded
   bool standbyBeat() const;            // a standby beat: it ran the job's loop before it had the job
   uint64_t standbyStartedNs() const { return standbyStartedNs_; }
-  // The standbys become the ranks of a new attempt and are handed the job. Each standby's page
-  // takes the place of its rank's (continuing its step and notice generation); the old page is kept
-  // for the next standby. Needs hasStandby() and no rank running.
-  void takeOverStandby(const std::string &restartReason, uint64_t nowNs);
+  // The standbys become the ranks of a new attempt and are handed the job with `environment` to
+  // apply first (ControlPageHost::fits). Each standby's page takes the place of its rank's
+  // (continuing its step and notice generation); the old page is kept for the next standby. Needs
+  // hasStandby() and no rank running.
+  void takeOverStandby(const worker::ControlPageHost::Environment &environment, uint64_t nowNs);
   // SIGKILL to every standby; they are reaped as they end.
   void discardStandby();
   std::vector<pid_t> standbyPids() const; // standbys not reaped yet: waiting, or killed

@@ -53,15 +53,37 @@ void ControlPageHost::resetForNewWorker() {
   page_->finishing.store(0, std::memory_order_relaxed);
   page_->standbyWaiting.store(0, std::memory_order_relaxed);
   page_->takeOver.store(0, std::memory_order_relaxed);
-  page_->restartReason[0] = 0;
+  page_->standbyRuntimes.store(0, std::memory_order_relaxed);
+  std::memset(page_->takeOverEnvironment, 0, sizeof page_->takeOverEnvironment);
   page_->ackGeneration.store(page_->sliceGeneration.load(std::memory_order_relaxed), std::memory_order_release);
 }
 
-void ControlPageHost::handOverToStandby(const std::string &restartReason) {
-  size_t n = std::min(restartReason.size(), sizeof page_->restartReason - 1);
-  std::memcpy(page_->restartReason, restartReason.data(), n);
-  page_->restartReason[n] = 0;
-  page_->takeOver.store(1, std::memory_order_release); // publishes the reason with it
+namespace {
+// The entries of `environment` as the page holds them, or nullopt where they do not fit.
+std::optional<std::string> encode(const ControlPageHost::Environment &environment) {
+  std::string block;
+  for (const auto &[key, value] : environment) {
+    if (key.empty() || key.find('=') != std::string::npos || key.find('\0') != std::string::npos ||
+        (value && value->find('\0') != std::string::npos))
+      return std::nullopt;
+    block += value ? key + "=" + *value : key;
+    block += '\0';
+  }
+  block += '\0';
+  if (block.size() + 1 > sizeof mscale::worker::ControlPage::takeOverEnvironment)
+    return std::nullopt;
+  return block;
+}
+} // namespace
+
+bool ControlPageHost::fits(const Environment &environment) { return encode(environment).has_value(); }
+
+void ControlPageHost::handOverToStandby(const Environment &environment) {
+  std::optional<std::string> block = encode(environment);
+  std::memset(page_->takeOverEnvironment, 0, sizeof page_->takeOverEnvironment);
+  if (block)
+    std::memcpy(page_->takeOverEnvironment, block->data(), block->size());
+  page_->takeOver.store(1, std::memory_order_release); // publishes the environment with it
   ::syscall(SYS_futex, reinterpret_cast<uint32_t *>(&page_->takeOver), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
 }
 

@@ -7,7 +7,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace msc::worker {
 
@@ -32,10 +35,17 @@ public:
   // A new worker starts with the slices it is given in its environment.
   void resetForNewWorker(); // also forgets the previous worker's throughput and any standby state
 
-  // A warm standby on this page (WorkerApi.h: takeOver): whether it waits for the job yet, and
-  // handing it the job with the restart reason (MSCALE_RESTART_REASON; cut to fit the page).
+  // A warm standby on this page (WorkerApi.h: takeOver): whether it waits for the job yet, the
+  // device runtimes it had loaded then (mscale::worker::kRuntime*; 0 before it waits), and handing
+  // it the job with the variables to set (a value) or unset (none) first.
+  using Environment = std::vector<std::pair<std::string, std::optional<std::string>>>;
   bool standbyWaiting() const { return page_->standbyWaiting.load(std::memory_order_acquire) != 0; }
-  void handOverToStandby(const std::string &restartReason);
+  uint32_t standbyRuntimes() const {
+    return standbyWaiting() ? page_->standbyRuntimes.load(std::memory_order_relaxed) : 0;
+  }
+  // Whether `environment` fits the page (encodable); handOverToStandby needs it to.
+  static bool fits(const Environment &environment);
+  void handOverToStandby(const Environment &environment);
   // This page takes over from `previous` (the failed worker's): the last step it reported and the
   // slice notice generation, so that every rank's page goes on in lockstep.
   void continueFrom(const ControlPageHost &previous);

@@ -19,9 +19,11 @@
 #include <pthread.h>
 #include <sched.h>
 #include <string>
+#include <dlfcn.h>
 #include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <utility>
 #include <unistd.h>
 #include <vector>
 
@@ -110,13 +112,22 @@ struct ControlPage {
   // Non-zero once the worker's work is done and it is exiting (see finishing()).
   std::atomic<uint64_t> finishing;
   char slices[2048]; // MSCALE_GPU_SLICES syntax, NUL-terminated
-  // A warm standby (plan fault_tolerance.standby_worker; MSCALE_STANDBY=1): the standby sets
-  // `standbyWaiting` once it waits, and waits on `takeOver` (a futex word) until the executor has
-  // written `restartReason` and set `takeOver` to 1: from then on it is the worker.
+  // A warm standby (plan fault_tolerance.standby_worker; MSCALE_STANDBY=1): the standby records the
+  // device runtimes it has loaded (`standbyRuntimes`), sets `standbyWaiting` and waits on `takeOver`
+  // (a futex word) until the executor has written `takeOverEnvironment` and set `takeOver` to 1:
+  // it then applies that environment and is the worker.
   std::atomic<uint32_t> standbyWaiting;
   std::atomic<uint32_t> takeOver;
-  char restartReason[256]; // NUL-terminated, as MSCALE_RESTART_REASON
+  std::atomic<uint32_t> standbyRuntimes; // kRuntimeCuda | kRuntimeVerbs
+  uint32_t reserved;
+  // "KEY=VALUE\0" to set, "KEY\0" to unset, ..., then an empty entry: MSCALE_RESTART_REASON, and
+  // the device placement that changed since the standby started (a GPU move, an RDMA failover).
+  char takeOverEnvironment[1536];
 };
+// Device runtimes a standby had loaded when it began to wait: it may have opened the devices of its
+// environment, so their placement can no longer change under it.
+constexpr uint32_t kRuntimeCuda = 1;  // libcuda.so.1 (CUDA_VISIBLE_DEVICES, MSCALE_GPU_*)
+constexpr uint32_t kRuntimeVerbs = 2; // libibverbs.so.1 (MSCALE_RDMA*)
 static_assert(sizeof(ControlPage) <= 4096 && std::atomic<uint64_t>::is_always_lock_free);
 
 // Whether this process was started as a warm standby (MSCALE_STANDBY=1) and has not taken over yet.
@@ -151,6 +162,13 @@ inline void waitForTakeOver() {
   ControlPage *c = mapControlPage();
   if (!c)
     _exit(kStandbyExitNoPage); // it could never be released; running on would duplicate the job
+  uint32_t runtimes = 0;
+  for (auto [library, bit] : {std::pair{"libcuda.so.1", kRuntimeCuda}, std::pair{"libibverbs.so.1", kRuntimeVerbs}})
+    if (void *loaded = dlopen(library, RTLD_LAZY | RTLD_NOLOAD)) {
+      runtimes |= bit;
+      dlclose(loaded);
+    }
+  c->standbyRuntimes.store(runtimes, std::memory_order_relaxed);
   c->standbyWaiting.store(1, std::memory_order_release);
   while (c->takeOver.load(std::memory_order_acquire) == 0) {
     // Shared (not FUTEX_PRIVATE): the executor wakes it from its own mapping of the page. The
@@ -158,10 +176,18 @@ inline void waitForTakeOver() {
     timespec second{1, 0};
     syscall(SYS_futex, reinterpret_cast<uint32_t *>(&c->takeOver), FUTEX_WAIT, 0u, &second, nullptr, 0);
   }
-  char reason[sizeof c->restartReason];
-  std::memcpy(reason, c->restartReason, sizeof reason);
-  reason[sizeof reason - 1] = 0;
-  setenv("MSCALE_RESTART_REASON", reason, 1);
+  char block[sizeof c->takeOverEnvironment];
+  std::memcpy(block, c->takeOverEnvironment, sizeof block);
+  block[sizeof block - 1] = block[sizeof block - 2] = 0;
+  for (char *entry = block; *entry; entry += std::strlen(entry) + 1) {
+    if (char *eq = std::strchr(entry, '=')) {
+      *eq = 0;
+      setenv(entry, eq + 1, 1);
+      *eq = '=';
+    } else {
+      unsetenv(entry);
+    }
+  }
   unsetenv("MSCALE_STANDBY");
 }
 } // namespace detail
@@ -170,6 +196,10 @@ inline void waitForTakeOver() {
 // (MSCALE_STANDBY=1) when the executor hands it the job after a fault. A standby calls it after
 // what takes time and touches nothing shared (start-up, allocating its state) and before it
 // restores; heartbeat() and the snapshot store wait here too, so a standby never runs the job early.
+// On return the environment is the attempt's: MSCALE_RESTART_REASON set, and where the job's GPUs
+// or RDMA ports moved since the standby started, their variables changed, but only for a runtime
+// the standby had not loaded when it began to wait (libcuda, libibverbs): a standby that opens its
+// devices before takeOver() stays on them, and a move then starts a new worker instead.
 inline void takeOver();
 
 // The page of this worker, or nullptr when it does not run under mscale-exec. A standby waits

@@ -235,14 +235,24 @@ def take_over() -> None:
     what is slow and touches nothing shared (imports, building the model) and before touching
     devices or data."""
     library().msc_worker_take_over()
-    # The library changed the C environment; os.environ is Python's copy of it.
-    reason = os.environ.get("MSCALE_RESTART_REASON")
-    native = ctypes.CDLL(None).getenv
-    native.restype, native.argtypes = ctypes.c_char_p, [ctypes.c_char_p]
-    value = native(b"MSCALE_RESTART_REASON")
-    if value is not None and value.decode() != reason:
-        os.environ["MSCALE_RESTART_REASON"] = value.decode()
-    os.environ.pop("MSCALE_STANDBY", None)
+    _sync_environ()
+
+
+def _sync_environ() -> None:
+    """os.environ is Python's copy of the C environment, which take_over() changed (the restart
+    reason, a moved device placement, MSCALE_STANDBY gone): make the copy match again."""
+    c_environ = ctypes.POINTER(ctypes.c_char_p).in_dll(ctypes.CDLL(None), "environ")
+    now = {}
+    i = 0
+    while c_environ[i] is not None:
+        key, _, value = c_environ[i].decode("utf-8", "surrogateescape").partition("=")
+        now[key] = value
+        i += 1
+    for key in [k for k in os.environ if k not in now]:
+        del os.environ[key]
+    for key, value in now.items():
+        if os.environ.get(key) != value:
+            os.environ[key] = value
 
 
 def report_throughput(tflops: float) -> None:

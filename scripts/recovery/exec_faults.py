@@ -54,6 +54,27 @@ def worker_of(exec_log, index=0):
     return current.get(index)
 
 
+STANDBY_STARTED = re.compile(r"info: worker (\d+) \(standby[^)]*\) started: ")
+STANDBY_READY = re.compile(r"info: standby worker\(s\) ([\d, ]+) ready: ")
+
+
+def wait_for_standby(exec_log, proc, timeout=120):
+    """Waits until the newest warm standby the executor started says it is ready (waits for the job
+    with its state allocated); False if mscale-exec ended first or none is started in time."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        with open(exec_log) as f:
+            text = f.read()
+        started = STANDBY_STARTED.findall(text)
+        ready = {pid for line in STANDBY_READY.findall(text) for pid in line.split(", ")}
+        if started and started[-1] in ready:
+            return True
+        if proc.poll() is not None:
+            return False
+        time.sleep(0.005)
+    return False
+
+
 def wait_for_step(train_log, start, step, proc, timeout=60):
     """Waits until `step` is logged after byte `start`; False if mscale-exec ended first."""
     deadline = time.time() + timeout
@@ -96,6 +117,8 @@ def main():
     ap.add_argument("--faults", default=",".join(FAULTS))
     ap.add_argument("--exec-arg", action="append", default=[], help="an option for `mscale-exec run` (repeatable)")
     ap.add_argument("--victim", type=int, default=0, help="which worker process kill9/hang hit (a rank)")
+    ap.add_argument("--wait-standby", action="store_true",
+                    help="inject kill9, gpu, rdma and hang only once the executor's warm standby is ready")
     a = ap.parse_args()
     if a.worker[:1] == ["--"]:
         a.worker = a.worker[1:]
@@ -140,6 +163,9 @@ def main():
         if not wait_for_step(train_log, offset, step, proc, a.heartbeat_timeout):
             print("mscale-exec ended (status %s) before step %d of fault %s" % (proc.poll(), step, f))
             return 1
+        if a.wait_standby and f != "node-loss" and not wait_for_standby(exec_log, proc):
+            print("no warm standby ready before fault %s at step %d" % (f, step))
+            return 1
         before = log_size(train_log)
         if f == "kill9":
             os.kill(worker_of(exec_log, a.victim), signal.SIGKILL)
@@ -168,7 +194,7 @@ def main():
             for key in (" fault ", "moved off lost gpu", "rdma failover:", "recovered from", "worker completed",
                         "resuming after a lost node", "standby worker",
                         "error["):
-                if key in line:
+                if key in line and " ready: " not in line:
                     print(line.split(": ", 1)[1].rstrip() if " contract=" in line else line.rstrip())
                     break
     print("mscale-exec exited with %d" % rc)

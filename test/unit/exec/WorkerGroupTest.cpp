@@ -433,7 +433,7 @@ TEST(WarmStandby, TheStandbyOfEveryRankTakesOverAfterACrashWithTheRestartReason)
   ASSERT_EQ(pids.size(), 2u) << log;
   // The standbys became ranks 0 and 1 of attempt 1, in rank order, and no cold start happened.
   for (unsigned r = 0; r < 2; ++r)
-    EXPECT_EQ(job.dir.read("rank-" + std::to_string(r) + ".1"), pids[r] + " worker-crashed at step 1 worker\n");
+    EXPECT_EQ(job.dir.read("rank-" + std::to_string(r) + ".1"), pids[r] + " worker-crashed at step 1 worker cuda=-\n");
   EXPECT_NE(log.find("all 2 ranks completed after 1 restart(s)"), std::string::npos) << log;
   // Each rank was started cold once: attempt 1 is the standbys.
   EXPECT_EQ(count(log, "(rank 0) started"), 1u) << log;
@@ -471,4 +471,82 @@ TEST(WarmStandby, APlanWithoutARecoveryPointStartsNoStandby) {
   EXPECT_EQ(job.run(std::move(o)), 0); // its last rank would SIGKILL itself once a standby waits: none does
   std::string log = job.logText();
   EXPECT_EQ(log.find("(standby) started"), std::string::npos) << log;
+}
+
+TEST(WarmStandby, OnlyTheDevicePlacementOfARuntimeNotLoadedMayChangeAtTakeOver) {
+  using mscale::worker::kRuntimeCuda;
+  using mscale::worker::kRuntimeVerbs;
+  const std::map<std::string, std::string> started = {{"CUDA_VISIBLE_DEVICES", "0"},
+                                                      {"MSCALE_GPU_SLICE_IDS", "1"},
+                                                      {"MSCALE_RDMA", "grads@mlx5_0:1:2:0"},
+                                                      {"MSCALE_ROLE_TRAINER_CPUS", "0"},
+                                                      {kInheritedFdsKey, "5 6 "}};
+  worker::ControlPageHost::Environment changes;
+  EXPECT_EQ(standbyChanges(started, started, /*waiting=*/false, 0, changes), std::nullopt);
+  EXPECT_TRUE(changes.empty());
+
+  // A move off a lost GPU: given to a standby that waits without libcuda, also an unset variable.
+  std::map<std::string, std::string> moved = started;
+  moved["CUDA_VISIBLE_DEVICES"] = "1";
+  moved.erase("MSCALE_GPU_SLICE_IDS");
+  EXPECT_EQ(standbyChanges(started, moved, true, kRuntimeVerbs, changes), std::nullopt);
+  worker::ControlPageHost::Environment expected = {{"CUDA_VISIBLE_DEVICES", "1"},
+                                                   {"MSCALE_GPU_SLICE_IDS", std::nullopt}};
+  EXPECT_EQ(changes, expected);
+  changes.clear();
+  EXPECT_EQ(standbyChanges(started, moved, true, kRuntimeCuda, changes),
+            "CUDA_VISIBLE_DEVICES changed and the standby has loaded libcuda");
+  EXPECT_EQ(standbyChanges(started, moved, false, 0, changes),
+            "CUDA_VISIBLE_DEVICES changed while the standby was still starting");
+
+  // An RDMA failover, against libibverbs.
+  std::map<std::string, std::string> failedOver = started;
+  failedOver["MSCALE_RDMA"] = "grads@mlx5_1:1:2:0";
+  changes.clear();
+  EXPECT_EQ(standbyChanges(started, failedOver, true, kRuntimeCuda, changes), std::nullopt);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(standbyChanges(started, failedOver, true, kRuntimeVerbs, changes),
+            "MSCALE_RDMA changed and the standby has loaded libibverbs");
+
+  // Anything else makes the standby stale, whatever it loaded: its CPUs, its fds.
+  for (const char *key : {"MSCALE_ROLE_TRAINER_CPUS", kInheritedFdsKey}) {
+    std::map<std::string, std::string> other = started;
+    other[key] = "7";
+    EXPECT_EQ(standbyChanges(started, other, true, 0, changes),
+              "the worker's environment changed (" + std::string(key) + ")");
+  }
+}
+
+TEST(WarmStandby, TheTakeOverEnvironmentMustFitThePage) {
+  EXPECT_TRUE(worker::ControlPageHost::fits({{"MSCALE_RESTART_REASON", "worker-crashed at step 3"}}));
+  EXPECT_TRUE(worker::ControlPageHost::fits({{"GONE", std::nullopt}}));
+  EXPECT_FALSE(worker::ControlPageHost::fits({{"A=B", "x"}}));
+  EXPECT_FALSE(worker::ControlPageHost::fits({{"", "x"}}));
+  EXPECT_FALSE(worker::ControlPageHost::fits({{"BIG", std::string(2000, 'x')}}));
+}
+
+TEST(WarmStandby, AStandbyAppliesTheEnvironmentItIsHandedBeforeItRuns) {
+  TempDir dir;
+  WorkerGroup group(1, /*rankEnvironment=*/false);
+  std::vector<std::string> warnings;
+  group.prepare(/*memoryTier=*/false, warnings);
+  CollectingConsumer sink;
+  DiagnosticEngine diags(nullptr, sink);
+  ASSERT_TRUE(group.startStandby({MSC_EXEC_TEST_WORKER, "standby-job", dir.path, "wait"},
+                                 {{"MSCALE_ATTEMPT", "1"}, {"CUDA_VISIBLE_DEVICES", "0"}}, plainLauncher(), 0, diags));
+  ASSERT_EQ(group.liveStandbyPids().size(), 1u);
+  pid_t standby = group.liveStandbyPids()[0];
+  for (int i = 0; i < 500 && !group.standbyWaiting(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(group.standbyWaiting());
+  EXPECT_EQ(group.standbyRuntimes(), 0u); // it loaded neither libcuda nor libibverbs
+  EXPECT_FALSE(group.running());
+  EXPECT_FALSE(dir.has("rank-0.1")); // it waits for the job
+  group.takeOverStandby({{"CUDA_VISIBLE_DEVICES", "3"}, {"MSCALE_RESTART_REASON", "gpu-lost at step 9"}}, 0);
+  EXPECT_FALSE(group.hasStandby());
+  EXPECT_EQ(group.rank(0).pid, standby);
+  reapAll(group);
+  EXPECT_TRUE(group.allCompleted());
+  EXPECT_EQ(dir.read("rank-0.1"), std::to_string(standby) + " gpu-lost at step 9 worker cuda=3\n");
+  EXPECT_EQ(group.rank(0).control->step(), 2u); // it beats on its own page, now the rank's
 }

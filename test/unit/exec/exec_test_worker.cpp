@@ -8,8 +8,8 @@
 //   exec-test-worker standby-job DIR [wait|die|beat-early]
 //       a job under a warm standby (WorkerApi.h takeOver). As a standby: touches DIR/standby-<rank>-ready
 //       and waits for the job (wait), exits 9 (die), or beats on its page without waiting, as a program
-//       that writes the page itself would (beat-early). With the job: writes "PID REASON worker|standby"
-//       to DIR/rank-<rank>.<attempt>; attempt 0 then beats step 1 every 10 ms for 3 s and exits 0, its
+//       that writes the page itself would (beat-early). With the job: writes "PID REASON worker|standby
+//       cuda=CUDA_VISIBLE_DEVICES" to DIR/rank-<rank>.<attempt>; attempt 0 then beats step 1 every 10 ms for 3 s and exits 0, its
 //       last rank SIGKILLing itself once its standby waits (wait); later attempts beat step 2 and exit 0.
 #include "worker/WorkerApi.h"
 
@@ -57,7 +57,7 @@ static int standbyJob(const std::string &dir, const std::string &asStandby) {
   std::string attempt = var("MSCALE_ATTEMPT", "0");
   std::ofstream(dir + "/rank-" + rank + "." + attempt)
       << getpid() << " " << var("MSCALE_RESTART_REASON", "-") << " " << (mscale::worker::standby() ? "standby" : "worker")
-      << "\n";
+      << " cuda=" << var("CUDA_VISIBLE_DEVICES", "-") << "\n";
   if (attempt != "0") {
     mscale::worker::heartbeat(2);
     return 0;
