@@ -8,10 +8,12 @@
    killed with SIGKILL several times; the time from the kill to the first step the restarted worker
    completes. The same for the baseline in the same run: the job checkpointing with a plain
    torch.save of the same state at the same cadence and restarting with torch.load (also
-   restarted by mscale-exec, so start-up costs are equal). Needs root.
+   restarted by mscale-exec, so start-up costs are equal), and the job with a warm standby worker
+   (the contract's standby_worker: the next worker has imported torch and built its model and
+   loader before the fault; each kill waits until it is ready). Needs root.
 
 usage: resume_bench.py --build BUILD [--work DIR] [--steps 512] [--pairs 5] [--every 128,10]
-                       [--kills 5] [--skip-recovery]
+                       [--kills 5] [--skip-recovery] [--skip-overhead]
 Prints Markdown tables (medians; ratios against the baseline of the same run).
 """
 import argparse
@@ -25,6 +27,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "scripts", "recovery"))
+from exec_faults import wait_for_standby, worker_of  # noqa: E402  (the running worker, never a standby)
 EXAMPLES = os.path.join(REPO, "examples", "python")
 PYTHON = "/usr/bin/python3"
 
@@ -84,12 +88,6 @@ def overhead(a, data, work, env):
     print()
 
 
-def worker_of(exec_pid):
-    with open("/proc/%d/task/%d/children" % (exec_pid, exec_pid)) as f:
-        kids = f.read().split()
-    return int(kids[0]) if kids else None
-
-
 def steps_logged(log):
     try:
         with open(log) as f:
@@ -106,6 +104,9 @@ def first_steps(timing):
         return []
 
 
+MODES = ("mscale", "mscale, warm standby", "torch.save")
+
+
 def wait_until(predicate, proc, timeout=120):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -117,26 +118,33 @@ def wait_until(predicate, proc, timeout=120):
     return False
 
 
-def recovery(a, data, work, env, plan):
+def recovery(a, data, work, env, plans):
+    """`plans`: the contract's plan, and the plan of its variant with a warm standby (whose contract
+    file train.py is pointed at through MSCALE_EXAMPLE_CONTRACT)."""
     print("## Fault to first resumed step (SIGKILL of the worker under mscale-exec, %d kills each)\n" % a.kills)
     results = {}
-    for mode in ("mscale", "torch.save"):
-        run = os.path.join(work, "recovery-" + mode.replace(".", "-"))
+    for mode in MODES:
+        run = os.path.join(work, "recovery-" + mode.replace(".", "-").replace(" ", "-"))
         os.makedirs(run)
         log, timing = os.path.join(run, "train.log"), os.path.join(run, "timing")
-        extra = ["--snapshot-dir", os.path.join(run, "snaps"), "--every", "10"] if mode == "mscale" \
-            else ["--checkpoint", os.path.join(run, "checkpoint.pt"), "--every", "10"]
-        cmd = [os.path.join(a.build, "bin", "mscale-exec"), "run", "--log", os.path.join(run, "exec.log"),
+        exec_log = os.path.join(run, "exec.log")
+        extra = ["--checkpoint", os.path.join(run, "checkpoint.pt"), "--every", "10"] if mode == "torch.save" \
+            else ["--snapshot-dir", os.path.join(run, "snaps"), "--every", "10"]
+        plan, contract = plans[mode == "mscale, warm standby"]
+        cmd = [os.path.join(a.build, "bin", "mscale-exec"), "run", "--log", exec_log,
                "--max-restarts", str(a.kills + 2), plan, "--"] + train_cmd(a, data, log, timing, extra)
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(cmd, env=dict(env, MSCALE_EXAMPLE_CONTRACT=contract), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
         deltas = []
         for k in range(a.kills):
             target = 25 + k * 40  # a few steps after a snapshot of step 20, 60, ...: some replay, as in life
             if not wait_until(lambda: target in steps_logged(log), proc):
                 raise SystemExit("%s: mscale-exec ended before step %d" % (mode, target))
+            if mode == "mscale, warm standby" and not wait_for_standby(exec_log, proc):
+                raise SystemExit("%s: no standby ready before kill %d" % (mode, k + 1))
             before = len(first_steps(timing))
             killed = time.time()
-            os.kill(worker_of(proc.pid), signal.SIGKILL)
+            os.kill(worker_of(exec_log), signal.SIGKILL)
             if not wait_until(lambda: len(first_steps(timing)) > before, proc):
                 raise SystemExit("%s: no resumed step after kill %d" % (mode, k + 1))
             deltas.append(first_steps(timing)[-1] - killed)
@@ -146,7 +154,7 @@ def recovery(a, data, work, env, plan):
     print("| restart from | median fault to first resumed step | max | ratio to torch.save |")
     print("|---|---|---|---|")
     base = statistics.median(results["torch.save"])
-    for mode in ("mscale", "torch.save"):
+    for mode in MODES:
         m = statistics.median(results[mode])
         print("| %s | %.3f s | %.3f s | %.2f |" % (mode, m, max(results[mode]), m / base))
     print()
@@ -161,6 +169,7 @@ def main():
     ap.add_argument("--every", default="128,10", help="snapshot cadences to measure (128 is the stdlib's)")
     ap.add_argument("--kills", type=int, default=5)
     ap.add_argument("--skip-recovery", action="store_true")
+    ap.add_argument("--skip-overhead", action="store_true")
     a = ap.parse_args()
     a.build = os.path.abspath(a.build)
     work = a.work or tempfile.mkdtemp(prefix="resume-bench-")
@@ -168,15 +177,23 @@ def main():
     data = os.path.join(work, "data")
     subprocess.run([PYTHON, os.path.join(EXAMPLES, "make_dataset.py"), data, "--samples", "256", "--seed", "1"],
                    check=True, stdout=subprocess.DEVNULL)
-    overhead(a, data, work, env)
+    if not a.skip_overhead:
+        overhead(a, data, work, env)
     if not a.skip_recovery:
         if os.getuid() != 0:
             print("(fault to first step: skipped, mscale-exec needs root)")
             return 0
-        plan = os.path.join(work, "train.msp")
-        subprocess.run([os.path.join(a.build, "bin", "mscalec"), "--topology", "live", "-o", plan,
-                        os.path.join(EXAMPLES, "train.msc")], check=True)
-        recovery(a, data, work, env, plan)
+        contract = os.path.join(EXAMPLES, "train.msc")
+        standby_contract = os.path.join(work, "train-standby.msc")
+        with open(contract) as src, open(standby_contract, "w") as dst:
+            dst.write(src.read().replace("heartbeat_misses = 4;", "heartbeat_misses = 4;\n    standby_worker = true;"))
+        plans = []
+        for source in (contract, standby_contract):
+            plan = os.path.splitext(os.path.join(work, os.path.basename(source)))[0] + ".msp"
+            subprocess.run([os.path.join(a.build, "bin", "mscalec"), "--topology", "live", "-o", plan, source],
+                           check=True)
+            plans.append((plan, source))
+        recovery(a, data, work, env, plans)
     print("work directory: " + work, file=sys.stderr)
     return 0
 

@@ -6,7 +6,7 @@ start, restore (boot included), first step.
 
 usage: recovery_bench.py --build BUILD --topology FIXTURE.xml [--state-mib 1024,4096,8192] [--trials 8]
                          [--every 40] [--heartbeat-ms 200] [--baseline-build OLD_BUILD]
-                         [--checkpoint-restarts N [--drop-caches]] [--bigmem-lock /tmp/bigmem.lock]
+                         [--checkpoint-restarts N [--drop-caches]] [--bigmem-lock /tmp/bigmem.lock] [--standby]
 
 The script runs `mscale-exec run` over `mscale-train-sim` (5 ms steps, a snapshot every --every steps
 to the executor's memory tier and the disk tier) and injects each fault from outside: SIGKILL of the
@@ -26,6 +26,8 @@ floor, since no executor can see those sooner.
 
 --baseline-build runs the same trials with another build's binaries in the same run (e.g. main before
 a change); a build whose executor predates the timeline line is read from its older line.
+--standby runs the trials twice with --build: a cold restart (the baseline) and a contract with a warm
+standby worker (fault_tolerance.standby_worker), each trial injected once the standby waits.
 --checkpoint-restarts N adds N restarts of executor and worker from the disk tier (--drop-caches: cold).
 A state size is run only where MemAvailable covers the worker's state, the memory tier's two slots and
 2 GiB to spare, and never below 18 GiB for 8 GiB states; sizes over 3 GiB of need hold --bigmem-lock.
@@ -45,6 +47,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts", "recovery"))
+from exec_faults import wait_for_standby, worker_of  # noqa: E402  (shared with the fault matrix)
 CONTRACT = os.path.join(HERE, "..", "..", "test", "lit", "recovery", "Inputs", "exec-recovery.msc")
 FAULTS = ("worker-crashed", "worker-hung", "gpu-lost")
 PHASES = ("detect", "stop", "move", "start", "boot", "restore", "first_step", "total")
@@ -74,12 +78,6 @@ def last_step(path):
     except FileNotFoundError:
         pass
     return step
-
-
-def worker_of(pid):
-    with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-        kids = f.read().split()
-    return int(kids[0]) if kids else None
 
 
 def recovery_lines(path):
@@ -132,8 +130,9 @@ def held(path):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def run_series(a, build, state_mib, label):
-    """One executor over one worker: a.trials of each fault, then the checkpoint restarts."""
+def run_series(a, build, state_mib, label, standby=False):
+    """One executor over one worker: a.trials of each fault, then the checkpoint restarts. With
+    `standby`, the contract keeps a warm standby worker (fault_tolerance.standby_worker)."""
     exe = lambda n: os.path.join(build, "bin", n)
     work = tempfile.mkdtemp(prefix="msc-recovery-bench-")
     results = {}
@@ -144,8 +143,11 @@ def run_series(a, build, state_mib, label):
         with open(CONTRACT) as src, open(contract, "w") as dst:
             # A contract name of its own: the lit tests run the same contract, and two executors of one
             # name share (and kill through, and remove) one cgroup.
-            dst.write(src.read().replace("heartbeat = 50ms", "heartbeat = %dms" % a.heartbeat_ms).replace(
-                "contract lit_recovery uses", "contract recovery_bench_%d uses" % os.getpid()))
+            text = src.read().replace("heartbeat = 50ms", "heartbeat = %dms" % a.heartbeat_ms).replace(
+                "contract lit_recovery uses", "contract recovery_bench_%d uses" % os.getpid())
+            if standby:
+                text = text.replace("heartbeat_misses = 3;", "heartbeat_misses = 3;\n    standby_worker = true;")
+            dst.write(text)
         subprocess.run([exe("mscalec"), "--topology", a.topology, "-o", plan, contract], check=True,
                        stderr=subprocess.DEVNULL)
         data = os.path.join(work, "data")
@@ -179,12 +181,14 @@ def run_series(a, build, state_mib, label):
         for fault in FAULTS:
             for t in range(a.trials):
                 wait_steps(a.every + 2)  # a fresh snapshot exists
+                if standby and not wait_for_standby(exec_log, proc, 600):  # the standby is ready
+                    raise SystemExit("no warm standby ready (mscale-exec status %s)" % proc.poll())
                 before = len(recovery_lines(exec_log))
                 t0 = time.time()
                 if fault == "worker-crashed":
-                    os.kill(worker_of(proc.pid), signal.SIGKILL)
+                    os.kill(worker_of(exec_log), signal.SIGKILL)
                 elif fault == "worker-hung":
-                    os.kill(worker_of(proc.pid), signal.SIGSTOP)
+                    os.kill(worker_of(exec_log), signal.SIGSTOP)
                 else:
                     with open(control, "a") as c:
                         c.write("gpu %d fault lost\n" % gpu)
@@ -285,11 +289,15 @@ def main():
     ap.add_argument("--checkpoint-restarts", type=int, default=0)
     ap.add_argument("--drop-caches", action="store_true")
     ap.add_argument("--bigmem-lock", default="/tmp/bigmem.lock")
+    ap.add_argument("--standby", action="store_true",
+                    help="compare a warm standby worker (fault_tolerance.standby_worker) with a cold restart, "
+                         "both of --build, in the same run")
     a = ap.parse_args()
     sys.stdout.reconfigure(line_buffering=True)
     print("load average at start: %s" % " ".join(open("/proc/loadavg").read().split()[:3]))
     for state_mib in (int(s) for s in a.state_mib.split(",")):
-        need = state_mib * 3 / 1024 + 2  # the worker's state, the memory tier's two slots, headroom
+        # The worker's state, the memory tier's two slots (and a standby's state), headroom.
+        need = state_mib * (4 if a.standby else 3) / 1024 + 2
         floor = 18 if state_mib >= 8192 else 0
         lock = held(a.bigmem_lock) if need > 3 else contextlib.nullcontext()
         with lock:
@@ -299,17 +307,19 @@ def main():
                       (state_mib, need, floor, avail))
                 continue
             baseline = None
-            if a.baseline_build:
-                baseline = run_series(a, a.baseline_build, state_mib, "baseline")
+            if a.baseline_build or a.standby:
+                baseline = run_series(a, a.baseline_build or a.build, state_mib, "baseline")
                 baseline["_hb"] = a.heartbeat_ms
-            results = run_series(a, a.build, state_mib, "build")
+            results = run_series(a, a.build, state_mib, "standby" if a.standby else "build", standby=a.standby)
             results["_hb"] = a.heartbeat_ms
             floor_row, floor_ms = restart_floor(a.build, state_mib, max(a.trials, 5))
         # The detection budget as the executor reports it (heartbeat x misses of the plan).
         budget = next(r["budget"] for f in FAULTS for r in results.get(f, []) if r.get("budget"))
         if baseline:
-            summarize(state_mib, "baseline (%s)" % a.baseline_build, baseline, None, budget)
-        summarize(state_mib, "build (%s)" % a.build, results, baseline, budget, floor_ms)
+            summarize(state_mib, "baseline (%s)" % (a.baseline_build or "cold restart"), baseline, None, budget,
+                      floor_ms)
+        summarize(state_mib, "%s (%s)" % ("standby" if a.standby else "build", a.build), results, baseline, budget,
+                  floor_ms)
         if floor_row:
             print("\nthe floor at %d MiB, median / P95 ms (restart_floor):\n%s" % (state_mib, floor_row))
     print("\nload average at end: %s" % " ".join(open("/proc/loadavg").read().split()[:3]))
