@@ -7,9 +7,14 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdlib>
 #include <dirent.h>
+#include <filesystem>
 #include <map>
+#include <sched.h>
 #include <set>
+#include <string>
+#include <system_error>
 
 namespace msc::exec {
 
@@ -95,6 +100,19 @@ void killProcessTree(const std::vector<pid_t> &roots) {
     ::kill(pid, SIGKILL);
   for (pid_t pid : stopped)
     ::kill(pid, SIGKILL);
+}
+
+unsigned setProcessScheduling(pid_t pid, int policy, int priority) {
+  unsigned set = 0;
+  std::error_code ec;
+  for (const auto &task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    pid_t tid = static_cast<pid_t>(std::strtol(task.path().filename().c_str(), nullptr, 10));
+    sched_param param{};
+    param.sched_priority = priority;
+    if (tid > 0 && ::sched_setscheduler(tid, policy, &param) == 0)
+      ++set;
+  }
+  return set;
 }
 
 } // namespace msc::exec

@@ -23,4 +23,9 @@ bool processExiting(pid_t pid);
 // The living descendants of `root` (children, their children, ...), from /proc; for the tests too.
 std::vector<pid_t> processDescendants(pid_t root);
 
+// Sets the scheduling policy (SCHED_IDLE, SCHED_OTHER, ...) and priority of every thread of `pid`
+// that /proc lists (Linux schedules threads, and a thread inherits its creator's policy). Returns
+// how many threads it set.
+unsigned setProcessScheduling(pid_t pid, int policy, int priority);
+
 } // namespace msc::exec

@@ -121,6 +121,7 @@ Supervisor::~Supervisor() { shutdown(); }
 
 void Supervisor::shutdown() {
   standby_.discard("supervision ended");
+  group_.reapDiscardedStandbys(); // nobody else waits for them once supervision is over
   if (!handOver_.active)
     return;
   session_.retireGpuSlices(handOver_.retiring);
@@ -205,7 +206,7 @@ void Supervisor::raise(Fault fault, uint64_t now, uint64_t lastGoodNs) {
   if (several && rank)
     group_.stop(rank, after(now, options_.rankStopGraceNs));
   else
-    session_.killWorkerTree(standby_.pids());
+    session_.killWorkerTree(group_.liveStandbyPids());
 }
 
 void Supervisor::heartbeatTick(uint64_t now) {
@@ -644,7 +645,7 @@ void Supervisor::tick(uint64_t now) {
   }
   if (group_.graceExpired(now)) {
     log_.warn(session_.contract(), "ranks still running " + formatMillis(options_.rankStopGraceNs) + " after SIGTERM: SIGKILL");
-    session_.killWorkerTree(standby_.pids());
+    session_.killWorkerTree(group_.liveStandbyPids());
   }
   noteProgress(now);
   standby_.tick(now, steadyForStandby(), restarts_ + 1, options_.command, launcher());
@@ -754,8 +755,10 @@ int Supervisor::run(const sigset_t &signals, DiagnosticEngine &diags) {
     }
     // Every rank and standby that ended since the last wake-up (one SIGCHLD may stand for several).
     bool reaped = false;
-    std::vector<pid_t> children = group_.runningPids();
-    for (pid_t pid : standby_.pids())
+    // Standbys first: a standby that ended with the worker must be known before a restart would
+    // hand it the job.
+    std::vector<pid_t> children = standby_.pids();
+    for (pid_t pid : group_.runningPids())
       children.push_back(pid);
     for (pid_t pid : children) {
       int status = 0;

@@ -139,6 +139,10 @@ bool WarmStandby::takeOver(uint32_t attempt, const std::string &restartReason, u
     discard("it stood by for attempt " + std::to_string(attempt_) + ", not " + std::to_string(attempt));
     return false;
   }
+  if (!group_.standbyAlive()) {
+    discard("a standby ended before it could take over");
+    return false;
+  }
   bool waiting = group_.standbyWaiting();
   worker::ControlPageHost::Environment environment;
   if (std::optional<std::string> why = stale(attempt, waiting, environment)) {

@@ -7,12 +7,14 @@
 #include <csignal>
 #include <cstring>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <utility>
 
 namespace msc::exec {
 
@@ -53,6 +55,7 @@ WorkerGroup::WorkerGroup(unsigned size, bool rankEnvironment) : rankEnvironment_
 
 WorkerGroup::~WorkerGroup() {
   discardStandby(); // a standby must not outlive the job it stands by for
+  reapDiscardedStandbys();
   for (Rank &r : ranks_)
     if (r.memoryTierFd >= 0)
       ::close(r.memoryTierFd);
@@ -81,16 +84,8 @@ void WorkerGroup::prepare(bool memoryTier, std::vector<std::string> &warnings) {
 bool WorkerGroup::start(const std::vector<std::string> &command, const std::map<std::string, std::string> &env,
                         const RankLauncher &launch, uint64_t nowNs, DiagnosticEngine &diags) {
   stopDeadlineNs_ = UINT64_MAX;
-  if (rankEnvironment_) {
-    std::string error;
-    std::optional<uint16_t> port = freeLoopbackPort(masterPort_, error);
-    if (!port) {
-      diags.report(DiagCode::ERR_EXEC_009) << (command.empty() ? std::string() : command[0])
-                                           << "no free loopback port for MASTER_PORT: " + error;
-      return false;
-    }
-    masterPort_ = *port;
-  }
+  if (rankEnvironment_ && !newMasterPort(command, "MASTER_PORT", masterPort_, diags))
+    return false;
   for (Rank &r : ranks_) {
     r.pid = -1;
     r.status.reset();
@@ -108,6 +103,19 @@ bool WorkerGroup::start(const std::vector<std::string> &command, const std::map<
     r.lastBeats = 0;
     r.lastBeatNs = nowNs;
   }
+  return true;
+}
+
+bool WorkerGroup::newMasterPort(const std::vector<std::string> &command, const char *what, uint16_t &port,
+                                DiagnosticEngine &diags) const {
+  std::string error;
+  std::optional<uint16_t> free = freeLoopbackPort(masterPort_, error);
+  if (!free) {
+    diags.report(DiagCode::ERR_EXEC_009) << (command.empty() ? std::string() : command[0])
+                                         << std::string("no free loopback port for ") + what + ": " + error;
+    return false;
+  }
+  port = *free;
   return true;
 }
 
@@ -141,17 +149,9 @@ std::map<std::string, std::string> WorkerGroup::rankVariables(const Rank &r, con
 bool WorkerGroup::startStandby(const std::vector<std::string> &command, const std::map<std::string, std::string> &env,
                                const RankLauncher &launch, uint64_t nowNs, DiagnosticEngine &diags) {
   discardStandby();
-  if (rankEnvironment_) {
-    // The standbys' attempt rendezvouses on a port of its own: the running attempt holds masterPort_.
-    std::string error;
-    std::optional<uint16_t> port = freeLoopbackPort(masterPort_, error);
-    if (!port) {
-      diags.report(DiagCode::ERR_EXEC_009) << (command.empty() ? std::string() : command[0])
-                                           << "no free loopback port for the standby's MASTER_PORT: " + error;
-      return false;
-    }
-    standbyMasterPort_ = *port;
-  }
+  // The standbys' attempt rendezvouses on a port of its own: the running attempt holds masterPort_.
+  if (rankEnvironment_ && !newMasterPort(command, "the standby's MASTER_PORT", standbyMasterPort_, diags))
+    return false;
   std::map<std::string, std::string> standbyEnv = env;
   standbyEnv["MSCALE_STANDBY"] = "1";
   standbyStartedNs_ = nowNs;
@@ -176,6 +176,10 @@ bool WorkerGroup::startStandby(const std::vector<std::string> &command, const st
     std::string label = ranks_.size() > 1 ? "standby of rank " + std::to_string(r.index) : std::string("standby");
     s.pid = launch(command, rankEnv, fds, label, diags);
     bool started = s.pid > 0;
+    // Its start-up runs on CPU time the job leaves idle: a standby must never slow the worker it
+    // stands by for (a starved worker misses heartbeats). Its threads and children inherit this.
+    if (started)
+      setProcessScheduling(s.pid, SCHED_IDLE, 0);
     standbys_.push_back(std::move(s));
     if (!started) {
       standbys_.back().pid = -1;
@@ -220,21 +224,47 @@ void WorkerGroup::takeOverStandby(const worker::ControlPageHost::Environment &en
   standbys_.clear();
   if (rankEnvironment_)
     masterPort_ = standbyMasterPort_;
+  // Workers run as the executor does (they inherit its scheduling when started cold).
+  sched_param own{};
+  int policy = ::sched_getscheduler(0);
+  ::sched_getparam(0, &own);
+  for (Rank &r : ranks_)
+    setProcessScheduling(r.pid, policy < 0 ? SCHED_OTHER : policy, own.sched_priority);
   // Every page is in place before any rank runs: ranks rendezvous as soon as they have the job.
   for (Rank &r : ranks_)
     r.control->handOverToStandby(environment);
 }
 
 void WorkerGroup::discardStandby() {
-  for (Standby &s : standbys_) {
-    if (s.pid > 0) {
-      ::kill(s.pid, SIGKILL);
-      endingStandbys_.push_back(s.pid);
-    }
+  // The whole tree: a child the standby started (a loader, a compile worker) holds its page and the
+  // memory tier, and would otherwise wait on the page and be woken with the page's next standby.
+  std::vector<pid_t> roots = liveStandbyPids();
+  roots.erase(std::remove(roots.begin(), roots.end(), pid_t(-1)), roots.end());
+  if (!roots.empty())
+    killProcessTree(roots);
+  endingStandbys_.insert(endingStandbys_.end(), roots.begin(), roots.end());
+  for (Standby &s : standbys_)
     if (s.control)
       sparePages_.push_back(std::move(s.control));
-  }
   standbys_.clear();
+}
+
+void WorkerGroup::reapDiscardedStandbys() {
+  for (pid_t pid : std::exchange(endingStandbys_, {})) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+bool WorkerGroup::standbyAlive() const {
+  for (const Standby &s : standbys_) {
+    siginfo_t info{};
+    // WNOWAIT: looks without reaping, so the end is still reported to whoever reaps.
+    if (s.pid <= 0 || ::waitid(P_PID, id_t(s.pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != 0)
+      return false;
+  }
+  return hasStandby();
 }
 
 std::vector<pid_t> WorkerGroup::standbyPids() const {

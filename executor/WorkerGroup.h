@@ -130,14 +130,18 @@ public:
   bool standbyWaiting() const;         // every standby has started up and waits for the job
   uint32_t standbyRuntimes() const;    // the device runtimes any waiting standby had loaded
   bool standbyBeat() const;            // a standby beat: it ran the job's loop before it had the job
+  bool standbyAlive() const;           // no standby of the set has ended (reaped or not)
   uint64_t standbyStartedNs() const { return standbyStartedNs_; }
   // The standbys become the ranks of a new attempt and are handed the job with `environment` to
   // apply first (ControlPageHost::fits). Each standby's page takes the place of its rank's
   // (continuing its step and notice generation); the old page is kept for the next standby. Needs
   // hasStandby() and no rank running.
   void takeOverStandby(const worker::ControlPageHost::Environment &environment, uint64_t nowNs);
-  // SIGKILL to every standby; they are reaped as they end.
+  // SIGKILL to every standby and what it started (its pages are not reused before); they are
+  // reaped as they end, or by reapDiscardedStandbys.
   void discardStandby();
+  // Waits for the standbys killed and not reaped yet: supervision is over.
+  void reapDiscardedStandbys();
   std::vector<pid_t> standbyPids() const; // standbys not reaped yet: waiting, or killed
   std::vector<pid_t> liveStandbyPids() const; // the standby set up now, in rank order
   // A waited-for pid ended: nullopt when it was no standby; true when it had been killed
@@ -146,6 +150,10 @@ public:
   std::optional<bool> standbyExited(pid_t pid);
 
 private:
+  // A loopback port other than masterPort_ (the running or the previous attempt's) into `port`;
+  // ERR_EXEC_009 naming `what` when none can be had.
+  bool newMasterPort(const std::vector<std::string> &command, const char *what, uint16_t &port,
+                     DiagnosticEngine &diags) const;
   // The environment and inherited fds of rank `r`'s process on `page` with MASTER_PORT `port`.
   std::map<std::string, std::string> rankVariables(const Rank &r, const worker::ControlPageHost *page, uint16_t port,
                                                    const std::map<std::string, std::string> &env,

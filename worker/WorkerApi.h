@@ -80,8 +80,11 @@ inline size_t poolBytes(const char *role) {
   const char *v = std::getenv(roleVariable(role, "POOL_BYTES").c_str());
   return v ? static_cast<size_t>(std::strtoull(v, nullptr, 10)) : 0;
 }
-// Maps the whole pool read-write and shared; nullptr (errno set) when there is none.
+inline void takeOver();
+// Maps the whole pool read-write and shared; nullptr (errno set) when there is none. A warm standby
+// waits for the job first (takeOver): the pool is the running worker's memory until then.
 inline void *mapPool(const char *role, size_t *bytes = nullptr) {
+  takeOver();
   int fd = poolFd(role);
   size_t n = poolBytes(role);
   if (fd < 0 || n == 0) {
@@ -129,6 +132,8 @@ struct ControlPage {
 constexpr uint32_t kRuntimeCuda = 1;  // libcuda.so.1 (CUDA_VISIBLE_DEVICES, MSCALE_GPU_*)
 constexpr uint32_t kRuntimeVerbs = 2; // libibverbs.so.1 (MSCALE_RDMA*)
 static_assert(sizeof(ControlPage) <= 4096 && std::atomic<uint64_t>::is_always_lock_free);
+// The futex words are 32-bit atomics the kernel reads in place.
+static_assert(sizeof(std::atomic<uint32_t>) == 4 && std::atomic<uint32_t>::is_always_lock_free);
 
 // Whether this process was started as a warm standby (MSCALE_STANDBY=1) and has not taken over yet.
 inline bool standby() {
@@ -195,7 +200,9 @@ inline void waitForTakeOver() {
 // Returns once this process may do the worker's work: at once for a worker, and for a warm standby
 // (MSCALE_STANDBY=1) when the executor hands it the job after a fault. A standby calls it after
 // what takes time and touches nothing shared (start-up, allocating its state) and before it
-// restores; heartbeat() and the snapshot store wait here too, so a standby never runs the job early.
+// restores; everything that uses the control page (heartbeat(), finishing(), ...), mapPool() and the
+// snapshot store wait here too, so a standby never runs the job early. It changes the environment
+// (setenv): a standby that has started threads must not have them read it meanwhile.
 // On return the environment is the attempt's: MSCALE_RESTART_REASON set, and where the job's GPUs
 // or RDMA ports moved since the standby started, their variables changed, but only for a runtime
 // the standby had not loaded when it began to wait (libcuda, libibverbs): a standby that opens its

@@ -185,7 +185,8 @@ int msc_worker_pin_to_role(const char *role) {
   return 0;
 }
 
-int msc_worker_supervised(void) { return mscale::worker::controlPage() != nullptr; }
+// Not a use of the page: a standby may ask before it has the job.
+int msc_worker_supervised(void) { return mscale::worker::detail::mapControlPage() != nullptr; }
 void msc_worker_heartbeat(uint64_t step) { mscale::worker::heartbeat(step); }
 void msc_worker_finishing(void) { mscale::worker::finishing(); }
 int msc_worker_standby(void) { return mscale::worker::standby() ? 1 : 0; }

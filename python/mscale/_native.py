@@ -87,3 +87,28 @@ class ClosesOnExit:
             self.close()
         except Exception:  # interpreter shutdown: the library may be gone already
             pass
+
+
+def follow_take_over() -> None:
+    """A warm standby (MSCALE_STANDBY=1) is handed the job inside the first call of either library
+    that needs it (``take_over()``, a heartbeat, opening snapshots), which changes the C environment
+    (the restart reason, a moved device placement, MSCALE_STANDBY gone). ``os.environ`` is Python's
+    copy of it: after such a call it is made to match. Cheap once done (one dictionary lookup)."""
+    if os.environ.get("MSCALE_STANDBY") != "1":
+        return
+    libc = ctypes.CDLL(None)
+    libc.getenv.restype, libc.getenv.argtypes = ctypes.c_char_p, [ctypes.c_char_p]
+    if libc.getenv(b"MSCALE_STANDBY") == b"1":
+        return  # still a standby: the call did not need the job
+    c_environ = ctypes.POINTER(ctypes.c_char_p).in_dll(libc, "environ")
+    now = {}
+    i = 0
+    while c_environ[i] is not None:
+        key, _, value = c_environ[i].decode("utf-8", "surrogateescape").partition("=")
+        now[key] = value
+        i += 1
+    for key in [k for k in os.environ if k not in now]:
+        del os.environ[key]
+    for key, value in now.items():
+        if os.environ.get(key) != value:
+            os.environ[key] = value

@@ -121,7 +121,9 @@ class Store(_native.ClosesOnExit):
         lib = library()
         self._handle = _p()
         options = _Options(os.fsencode(directory), 1 if memory_tier else 0, -1, None, keep, memory_slots)
-        if lib.msc_snap_open(ctypes.byref(options), ctypes.byref(self._handle)):
+        failed = lib.msc_snap_open(ctypes.byref(options), ctypes.byref(self._handle))
+        _native.follow_take_over()  # a warm standby is handed the job in there
+        if failed:
             error = _last_error()
             if "ERR_SNAP_002" in error or "ERR_SNAP_001" in error:  # the directory itself
                 raise SnapshotError("ERR_PY_021", directory, error)

@@ -211,6 +211,7 @@ def heartbeat(step: Optional[int]) -> None:
     else:
         raise UsageError("ERR_PY_044", "a heartbeat's step must be an int in [0, 2**64 - 1), got %r" % (step,))
     library().msc_worker_heartbeat(value)
+    _native.follow_take_over()
 
 
 def finishing() -> None:
@@ -219,6 +220,7 @@ def finishing() -> None:
     that is not a hang (the supervisor allows an exit grace).  ``ExactResume.close()`` calls it.  A
     no-op when the process is not supervised."""
     library().msc_worker_finishing()
+    _native.follow_take_over()
 
 
 def standby() -> bool:
@@ -235,30 +237,14 @@ def take_over() -> None:
     what is slow and touches nothing shared (imports, building the model) and before touching
     devices or data."""
     library().msc_worker_take_over()
-    _sync_environ()
-
-
-def _sync_environ() -> None:
-    """os.environ is Python's copy of the C environment, which take_over() changed (the restart
-    reason, a moved device placement, MSCALE_STANDBY gone): make the copy match again."""
-    c_environ = ctypes.POINTER(ctypes.c_char_p).in_dll(ctypes.CDLL(None), "environ")
-    now = {}
-    i = 0
-    while c_environ[i] is not None:
-        key, _, value = c_environ[i].decode("utf-8", "surrogateescape").partition("=")
-        now[key] = value
-        i += 1
-    for key in [k for k in os.environ if k not in now]:
-        del os.environ[key]
-    for key, value in now.items():
-        if os.environ.get(key) != value:
-            os.environ[key] = value
+    _native.follow_take_over()
 
 
 def report_throughput(tflops: float) -> None:
     """The worker's achieved TFLOP/s, for the supervisor's monitor where the GPU backend has no
     per-slice counter."""
     library().msc_worker_report_throughput(float(tflops))
+    _native.follow_take_over()
 
 
 # ---- the reader -------------------------------------------------------------------------------

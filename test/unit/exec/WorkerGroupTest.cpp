@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <thread>
@@ -397,6 +398,13 @@ void reapLeftovers(Session &session) {
   }
 }
 
+// Runs the job of standbyJob() to its end (every test's job completes); its log.
+std::string runToTheEnd(SupervisedJob &job, unsigned ranks, const char *asStandby) {
+  EXPECT_EQ(job.run(standbyJob(job, ranks, asStandby)), 0);
+  reapLeftovers(*job.session);
+  return job.logText();
+}
+
 // The pids of the first "standby worker(s) 12, 13 took over" line of `log`.
 std::vector<std::string> tookOver(const std::string &log) {
   std::istringstream lines(log);
@@ -425,9 +433,7 @@ size_t count(const std::string &text, const std::string &what) {
 
 TEST(WarmStandby, TheStandbyOfEveryRankTakesOverAfterACrashWithTheRestartReason) {
   SupervisedJob job(/*recoverable=*/true);
-  SupervisorOptions o = standbyJob(job, 2, "wait");
-  EXPECT_EQ(job.run(std::move(o)), 0);
-  std::string log = job.logText();
+  std::string log = runToTheEnd(job, 2, "wait");
   EXPECT_NE(log.find("fault worker-crashed at step 1 (rank 1: SIGKILL)"), std::string::npos) << log;
   std::vector<std::string> pids = tookOver(log);
   ASSERT_EQ(pids.size(), 2u) << log;
@@ -438,38 +444,29 @@ TEST(WarmStandby, TheStandbyOfEveryRankTakesOverAfterACrashWithTheRestartReason)
   // Each rank was started cold once: attempt 1 is the standbys.
   EXPECT_EQ(count(log, "(rank 0) started"), 1u) << log;
   EXPECT_EQ(count(log, "(rank 1) started"), 1u) << log;
-  reapLeftovers(*job.session);
 }
 
 TEST(WarmStandby, AStandbyThatDiesUnaskedIsReplacedWithBackOffAndAfterThreeNoneIsStarted) {
   SupervisedJob job(/*recoverable=*/true);
-  SupervisorOptions o = standbyJob(job, 0, "die");
-  EXPECT_EQ(job.run(std::move(o)), 0);
-  std::string log = job.logText();
+  std::string log = runToTheEnd(job, 0, "die");
   EXPECT_NE(log.find("exited with status 9 before it was needed; another in 500.0 ms"), std::string::npos) << log;
   EXPECT_NE(log.find("exited with status 9 before it was needed; another in 1000.0 ms"), std::string::npos) << log;
   EXPECT_NE(log.find("exited with status 9 before it was needed; no standby from now on (3 failures)"),
             std::string::npos)
       << log;
   EXPECT_EQ(count(log, "(standby) started"), 3u) << log;
-  reapLeftovers(*job.session);
 }
 
 TEST(WarmStandby, AStandbyThatBeatsBeforeItHasTheJobIsKilledAndNoneIsStartedAgain) {
   SupervisedJob job(/*recoverable=*/true);
-  SupervisorOptions o = standbyJob(job, 0, "beat-early");
-  EXPECT_EQ(job.run(std::move(o)), 0);
-  std::string log = job.logText();
+  std::string log = runToTheEnd(job, 0, "beat-early");
   EXPECT_NE(log.find("beat before they had the job: the program does not wait for it"), std::string::npos) << log;
   EXPECT_EQ(count(log, "(standby) started"), 1u) << log;
-  reapLeftovers(*job.session);
 }
 
 TEST(WarmStandby, APlanWithoutARecoveryPointStartsNoStandby) {
   SupervisedJob job(/*recoverable=*/false);
-  SupervisorOptions o = standbyJob(job, 0, "wait");
-  EXPECT_EQ(job.run(std::move(o)), 0); // its last rank would SIGKILL itself once a standby waits: none does
-  std::string log = job.logText();
+  std::string log = runToTheEnd(job, 0, "wait"); // it would SIGKILL itself once a standby waits: none does
   EXPECT_EQ(log.find("(standby) started"), std::string::npos) << log;
 }
 
@@ -540,13 +537,49 @@ TEST(WarmStandby, AStandbyAppliesTheEnvironmentItIsHandedBeforeItRuns) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   ASSERT_TRUE(group.standbyWaiting());
   EXPECT_EQ(group.standbyRuntimes(), 0u); // it loaded neither libcuda nor libibverbs
+  EXPECT_EQ(::sched_getscheduler(standby), SCHED_IDLE); // it starts up on idle CPU time only
   EXPECT_FALSE(group.running());
   EXPECT_FALSE(dir.has("rank-0.1")); // it waits for the job
   group.takeOverStandby({{"CUDA_VISIBLE_DEVICES", "3"}, {"MSCALE_RESTART_REASON", "gpu-lost at step 9"}}, 0);
   EXPECT_FALSE(group.hasStandby());
   EXPECT_EQ(group.rank(0).pid, standby);
+  EXPECT_EQ(::sched_getscheduler(standby), ::sched_getscheduler(0)); // the worker runs as we do
   reapAll(group);
   EXPECT_TRUE(group.allCompleted());
   EXPECT_EQ(dir.read("rank-0.1"), std::to_string(standby) + " gpu-lost at step 9 worker cuda=3\n");
   EXPECT_EQ(group.rank(0).control->step(), 2u); // it beats on its own page, now the rank's
+}
+
+TEST(WarmStandby, AStandbyThatEndedIsNotHandedTheJobAndADiscardedOneIsReaped) {
+  TempDir dir;
+  WorkerGroup group(1, /*rankEnvironment=*/false);
+  std::vector<std::string> warnings;
+  group.prepare(/*memoryTier=*/false, warnings);
+  CollectingConsumer sink;
+  DiagnosticEngine diags(nullptr, sink);
+  const std::vector<std::string> command = {MSC_EXEC_TEST_WORKER, "standby-job", dir.path, "wait"};
+  ASSERT_TRUE(group.startStandby(command, {{"MSCALE_ATTEMPT", "1"}}, plainLauncher(), 0, diags));
+  pid_t first = group.liveStandbyPids()[0];
+  EXPECT_TRUE(group.standbyAlive());
+  // Killed and not reaped yet, as when it dies with the worker before the supervisor looks.
+  ::kill(first, SIGKILL);
+  siginfo_t info{};
+  for (int i = 0; i < 500 && info.si_pid == 0; ++i) {
+    ::waitid(P_PID, id_t(first), &info, WEXITED | WNOHANG | WNOWAIT);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_FALSE(group.standbyAlive());
+  int status = 0;
+  ASSERT_EQ(::waitpid(first, &status, 0), first);
+  EXPECT_EQ(group.standbyExited(first), std::optional<bool>(false)); // it ended unasked
+  EXPECT_FALSE(group.hasStandby());
+  EXPECT_TRUE(group.standbyPids().empty());
+
+  ASSERT_TRUE(group.startStandby(command, {{"MSCALE_ATTEMPT", "1"}}, plainLauncher(), 0, diags));
+  pid_t second = group.liveStandbyPids()[0];
+  group.discardStandby();
+  EXPECT_EQ(group.standbyPids(), std::vector<pid_t>{second}); // killed, to be reaped
+  group.reapDiscardedStandbys();
+  EXPECT_TRUE(group.standbyPids().empty());
+  EXPECT_EQ(::waitpid(second, &status, WNOHANG), -1); // already reaped
 }
