@@ -24,7 +24,10 @@ rm -rf "$work" && mkdir -p "$work"
   exit 0
 }
 echo "== the data: 96 JPEG images with captions"
-$python "$here/make_dataset.py" "$work/data" --samples 96 --seed 1 | head -1 || exit 1
+# Through a file, not `| head -1`: head would close the pipe after one line, and the script's second
+# line would then fail on a broken pipe (it did, in a fresh clone's quickstart).
+$python "$here/make_dataset.py" "$work/data" --samples 96 --seed 1 > "$work/dataset.txt" || exit 1
+head -1 "$work/dataset.txt"
 
 echo "== the uninterrupted run ($steps steps, no snapshots): the reference"
 $python "$here/train.py" --data "$work/data" --steps "$steps" --log "$work/reference.log" --no-snapshots || exit 1
