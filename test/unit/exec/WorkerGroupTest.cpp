@@ -65,6 +65,18 @@ void reapAll(WorkerGroup &group) {
   }
 }
 
+// One worker without the rank environment and without a memory tier, with its control page.
+struct SingleWorker {
+  TempDir dir;
+  WorkerGroup group{1, /*rankEnvironment=*/false};
+  CollectingConsumer sink;
+  DiagnosticEngine diags{nullptr, sink};
+  SingleWorker() {
+    std::vector<std::string> warnings;
+    group.prepare(/*memoryTier=*/false, warnings);
+  }
+};
+
 void waitFor(const TempDir &dir, const std::string &name) {
   for (int i = 0; i < 500 && !dir.has(name); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -118,12 +130,10 @@ TEST(WorkerGroup, EachRankGetsItsOwnPageMemoryTierAndTheRankEnvironment) {
 }
 
 TEST(WorkerGroup, ASingleWorkerWithoutRanksGetsNoRankEnvironment) {
-  TempDir dir;
-  WorkerGroup group(1, /*rankEnvironment=*/false);
-  std::vector<std::string> warnings;
-  group.prepare(/*memoryTier=*/false, warnings);
-  CollectingConsumer sink;
-  DiagnosticEngine diags(nullptr, sink);
+  SingleWorker one;
+  TempDir &dir = one.dir;
+  WorkerGroup &group = one.group;
+  DiagnosticEngine &diags = one.diags;
   ASSERT_TRUE(group.start(shell("echo \"${RANK-none} ${MASTER_PORT-none} ${MSCALE_SNAPSHOT_MEMFD-none}\" > " +
                                 dir.path + "/out"),
                           {}, plainLauncher(), 0, diags));
@@ -523,12 +533,10 @@ TEST(WarmStandby, TheTakeOverEnvironmentMustFitThePage) {
 }
 
 TEST(WarmStandby, AStandbyAppliesTheEnvironmentItIsHandedBeforeItRuns) {
-  TempDir dir;
-  WorkerGroup group(1, /*rankEnvironment=*/false);
-  std::vector<std::string> warnings;
-  group.prepare(/*memoryTier=*/false, warnings);
-  CollectingConsumer sink;
-  DiagnosticEngine diags(nullptr, sink);
+  SingleWorker one;
+  TempDir &dir = one.dir;
+  WorkerGroup &group = one.group;
+  DiagnosticEngine &diags = one.diags;
   ASSERT_TRUE(group.startStandby({MSC_EXEC_TEST_WORKER, "standby-job", dir.path, "wait"},
                                  {{"MSCALE_ATTEMPT", "1"}, {"CUDA_VISIBLE_DEVICES", "0"}}, plainLauncher(), 0, diags));
   ASSERT_EQ(group.liveStandbyPids().size(), 1u);
@@ -551,12 +559,10 @@ TEST(WarmStandby, AStandbyAppliesTheEnvironmentItIsHandedBeforeItRuns) {
 }
 
 TEST(WarmStandby, AStandbyThatEndedIsNotHandedTheJobAndADiscardedOneIsReaped) {
-  TempDir dir;
-  WorkerGroup group(1, /*rankEnvironment=*/false);
-  std::vector<std::string> warnings;
-  group.prepare(/*memoryTier=*/false, warnings);
-  CollectingConsumer sink;
-  DiagnosticEngine diags(nullptr, sink);
+  SingleWorker one;
+  TempDir &dir = one.dir;
+  WorkerGroup &group = one.group;
+  DiagnosticEngine &diags = one.diags;
   const std::vector<std::string> command = {MSC_EXEC_TEST_WORKER, "standby-job", dir.path, "wait"};
   ASSERT_TRUE(group.startStandby(command, {{"MSCALE_ATTEMPT", "1"}}, plainLauncher(), 0, diags));
   pid_t first = group.liveStandbyPids()[0];
