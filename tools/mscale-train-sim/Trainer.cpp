@@ -178,6 +178,7 @@ int runTrainer(const TrainerOptions &o) {
   snapshot::StoreOptions so;
   so.diskDir = o.snapshotDir;
   so.memoryTier = o.memoryTier;
+  so.memorySlots = o.memorySlots;
   so.memoryName = o.memoryName;
   so.keep = o.keep;
   so.backgroundDisk = o.backgroundDisk;

@@ -13,6 +13,7 @@ struct TrainerOptions {
   std::string snapshotDir;  // empty: no disk tier
   std::string memoryName;   // shm name of the memory tier (empty: derived from snapshotDir)
   bool memoryTier = true;
+  uint32_t memorySlots = 2;  // StoreOptions::memorySlots (1: half the memory, no tier while a save runs)
   uint32_t keep = 3;
   std::string logPath;      // one line per step; appended
   uint64_t steps = 100;

@@ -23,6 +23,8 @@ const char *kUsage =
     "  --mem-name NAME        shm name of the memory tier (default: derived from --snapshot-dir;\n"
     "                         MSCALE_SNAPSHOT_MEMFD=FD takes precedence)\n"
     "  --no-memory-tier       disk tier only\n"
+    "  --memory-slots N       memory-tier slots (default 2; 1 halves its memory, but a crash while a\n"
+    "                         snapshot is written leaves only the disk tier)\n"
     "  --resume               this is a restart: no valid snapshot is an error (exit 3)\n"
     "  --log FILE             append one line per step: step, epoch, sample ids, loss, lr, loss scale\n"
     "  --fail-at-step K       abort() after step K (a crash; before K's snapshot)\n"
@@ -116,6 +118,8 @@ int main(int argc, char **argv) {
       ok = num(n) && n > 0, o.keep = static_cast<uint32_t>(n);
     } else if (a == "--mem-name") {
       ok = value(v), o.memoryName = v ? v : "";
+    } else if (a == "--memory-slots") {
+      ok = num(n) && n >= 1 && n <= 64, o.memorySlots = static_cast<uint32_t>(n);
     } else if (a == "--no-memory-tier") {
       o.memoryTier = false;
     } else if (a == "--resume") {
