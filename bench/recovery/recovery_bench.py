@@ -7,6 +7,7 @@ start, restore (boot included), first step.
 usage: recovery_bench.py --build BUILD --topology FIXTURE.xml [--state-mib 1024,4096,8192] [--trials 8]
                          [--every 40] [--heartbeat-ms 200] [--baseline-build OLD_BUILD]
                          [--checkpoint-restarts N [--drop-caches]] [--bigmem-lock /tmp/bigmem.lock] [--standby]
+                         [--memory-slots 2]
 
 The script runs `mscale-exec run` over `mscale-train-sim` (5 ms steps, a snapshot every --every steps
 to the executor's memory tier and the disk tier) and injects each fault from outside: SIGKILL of the
@@ -29,8 +30,9 @@ a change); a build whose executor predates the timeline line is read from its ol
 --standby runs the trials twice with --build: a cold restart (the baseline) and a contract with a warm
 standby worker (fault_tolerance.standby_worker), each trial injected once the standby waits.
 --checkpoint-restarts N adds N restarts of executor and worker from the disk tier (--drop-caches: cold).
-A state size is run only where MemAvailable covers the worker's state, the memory tier's two slots and
-2 GiB to spare, and never below 18 GiB for 8 GiB states; sizes over 3 GiB of need hold --bigmem-lock.
+A state size is run only where MemAvailable covers the worker's state, the memory tier's slots
+(--memory-slots, default 2), a standby's state with --standby, and 2 GiB to spare, and never below
+18 GiB for 8 GiB states; sizes over 3 GiB of need hold --bigmem-lock.
 """
 import argparse
 import contextlib
@@ -159,6 +161,8 @@ def run_series(a, build, state_mib, label, standby=False):
         worker = [exe("mscale-train-sim"), "--data", data, "--steps", "10000000", "--snapshot-every", str(a.every),
                   "--snapshot-dir", os.path.join(work, "snaps"), "--keep", "2", "--log", train_log,
                   "--step-delay-ms", "5", "--state-mib", str(state_mib), "--quiet"]
+        if a.memory_slots != 2:  # the default; a --baseline-build from before the option runs too
+            worker[-1:-1] = ["--memory-slots", str(a.memory_slots)]
         env = dict(os.environ, MSCALE_SIM_CONTROL=control)
 
         def start(resume=False):
@@ -289,6 +293,9 @@ def main():
     ap.add_argument("--checkpoint-restarts", type=int, default=0)
     ap.add_argument("--drop-caches", action="store_true")
     ap.add_argument("--bigmem-lock", default="/tmp/bigmem.lock")
+    ap.add_argument("--memory-slots", type=int, default=2,
+                    help="the worker's memory-tier slots (mscale-train-sim --memory-slots): 1 lets a state of half "
+                         "the node's memory be measured")
     ap.add_argument("--standby", action="store_true",
                     help="compare a warm standby worker (fault_tolerance.standby_worker) with a cold restart, "
                          "both of --build, in the same run")
@@ -296,8 +303,8 @@ def main():
     sys.stdout.reconfigure(line_buffering=True)
     print("load average at start: %s" % " ".join(open("/proc/loadavg").read().split()[:3]))
     for state_mib in (int(s) for s in a.state_mib.split(",")):
-        # The worker's state, the memory tier's two slots (and a standby's state), headroom.
-        need = state_mib * (4 if a.standby else 3) / 1024 + 2
+        # The worker's state, the memory tier's slots (and a standby's state), headroom.
+        need = state_mib * (1 + a.memory_slots + (1 if a.standby else 0)) / 1024 + 2
         floor = 18 if state_mib >= 8192 else 0
         lock = held(a.bigmem_lock) if need > 3 else contextlib.nullcontext()
         with lock:
