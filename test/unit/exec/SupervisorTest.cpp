@@ -65,11 +65,16 @@ TEST(Supervisor, ControlPageCarriesHeartbeatsStepsAndHandOvers) {
   mscale::worker::reportThroughput(123.456);
   EXPECT_DOUBLE_EQ(host->reportedTflops(), 123.456);
 
-  // A new worker starts from its environment: no stale notice, no stale beats or throughput.
+  mscale::worker::finishing();
+  EXPECT_TRUE(host->finishing());
+
+  // A new worker starts from its environment: no stale notice, no stale beats or throughput, and
+  // not finishing (the previous worker's word would give it the exit grace against hangs).
   host->publishSlices("trainer@0:32:0:0");
   host->resetForNewWorker();
   EXPECT_EQ(host->beats(), 0u);
   EXPECT_EQ(host->reportedTflops(), 0.0);
+  EXPECT_FALSE(host->finishing());
   EXPECT_FALSE(mscale::worker::pendingSliceUpdate(generation, slices));
   ::unsetenv("MSCALE_CONTROL_FD");
 }
