@@ -39,8 +39,12 @@ echo "== n2 cannot honour it"
 unshare --uts sh -c 'hostname n2 && exec mscalec --topology live -o "$1/blocker.msp" "$1/blocker.msc"' sh "$d" 2>/dev/null &&
   mscale-cli contract submit --socket "$d/agent.n2.sock" "$d/blocker.msp" >/dev/null
 # n1's task may start before n2's refusal reaches srun; --kill-on-bad-exit ends it then (docs/slurm.md).
+# The sleep holds none of the task's output: proctrack/linuxproc can miss a child that is being forked
+# when the step is killed, and an orphaned sleep holding the task's stdout kept srun waiting for its
+# end (seen once under load: the task was killed at once, srun returned 60 s later).
 start=$(date +%s)
 srun -N2 -n2 --kill-on-bad-exit=1 --mscale-contract="$d/nodes.msc" \
-  bash -c '[[ $SLURMD_NODENAME == n2 ]] && echo "TASK RAN on n2"; sleep 60; echo "TASK FINISHED on $SLURMD_NODENAME"'
+  bash -c '[[ $SLURMD_NODENAME == n2 ]] && echo "TASK RAN on n2"; sleep 60 </dev/null >/dev/null 2>&1
+           echo "TASK FINISHED on $SLURMD_NODENAME"'
 echo "refused srun exit $? after $(($(date +%s) - start)) s"
 echo "held: n1 $(held_on n1), n2 $(held_on n2)"
