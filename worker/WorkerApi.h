@@ -219,7 +219,11 @@ inline ControlPage *controlPage() {
   return page;
 }
 
-inline void takeOver() { (void)controlPage(); }
+// A worker that is no standby has nothing to wait for (and need not map the page for it).
+inline void takeOver() {
+  if (standby())
+    (void)controlPage();
+}
 
 // `step` while a worker restores its snapshot and does not know its step yet.
 constexpr uint64_t kStepRestoring = ~uint64_t(0);

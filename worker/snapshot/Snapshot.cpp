@@ -45,8 +45,7 @@ Store::~Store() { (void)flush(); }
 Status Store::open(const StoreOptions &options, std::unique_ptr<Store> &out) {
   // A warm standby touches no snapshot before it has the job: the worker it stands by for still
   // writes them (WorkerApi.h: takeOver).
-  if (mscale::worker::standby())
-    mscale::worker::takeOver();
+  mscale::worker::takeOver();
   if (options.diskDir.empty() && !options.memoryTier)
     return Status::make(ErrorCode::ERR_SNAP_009, {"no tier: give a disk directory or enable the memory tier"});
   std::unique_ptr<Store> s(new Store());
