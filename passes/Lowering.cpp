@@ -1,5 +1,6 @@
 #include "passes/Lowering.h"
 
+#include "admission/SliceBinding.h"
 #include "passes/GpuCount.h"
 #include "passes/Resolve.h"
 #include "plan/PlanFile.h"
@@ -12,15 +13,6 @@ int32_t numaOr(std::optional<unsigned> node) { return node ? static_cast<int32_t
 
 template <typename T, typename F> auto valueOr(const std::optional<ir::Field<T>> &field, F fallback) {
   return field ? field->value : fallback;
-}
-
-plan::GpuSlice::Mechanism mechanismFor(const hal::GpuInfo &info, unsigned slices, unsigned division) {
-  if (info.mig == hal::MigMode::Enabled)
-    return plan::GpuSlice::MIG;
-  if (division <= 1 && slices <= 1)
-    return plan::GpuSlice::WHOLE_GPU;
-  bool green = info.greenContexts ? *info.greenContexts : (info.ccMajor < 0 || info.ccMajor >= 6);
-  return green ? plan::GpuSlice::GREEN_CONTEXT : plan::GpuSlice::MPS;
 }
 
 } // namespace
@@ -68,15 +60,12 @@ plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement,
     if (r->gpu) {
       plan::GpuSlice *s = out.add_gpu_slices();
       s->set_role(name);
-      s->set_gpu_index(r->gpu->index);
-      s->set_pci_address(r->gpu->pci.str());
-      s->set_model(r->gpu->model);
-      s->set_gpu_sm_count(r->gpu->smCount);
       unsigned slices = std::max(1u, r->smSlices);
       s->set_slices(slices);
       s->set_slices_per_gpu(std::max(division, slices));
-      if (r->gpu->smCount)
-        s->set_sm_count(smsForSlices(topo, *r->gpu, s->slices_per_gpu(), slices));
+      // The placement chose this GPU of `topo`, so the lookup finds it.
+      if (std::optional<hal::GpuRef> ref = topo.gpuByPci(r->gpu->pci))
+        admission::bindSliceToGpu(*s, topo, *ref);
       if (f.gpu_memory) {
         s->set_memory_limit_bytes(f.gpu_memory->value.value);
       } else if (compute.gpu_memory) {
@@ -84,11 +73,8 @@ plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement,
         s->set_memory_per_gpu(true);
       }
       s->set_stream_priority(static_cast<int32_t>(valueOr(f.stream_priority, int64_t(0))));
-      if (std::optional<hal::GpuRef> ref = topo.gpuByPci(r->gpu->pci))
-        s->set_mechanism(mechanismFor(*ref->info, slices, s->slices_per_gpu()));
       if (f.gpu && f.gpu->value.form == ir::GpuRef::Form::Uuid)
         s->set_uuid(f.gpu->value.uuid);
-      s->set_numa_node(numaOr(r->gpu->numaNode));
       s->set_bound(r->gpuBound);
     }
     if (!r->cpus.empty() || !r->blockDevice.empty() || f.io_depth || f.threads || f.decoder || f.gds) {
