@@ -25,11 +25,6 @@ std::string formatMillis(uint64_t ns) {
   return buf;
 }
 
-std::string signalName(int sig) {
-  const char *name = sigabbrev_np(sig);
-  return name ? std::string("SIG") + name : "signal " + std::to_string(sig);
-}
-
 bool stderrIsJournal() {
   const char *env = std::getenv("JOURNAL_STREAM");
   unsigned long long dev = 0, ino = 0;

@@ -45,9 +45,8 @@ private:
 // services that may log natively: sd_journal_print(3), systemd.exec(5)).
 bool stderrIsJournal();
 
-// How log lines write a duration ("150.4 ms") and a signal ("SIGKILL").
+// How log lines write a duration ("150.4 ms"); a signal: signalName (supervise/Fault.h).
 std::string formatMillis(uint64_t ns);
-std::string signalName(int sig);
 
 // Renders diagnostics as the other tools do (file: error[CODE]: message, notes) and writes each
 // line to the log under the current contract.

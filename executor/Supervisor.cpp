@@ -1,10 +1,14 @@
 #include "executor/Supervisor.h"
 
+#include "admission/SliceBinding.h"
+#include "executor/SessionWorkerHost.h"
 #include "executor/WorkerVariables.h"
+#include "executor/supervise/DeviceFailover.h"
 #include "executor/gpu/GpuBackend.h"
 #include "executor/rdma/RdmaBackend.h"
 #include "plan/PlanFile.h"
 #include "support/DiagnosticPrinters.h"
+#include "support/PciAddress.h"
 
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/raw_ostream.h>
@@ -12,56 +16,24 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstring>
-#include <ctime>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <utility>
 
 namespace msc::exec {
 
-const char *faultClassName(FaultClass c) {
-  switch (c) {
-  case FaultClass::GpuLost: return "gpu-lost";
-  case FaultClass::NvmeIoError: return "nvme-io-error";
-  case FaultClass::RdmaPortDown: return "rdma-port-down";
-  case FaultClass::WorkerCrashed: return "worker-crashed";
-  case FaultClass::WorkerHung: return "worker-hung";
-  case FaultClass::DiskFull: return "disk-full";
-  case FaultClass::NodeLost: return "node-lost";
-  }
-  return "?";
-}
-
-std::optional<Fault> classifyWorkerExit(int status) {
-  if (WIFSIGNALED(status)) {
-    return Fault{FaultClass::WorkerCrashed, signalName(WTERMSIG(status))};
-  }
-  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-  switch (code) {
-  case 0: return std::nullopt;
-  case kWorkerExitIoError: return Fault{FaultClass::NvmeIoError, "exit 74: a data read failed"};
-  case kWorkerExitDiskFull: return Fault{FaultClass::DiskFull, "exit 73: a snapshot write found the disk full"};
-  default: return Fault{FaultClass::WorkerCrashed, "exit " + std::to_string(code)};
-  }
-}
-
-uint64_t Supervisor::monotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1'000'000'000 + uint64_t(ts.tv_nsec);
-}
-
 namespace {
 
 constexpr uint64_t kRecoveryTimingLimitNs = 60'000'000'000;
-// A worker's beats are sampled this many times per heartbeat interval. The silence of a hung worker
-// is measured from the sample that first saw its last beat, so a hang is declared up to one sample
-// period after `misses` heartbeats of silence: with one sample per heartbeat that was up to a whole
-// heartbeat (200 ms) past the detection budget, with ten it is 20 ms. Reading the page is a load.
-constexpr uint64_t kBeatSamplesPerHeartbeat = 10;
 
-// Plan durations have no upper bound: a wrapped sum would put the next wake-up in the past.
-uint64_t after(uint64_t now, uint64_t delta) { return delta > UINT64_MAX - now ? UINT64_MAX : now + delta; }
+RestartPolicyConfig restartConfig(const plan::FaultTolerance &ft, const SupervisorOptions &o) {
+  RestartPolicyConfig config;
+  config.recoverable = ft.snapshot_every_steps() || ft.snapshot_interval_ns();
+  config.maxRestarts = o.maxRestarts;
+  config.backoffBaseNs = heartbeatIntervalNs(ft);
+  config.backoffMaxNs = std::max(o.restartBackoffMaxNs, config.backoffBaseNs);
+  return config;
+}
 
 } // namespace
 
@@ -70,30 +42,15 @@ struct Supervisor::SliceWatch {
   ResizeController controller;
 };
 
-uint64_t heartbeatIntervalNs(const plan::FaultTolerance &ft) {
-  return ft.heartbeat_ns() ? ft.heartbeat_ns() : 200'000'000;
-}
-
-uint32_t heartbeatMisses(const plan::FaultTolerance &ft) {
-  return std::max(1u, ft.heartbeat_misses() ? ft.heartbeat_misses() : 3u);
-}
-
-uint64_t hangBudgetNs(const plan::FaultTolerance &ft) {
-  uint64_t heartbeat = heartbeatIntervalNs(ft);
-  uint32_t misses = heartbeatMisses(ft);
-  return heartbeat > UINT64_MAX / misses ? UINT64_MAX : uint64_t(misses) * heartbeat;
-}
-
-uint64_t beatSampleIntervalNs(const plan::FaultTolerance &ft) {
-  return std::max<uint64_t>(heartbeatIntervalNs(ft) / kBeatSamplesPerHeartbeat, 1'000'000);
-}
-
 Supervisor::Supervisor(Session &session, Logger &log, SupervisorOptions options)
-    : session_(session), log_(log), options_(std::move(options)),
-      group_(std::max(1u, options_.nprocPerNode), options_.nprocPerNode > 0),
-      standby_(session, log, group_, [this](uint32_t attempt) { return attemptEnvironment(attempt, true); }) {
+    : session_(session), log_(log), options_(std::move(options)), clock_(*options_.clock),
+      sessionHost_(options_.host ? nullptr : std::make_unique<SessionWorkerHost>(session)),
+      host_(options_.host ? *options_.host : *sessionHost_),
+      group_(host_, std::max(1u, options_.nprocPerNode), options_.nprocPerNode > 0),
+      standby_(session, log, group_, [this](uint32_t attempt) { return attemptEnvironment(attempt, true); }),
+      restarts_(restartConfig(session.plan().fault_tolerance(), options_)),
+      probes_(heartbeatMisses(session.plan().fault_tolerance())) {
   const plan::FaultTolerance &ft = session_.plan().fault_tolerance();
-  recoverable_ = ft.snapshot_every_steps() || ft.snapshot_interval_ns();
   heartbeatNs_ = heartbeatIntervalNs(ft);
   misses_ = heartbeatMisses(ft);
   hangAfterNs_ = hangBudgetNs(ft);
@@ -129,9 +86,7 @@ void Supervisor::shutdown() {
 }
 
 void Supervisor::record(const std::string &kind, const std::string &text) {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  history_.push_back({int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000, kind, text});
+  history_.push_back({clock_.unixMs(), kind, text});
 }
 
 std::map<std::string, std::string> Supervisor::attemptEnvironment(uint32_t attempt, bool restart) const {
@@ -145,19 +100,13 @@ std::map<std::string, std::string> Supervisor::attemptEnvironment(uint32_t attem
   return env;
 }
 
-RankLauncher Supervisor::launcher() {
-  return [this](const std::vector<std::string> &argv, const std::map<std::string, std::string> &rankEnv,
-                const std::vector<int> &fds, const std::string &label, DiagnosticEngine &d) {
-    return session_.startWorkerProcess(argv, rankEnv, d, fds, label);
-  };
-}
-
 bool Supervisor::startWorker(DiagnosticEngine &diags, const std::string &restartReason) {
-  std::map<std::string, std::string> env = attemptEnvironment(restarts_, !restartReason.empty());
+  std::map<std::string, std::string> env = attemptEnvironment(restarts_.restarts(), !restartReason.empty());
   if (!restartReason.empty())
     env["MSCALE_RESTART_REASON"] = restartReason;
-  if (!group_.start(options_.command, env, launcher(), monotonicNs(), diags))
+  if (!group_.start(options_.command, env, diags))
     return false;
+  attemptStarted(clock_.monotonicNs());
   if (group_.ranked())
     log_.info(session_.contract(), "started " + std::to_string(group_.size()) + " rank(s): WORLD_SIZE " +
                                        std::to_string(group_.size()) + ", MASTER_ADDR 127.0.0.1, MASTER_PORT " +
@@ -174,18 +123,29 @@ std::string Supervisor::rankText(std::optional<unsigned> rank) const {
   return rank && group_.size() > 1 ? " (rank " + std::to_string(*rank) + ")" : std::string();
 }
 
+std::string Supervisor::detectionPeriod() const {
+  return std::to_string(misses_) + " heartbeats " + formatMillis(heartbeatNs_) + " apart";
+}
+
+void Supervisor::attemptStarted(uint64_t now) {
+  liveness_.restart(group_.size(), now);
+  attemptStartedNs_ = now;
+  attemptFirstStep_.reset();
+}
+
+bool Supervisor::attemptSteppedOn() const {
+  std::optional<uint64_t> step = group_.commonStep();
+  return attemptFirstStep_ && step && *step != mscale::worker::kStepRestoring && *step > *attemptFirstStep_;
+}
+
 void Supervisor::beginRecovery(const Fault &fault, uint64_t now, uint64_t lastGoodNs) {
-  bool device = fault.kind == FaultClass::GpuLost || fault.kind == FaultClass::RdmaPortDown ||
-                fault.kind == FaultClass::NvmeIoError;
-  if (device && options_.deviceFailed)
+  if (isDeviceFault(fault.kind) && options_.deviceFailed)
     options_.deviceFailed();
   recovery_ = Recovery{};
   recovery_.fault = fault;
   RecoveryTimeline &t = recovery_.timeline;
   t.faultClass = faultClassName(fault.kind);
-  timespec wall;
-  clock_gettime(CLOCK_REALTIME, &wall);
-  t.detectedUnixUs = int64_t(wall.tv_sec) * 1'000'000 + wall.tv_nsec / 1000;
+  t.detectedUnixUs = clock_.unixUs();
   t.detectedNs = now;
   t.lastGoodNs = lastGoodNs;
   t.heartbeatNs = heartbeatNs_;
@@ -206,63 +166,55 @@ void Supervisor::raise(Fault fault, uint64_t now, uint64_t lastGoodNs) {
   if (several && rank)
     group_.stop(rank, after(now, options_.rankStopGraceNs));
   else
-    session_.killWorkerTree(group_.liveStandbyPids());
+    host_.killWorkers(group_.liveStandbyPids());
 }
 
-void Supervisor::heartbeatTick(uint64_t now) {
+void Supervisor::probeDevices(uint64_t now) {
   if (!group_.running() || pendingFault_)
     return;
-  std::string period = std::to_string(misses_) + " heartbeats " + formatMillis(heartbeatNs_) + " apart";
-  if (GpuBackend *gpu = session_.gpuBackend()) {
-    for (const HeldSlice &h : session_.heldSlices()) {
-      uint64_t key = h.id | (uint64_t(1) << 63);
-      uint32_t &missed = qpMisses_[key];
-      missed = gpu->heartbeat(h.id) ? 0 : missed + 1;
-      if (!missed)
-        lastGood_[key] = now;
-      if (missed >= misses_) {
-        missed = 0;
-        raise({FaultClass::GpuLost,
-               gpu->name().str() + " slice " + std::to_string(h.id) + " on gpu " + std::to_string(h.gpu) +
-                   " of role '" + h.role + "' missed " + period,
-               h.gpu},
-              now, lastGood_[key]);
-        return;
-      }
-    }
+  GpuBackend *gpu = session_.gpuBackend();
+  RdmaBackend *rdma = session_.rdmaBackend();
+  std::vector<HeldSlice> slices = gpu ? session_.heldSlices() : std::vector<HeldSlice>{};
+  std::vector<HeldQpGroup> groups = rdma ? session_.heldQpGroups() : std::vector<HeldQpGroup>{};
+  std::vector<ProbedDevice> devices;
+  for (const HeldSlice &h : slices)
+    devices.push_back({ProbedKind::GpuSlice, h.id});
+  for (const HeldQpGroup &g : groups)
+    devices.push_back({ProbedKind::RdmaQpGroup, g.id});
+  std::optional<DeviceLoss> loss = probes_.probe(
+      devices,
+      [&](const ProbedDevice &d) { return d.kind == ProbedKind::GpuSlice ? gpu->heartbeat(d.id) : rdma->portActive(d.id); },
+      now);
+  if (!loss)
+    return;
+  if (loss->device.kind == ProbedKind::GpuSlice) {
+    const HeldSlice &h = *std::find_if(slices.begin(), slices.end(), [&](const HeldSlice &x) { return x.id == loss->device.id; });
+    raise({FaultClass::GpuLost,
+           gpu->name().str() + " slice " + std::to_string(h.id) + " on gpu " + std::to_string(h.gpu) + " of role '" +
+               h.role + "' missed " + detectionPeriod(),
+           h.gpu},
+          now, loss->lastGoodNs);
+    return;
   }
-  if (RdmaBackend *rdma = session_.rdmaBackend()) {
-    for (const HeldQpGroup &g : session_.heldQpGroups()) {
-      uint32_t &missed = qpMisses_[g.id];
-      missed = rdma->portActive(g.id) ? 0 : missed + 1;
-      if (!missed)
-        lastGood_[g.id] = now;
-      if (missed >= misses_) {
-        missed = 0;
-        raise({FaultClass::RdmaPortDown,
-               rdma->name().str() + " port '" + g.device + "' port " + std::to_string(g.port) + " of role '" +
-                   g.role + "' down for " + period},
-              now, lastGood_[g.id]);
-        return;
-      }
-    }
-  }
+  const HeldQpGroup &g = *std::find_if(groups.begin(), groups.end(), [&](const HeldQpGroup &x) { return x.id == loss->device.id; });
+  raise({FaultClass::RdmaPortDown, rdma->name().str() + " port '" + g.device + "' port " + std::to_string(g.port) +
+                                       " of role '" + g.role + "' down for " + detectionPeriod()},
+        now, loss->lastGoodNs);
 }
 
-void Supervisor::hangTick(uint64_t now) {
+void Supervisor::sampleBeats(uint64_t now) {
   if (!group_.running() || pendingFault_)
     return;
-  if (group_.observeBeats(now))
-    everBeat_ = true;
-  if (std::optional<unsigned> hung = group_.hungRank(now, hangAfterNs())) {
-    std::string period = std::to_string(misses_) + " heartbeats " + formatMillis(heartbeatNs_) + " apart";
-    uint64_t lastBeatNs = group_.rank(*hung).lastBeatNs;
-    Fault fault{FaultClass::WorkerHung, "no worker heartbeat for " + formatMillis(now - lastBeatNs) + ", " + period};
-    if (group_.size() > 1)
-      fault.detail = "rank " + std::to_string(*hung) + ": " + fault.detail;
-    fault.rank = *hung;
-    raise(std::move(fault), now, lastBeatNs);
-  }
+  liveness_.observe(group_, now);
+  std::optional<Liveness::Hang> hang = liveness_.hung(group_, now, hangAfterNs_);
+  if (!hang)
+    return;
+  Fault fault{FaultClass::WorkerHung,
+              "no worker heartbeat for " + formatMillis(now - hang->lastBeatNs) + ", " + detectionPeriod()};
+  if (group_.size() > 1)
+    fault.detail = "rank " + std::to_string(hang->rank) + ": " + fault.detail;
+  fault.rank = hang->rank;
+  raise(std::move(fault), now, hang->lastBeatNs);
 }
 
 void Supervisor::noteProgress(uint64_t now) {
@@ -273,6 +225,9 @@ void Supervisor::noteProgress(uint64_t now) {
                                        formatMillis(kRecoveryTimingLimitNs) + "; not timing it further");
     recovery_.active = false;
   }
+  if (!attemptFirstStep_)
+    if (std::optional<uint64_t> first = group_.commonStep(); first && *first != mscale::worker::kStepRestoring)
+      attemptFirstStep_ = *first;
   std::optional<uint64_t> common = recovery_.active ? group_.commonStep() : std::nullopt;
   if (!common)
     return; // not timing, or not every rank has beaten yet
@@ -335,17 +290,22 @@ void Supervisor::monitorTick(uint64_t now) {
 }
 
 bool Supervisor::resize(size_t entry, unsigned toSlices, const std::string &why, uint64_t now) {
+  CollectingConsumer checks;
+  DiagnosticEngine quiet(nullptr, checks);
+  std::optional<hal::Topology> node = loadNode(quiet);
   plan::Plan next = session_.plan();
   plan::GpuSlice *g = next.mutable_gpu_slices(int(entry));
   unsigned from = std::max(1u, g->slices());
-  unsigned perSlice = g->sm_count() / from;
   g->set_slices(toSlices);
-  if (perSlice)
-    g->set_sm_count(perSlice * toSlices);
+  std::optional<hal::GpuRef> gpu;
+  if (node)
+    if (std::optional<PciAddress> pci = parsePciAddress(g->pci_address()))
+      gpu = node->gpuByPci(*pci);
+  admission::shapeSlice(*g, gpu ? gpu->info : nullptr);
   std::string head = "resize of role '" + g->role() + "' " + std::to_string(from) + " -> " + std::to_string(toSlices) +
                      " slice(s)";
   std::string error;
-  return handOverTo(next, head, why, now, error);
+  return handOverTo(next, node, head, why, now, error);
 }
 
 bool Supervisor::resizeTo(const plan::Plan &next, const std::string &why, std::string &error) {
@@ -372,8 +332,10 @@ bool Supervisor::resizeTo(const plan::Plan &next, const std::string &why, std::s
     record("refused", "resize to profile '" + next.provenance().profile() + "': " + error);
     return false;
   }
-  uint64_t now = monotonicNs();
-  if (!handOverTo(next, "resize to profile '" + next.provenance().profile() + "'", why, now, error))
+  uint64_t now = clock_.monotonicNs();
+  CollectingConsumer checks;
+  DiagnosticEngine quiet(nullptr, checks);
+  if (!handOverTo(next, loadNode(quiet), "resize to profile '" + next.provenance().profile() + "'", why, now, error))
     return false;
   resetControllers(); // the new profile's policy, starting with its cool-down
   for (SliceWatch &w : slices_)
@@ -383,8 +345,12 @@ bool Supervisor::resizeTo(const plan::Plan &next, const std::string &why, std::s
   return true;
 }
 
-bool Supervisor::handOverTo(const plan::Plan &next, const std::string &head, const std::string &why, uint64_t now,
-                            std::string &error) {
+std::optional<hal::Topology> Supervisor::loadNode(DiagnosticEngine &diags) const {
+  return options_.loadTopology ? options_.loadTopology(diags) : std::nullopt;
+}
+
+bool Supervisor::handOverTo(const plan::Plan &next, const std::optional<hal::Topology> &node, const std::string &head,
+                            const std::string &why, uint64_t now, std::string &error) {
   auto refuse = [&](const std::string &reason) {
     LogDiagnosticPrinter printer(log_);
     printer.setContract(session_.contract());
@@ -396,11 +362,10 @@ bool Supervisor::handOverTo(const plan::Plan &next, const std::string &head, con
   };
   if (handOver_.active)
     return refuse("a hand-over is still in progress");
-  CollectingConsumer checks;
-  DiagnosticEngine diags(nullptr, checks);
-  std::optional<hal::Topology> node = options_.loadTopology ? options_.loadTopology(diags) : std::nullopt;
   if (!node)
     return refuse("the node's topology cannot be read");
+  CollectingConsumer checks;
+  DiagnosticEngine diags(nullptr, checks);
   admission::Held others = options_.admitted ? options_.admitted() : admission::Held{};
   if (!admission::recheckPlan(next, *node, others, diags, options_.recheck))
     return refuse("the re-check failed: " + firstErrorLine(checks));
@@ -444,7 +409,7 @@ void Supervisor::handOverTick(uint64_t now) {
     return;
   bool acked = group_.hasPages() && handOver_.generation && group_.acknowledged(handOver_.generation);
   // Workers that never beat never acknowledge either; a restarted one that has not beaten yet will.
-  bool silent = !group_.hasPages() || !everBeat_;
+  bool silent = !group_.hasPages() || !liveness_.everBeat();
   bool workerGone = !group_.running();
   if (!acked && !silent && !workerGone && now < handOver_.deadlineNs)
     return;
@@ -468,88 +433,64 @@ void Supervisor::handOverTick(uint64_t now) {
 bool Supervisor::moveOffLostGpu(unsigned lost, DiagnosticEngine &diags) {
   CollectingConsumer checks;
   DiagnosticEngine quiet(nullptr, checks);
-  std::optional<hal::Topology> node = options_.loadTopology ? options_.loadTopology(quiet) : std::nullopt;
-  const plan::Plan &current = session_.plan();
-  std::string role;
-  int lostNuma = -1;
-  for (const plan::GpuSlice &g : current.gpu_slices())
-    if (g.gpu_index() == lost) {
-      role = g.role();
-      lostNuma = g.numa_node();
-    }
+  std::optional<hal::Topology> node = loadNode(quiet);
   if (!node) {
+    std::string role;
+    for (const plan::GpuSlice &g : session_.plan().gpu_slices())
+      if (g.gpu_index() == lost)
+        role = g.role();
     diags.report(DiagCode::ERR_EXEC_024) << role << lost << "the node's topology cannot be read";
     return false;
   }
-  // Same NUMA node first (the role's CPUs and memory stay local), then by index.
-  std::vector<hal::GpuRef> candidates;
-  for (const hal::GpuRef &g : node->gpus())
-    if (g.index != lost)
-      candidates.push_back(g);
-  std::stable_sort(candidates.begin(), candidates.end(), [&](const hal::GpuRef &a, const hal::GpuRef &b) {
-    auto local = [&](const hal::GpuRef &g) { return int(node->numaNodeOfDevice(g.vertex).value_or(-2)) == lostNuma; };
-    return local(a) && !local(b);
-  });
-  std::string tried;
-  for (const hal::GpuRef &c : candidates) {
-    plan::Plan next = current;
-    for (plan::GpuSlice &g : *next.mutable_gpu_slices()) {
-      if (g.gpu_index() != lost)
-        continue;
-      g.set_gpu_index(c.index);
-      g.set_pci_address(c.info->pci.str());
-      g.clear_uuid(); // the UUID named the lost device
-      g.set_model(c.info->model);
-      if (c.info->smCount)
-        g.set_gpu_sm_count(c.info->smCount);
-      auto numa = node->numaNodeOfDevice(c.vertex);
-      g.set_numa_node(numa ? int(*numa) : -1);
-    }
-    checks.diags.clear();
-    if (!admission::recheckPlan(next, *node, options_.admitted ? options_.admitted() : admission::Held{}, quiet,
-                             options_.recheck)) {
-      tried += (tried.empty() ? "" : "; ") + std::string("gpu ") + std::to_string(c.index) + ": " + firstErrorLine(checks);
-      continue;
-    }
-    std::vector<SliceId> retiring;
-    std::vector<std::string> changes;
-    std::string error;
-    if (!session_.handOverGpuSlices(next, retiring, changes, error)) {
-      tried += (tried.empty() ? "" : "; ") + std::string("gpu ") + std::to_string(c.index) + ": " + error;
-      continue;
-    }
-    session_.retireGpuSlices(retiring); // the worker is stopped: nothing runs on them
-    for (const std::string &line : changes)
-      log_.info(session_.contract(), "moved off lost gpu " + std::to_string(lost) + ": " + line);
-    if (options_.planChanged)
-      options_.planChanged(session_.plan());
-    return true;
+  admission::Held others = options_.admitted ? options_.admitted() : admission::Held{};
+  std::vector<std::string> changes;
+  GpuFailover moved = exec::moveOffLostGpu(
+      session_.plan(), lost, *node, [&](const hal::GpuRef &, const plan::Plan &next) -> std::optional<std::string> {
+        checks.diags.clear();
+        if (!admission::recheckPlan(next, *node, others, quiet, options_.recheck))
+          return firstErrorLine(checks);
+        std::vector<SliceId> retiring;
+        std::string error;
+        changes.clear();
+        if (!session_.handOverGpuSlices(next, retiring, changes, error))
+          return error;
+        session_.retireGpuSlices(retiring); // the worker is stopped: nothing runs on them
+        return std::nullopt;
+      });
+  if (!moved.moved) {
+    diags.report(DiagCode::ERR_EXEC_024) << moved.role << lost << moved.why;
+    return false;
   }
-  diags.report(DiagCode::ERR_EXEC_024) << role << lost
-                                       << (candidates.empty() ? std::string("the node has no other GPU") : tried);
-  return false;
+  for (const std::string &line : changes)
+    log_.info(session_.contract(), "moved off lost gpu " + std::to_string(lost) + ": " + line);
+  if (options_.planChanged)
+    options_.planChanged(session_.plan());
+  return true;
 }
 
 bool Supervisor::recover(const Fault &fault, DiagnosticEngine &diags, int &status) {
   const std::string &contract = session_.contract();
   std::string what = std::string(faultClassName(fault.kind)) + " at " + stepText(fault.rank);
   record("fault", what + " (" + fault.detail + ")");
-  if (!recoverable_) {
+  uint64_t now = clock_.monotonicNs();
+  RestartDecision decision = restarts_.onFault(fault.kind, attemptSteppedOn(), attemptStartedNs_, now);
+  switch (decision.verdict) {
+  case RestartVerdict::NoRecoveryPoint:
     log_.error(contract, "fault " + what + " (" + fault.detail +
                              "); the plan has no recovery point (fault_tolerance.recovery_point): not restarting");
     return false;
-  }
-  if (fault.kind == FaultClass::DiskFull) {
+  case RestartVerdict::DiskFull:
     diags.report(DiagCode::ERR_EXEC_025) << fault.detail;
     record("gave-up", "disk full");
     status = 1;
     return false;
-  }
-  if (++restarts_ > options_.maxRestarts) {
+  case RestartVerdict::BudgetSpent:
     diags.report(DiagCode::ERR_EXEC_023) << contract << options_.maxRestarts << "the last fault was " + what;
     record("gave-up", "after " + std::to_string(options_.maxRestarts) + " restarts");
     status = 1;
     return false;
+  case RestartVerdict::Restart:
+    break;
   }
   if (fault.kind == FaultClass::GpuLost && !moveOffLostGpu(fault.gpu, diags)) {
     record("gave-up", "no healthy GPU");
@@ -568,31 +509,63 @@ bool Supervisor::recover(const Fault &fault, DiagnosticEngine &diags, int &statu
     for (const std::string &m : moved)
       log_.info(contract, "rdma failover: " + m);
   }
-  recovery_.timeline.movedNs = monotonicNs();
-  std::string who = group_.size() > 1 ? "all " + std::to_string(group_.size()) + " ranks" : std::string("the worker");
-  log_.info(contract, "restarting " + who + " after " + what + " from the newest snapshot (restart " +
-                          std::to_string(restarts_) + " of at most " + std::to_string(options_.maxRestarts) + ")");
-  if (!standby_.takeOver(restarts_, what, monotonicNs()) && !startWorker(diags, what)) {
+  recovery_.timeline.movedNs = clock_.monotonicNs();
+  if (decision.delayNs) {
+    log_.warn(contract, "back-off: " + std::to_string(restarts_.failuresWithoutProgress()) +
+                            " attempts in a row failed without progress; restart " + std::to_string(decision.restart) +
+                            " in " + formatMillis(decision.delayNs));
+    pendingRestart_ = PendingRestart{what, decision.notBeforeNs};
+    return true;
+  }
+  if (!restart(what, diags)) {
     status = 1;
     return false;
   }
-  recovery_.timeline.startedNs = monotonicNs();
+  return true;
+}
+
+bool Supervisor::restart(const std::string &what, DiagnosticEngine &diags) {
+  uint32_t attempt = restarts_.restarts();
+  std::string who = group_.size() > 1 ? "all " + std::to_string(group_.size()) + " ranks" : std::string("the worker");
+  log_.info(session_.contract(), "restarting " + who + " after " + what + " from the newest snapshot (restart " +
+                                     std::to_string(attempt) + " of at most " + std::to_string(options_.maxRestarts) +
+                                     ")");
+  if (standby_.takeOver(attempt, what, clock_.monotonicNs()))
+    attemptStarted(clock_.monotonicNs());
+  else if (!startWorker(diags, what))
+    return false;
+  recovery_.timeline.startedNs = clock_.monotonicNs();
   recovery_.active = true;
   return true;
+}
+
+void Supervisor::restartAfterBackoff(uint64_t now) {
+  if (!pendingRestart_ || now < pendingRestart_->atNs)
+    return;
+  std::string what = std::move(pendingRestart_->what);
+  pendingRestart_.reset();
+  LogDiagnosticPrinter printer(log_);
+  printer.setContract(session_.contract());
+  DiagnosticEngine diags(nullptr, printer);
+  if (!restart(what, diags)) {
+    recovery_.active = false;
+    finished_ = 1;
+    standby_.discard("supervision ended");
+  }
 }
 
 bool Supervisor::start(DiagnosticEngine &diags) {
   const std::string &contract = session_.contract();
   // The memory tier belongs to the executor so that it outlives the worker it protects.
   std::vector<std::string> warnings;
-  group_.prepare(recoverable_ && session_.plan().fault_tolerance().in_memory_tier(), warnings);
+  group_.prepare(restarts_.config().recoverable && session_.plan().fault_tolerance().in_memory_tier(), warnings);
   for (const std::string &w : warnings)
     log_.warn(contract, w);
   if (options_.resumeAfterNodeLoss)
     log_.info(contract, "resuming after a lost node: the in-memory tier went with it, the worker restores from disk");
   if (!startWorker(diags, options_.resumeAfterNodeLoss ? "node-lost" : ""))
     return false;
-  uint64_t now = monotonicNs();
+  uint64_t now = clock_.monotonicNs();
   nextHeartbeat_ = after(now, heartbeatNs_);
   nextBeatSample_ = after(now, beatSampleNs_);
   nextWindow_ = session_.gpuBackend() && !slices_.empty() ? after(now, windowNs_) : UINT64_MAX;
@@ -609,12 +582,14 @@ uint64_t Supervisor::nextWakeNs(uint64_t now) const {
   bool timing = recovery_.active && group_.running() && group_.hasPages();
   if ((handOver_.active && group_.running()) || timing)
     wake = std::min(wake, after(now, 1'000'000));
+  if (pendingRestart_)
+    wake = std::min(wake, pendingRestart_->atNs);
   return std::min(wake, group_.stopDeadlineNs()); // ranks that outlive their grace are killed on time
 }
 
 bool Supervisor::steadyForStandby() const {
-  if (!recoverable_ || !group_.running() || pendingFault_ || cannotResume_ || stopping_ || recovery_.active ||
-      handOver_.active || restarts_ >= options_.maxRestarts)
+  if (!restarts_.budgetLeft() || !group_.running() || pendingFault_ || cannotResume_ || stopping_ ||
+      recovery_.active || handOver_.active)
     return false;
   std::optional<uint64_t> step = group_.commonStep();
   return step && *step != mscale::worker::kStepRestoring;
@@ -622,6 +597,13 @@ bool Supervisor::steadyForStandby() const {
 
 void Supervisor::forwardSignal(int sig) {
   standby_.discard(std::string("forwarding ") + strsignal(sig) + " to the worker");
+  if (pendingRestart_) { // nothing runs to forward it to: the restart is off, and so is supervision
+    log_.info(session_.contract(), std::string(strsignal(sig)) + " during the back-off: not restarting");
+    pendingRestart_.reset();
+    recovery_.active = false;
+    finished_ = 128 + sig;
+    return;
+  }
   if (!group_.running())
     return;
   for (unsigned r = 0; r < group_.size(); ++r)
@@ -633,22 +615,23 @@ void Supervisor::forwardSignal(int sig) {
 }
 
 void Supervisor::tick(uint64_t now) {
+  restartAfterBackoff(now);
   if (now >= nextHeartbeat_) {
-    heartbeatTick(now);
+    probeDevices(now);
     nextHeartbeat_ = after(now, heartbeatNs_);
   }
   if (now >= nextBeatSample_) {
-    hangTick(now);
+    sampleBeats(now);
     nextBeatSample_ = after(now, beatSampleNs_);
-  } else if (!pendingFault_ && group_.observeBeats(now)) {
-    everBeat_ = true;
+  } else if (!pendingFault_ && group_.running()) {
+    liveness_.observe(group_, now);
   }
   if (group_.graceExpired(now)) {
     log_.warn(session_.contract(), "ranks still running " + formatMillis(options_.rankStopGraceNs) + " after SIGTERM: SIGKILL");
-    session_.killWorkerTree(group_.liveStandbyPids());
+    host_.killWorkers(group_.liveStandbyPids());
   }
   noteProgress(now);
-  standby_.tick(now, steadyForStandby(), restarts_ + 1, options_.command, launcher());
+  standby_.tick(now, steadyForStandby(), restarts_.restarts() + 1, options_.command);
   handOverTick(now);
   if (now >= nextWindow_) {
     monitorTick(now);
@@ -662,13 +645,12 @@ std::optional<int> Supervisor::onWorkerExit(int status, DiagnosticEngine &diags)
 
 std::optional<int> Supervisor::onWorkerExit(pid_t pid, int status, DiagnosticEngine &diags) {
   const std::string &contract = session_.contract();
-  uint64_t now = monotonicNs();
+  uint64_t now = clock_.monotonicNs();
   if (standby_.exited(pid, status, now))
     return std::nullopt;
   std::optional<unsigned> rank = group_.exited(pid, status);
   if (!rank)
     return std::nullopt; // not a worker of this contract
-  session_.workerExited(pid);
   log_.info(contract, "worker " + std::to_string(pid) + rankText(rank) +
                           (WIFEXITED(status) ? " exited with status " + std::to_string(WEXITSTATUS(status))
                                              : std::string(" killed by ") + strsignal(WTERMSIG(status))));
@@ -679,7 +661,7 @@ std::optional<int> Supervisor::onWorkerExit(pid_t pid, int status, DiagnosticEng
   if (!completed && !stopping_ && !pendingFault_ && !cannotResume_) {
     bool several = group_.size() > 1;
     if (WIFEXITED(status) && WEXITSTATUS(status) == kWorkerExitNoSnapshot &&
-        (restarts_ > 0 || options_.resumeAfterNodeLoss)) {
+        (restarts_.restarts() > 0 || options_.resumeAfterNodeLoss)) {
       cannotResume_ = *rank;
     } else {
       Fault fault = classifyWorkerExit(status).value_or(Fault{});
@@ -716,7 +698,8 @@ std::optional<int> Supervisor::endAttempt(uint64_t now, DiagnosticEngine &diags)
   if (completed || stopping_ || (!fault && !noSnapshot)) {
     recovery_.active = false;
     if (completed) {
-      std::string afterRestarts = restarts_ ? " after " + std::to_string(restarts_) + " restart(s)" : std::string();
+      uint32_t n = restarts_.restarts();
+      std::string afterRestarts = n ? " after " + std::to_string(n) + " restart(s)" : std::string();
       log_.info(contract, group_.size() > 1
                               ? "all " + std::to_string(group_.size()) + " ranks completed" + afterRestarts
                               : "worker completed" + afterRestarts);
@@ -743,7 +726,9 @@ int Supervisor::run(const sigset_t &signals, DiagnosticEngine &diags) {
   if (!start(diags))
     return 1;
   for (;;) {
-    uint64_t now = monotonicNs();
+    if (finished_)
+      return *finished_;
+    uint64_t now = clock_.monotonicNs();
     uint64_t wake = nextWakeNs(now);
     uint64_t wait = wake > now ? wake - now : 0;
     timespec ts{time_t(wait / 1'000'000'000), long(wait % 1'000'000'000)};
@@ -769,7 +754,7 @@ int Supervisor::run(const sigset_t &signals, DiagnosticEngine &diags) {
         return *done;
     }
     if (!reaped)
-      tick(monotonicNs());
+      tick(clock_.monotonicNs());
   }
 }
 

@@ -1,6 +1,6 @@
 #include "executor/WarmStandby.h"
 
-#include "executor/Supervisor.h"
+#include "executor/supervise/Fault.h"
 #include "support/Diagnostic.h"
 #include "support/DiagnosticPrinters.h"
 
@@ -43,10 +43,11 @@ const char *runtimeLibrary(uint32_t runtime) {
 } // namespace
 
 WarmStandby::WarmStandby(Session &session, Logger &log, WorkerGroup &group, AttemptEnvironment attemptEnvironment)
-    : session_(session), log_(log), group_(group), attemptEnvironment_(std::move(attemptEnvironment)) {}
+    : session_(session), log_(log), group_(group), attemptEnvironment_(std::move(attemptEnvironment)),
+      schedule_(heartbeatIntervalNs(session.plan().fault_tolerance())) {}
 
 bool WarmStandby::enabled() const {
-  return session_.plan().fault_tolerance().standby_worker() && !off_ && group_.hasPages();
+  return session_.plan().fault_tolerance().standby_worker() && !schedule_.off() && group_.hasPages();
 }
 
 std::map<std::string, std::string> WarmStandby::basis(uint32_t attempt) const {
@@ -90,8 +91,7 @@ std::optional<std::string> WarmStandby::stale(uint32_t attempt, bool waiting,
   return standbyChanges(startedWith_, basis(attempt), waiting, group_.standbyRuntimes(), changes);
 }
 
-void WarmStandby::tick(uint64_t now, bool steady, uint32_t nextAttempt, const std::vector<std::string> &command,
-                       const RankLauncher &launch) {
+void WarmStandby::tick(uint64_t now, bool steady, uint32_t nextAttempt, const std::vector<std::string> &command) {
   if (!enabled() || command.empty())
     return;
   const std::string &contract = session_.contract();
@@ -100,36 +100,35 @@ void WarmStandby::tick(uint64_t now, bool steady, uint32_t nextAttempt, const st
       log_.error(contract, "standby worker(s) " + pidList(group_.liveStandbyPids()) +
                                " beat before they had the job: the program does not wait for it "
                                "(mscale::worker::takeOver, msc_worker_take_over); no standby from now on");
-      off_ = true;
+      schedule_.refuse();
       group_.discardStandby();
       return;
     }
-    if (now < nextCheckNs_ || !group_.standbyWaiting())
+    if (!group_.standbyWaiting() || !schedule_.checkDue(now))
       return; // one still starting is judged once it waits (or at the restart)
     if (!announced_) {
       announced_ = true;
       log_.info(contract, "standby worker(s) " + pidList(group_.liveStandbyPids()) + " ready: waiting with their " +
                               "state allocated, " + formatMillis(now - group_.standbyStartedNs()) + " after their start");
     }
-    nextCheckNs_ = now + heartbeatIntervalNs(session_.plan().fault_tolerance());
     worker::ControlPageHost::Environment changes;
     if (std::optional<std::string> why = stale(attempt_, /*waiting=*/true, changes))
       discard(*why);
     return;
   }
-  if (!steady || now < retryAtNs_)
+  if (!steady || !schedule_.mayStart(now))
     return;
   std::map<std::string, std::string> env = attemptEnvironment_(nextAttempt);
   CollectingConsumer sink;
   DiagnosticEngine diags(nullptr, sink);
-  if (!group_.startStandby(command, env, launch, now, diags)) {
+  if (!group_.startStandby(command, env, now, diags)) {
     failed("could not start (" + firstErrorLine(sink) + ")", now);
     return;
   }
   attempt_ = nextAttempt;
   announced_ = false;
   startedWith_ = basis(nextAttempt);
-  nextCheckNs_ = now + heartbeatIntervalNs(session_.plan().fault_tolerance());
+  schedule_.started(now);
 }
 
 bool WarmStandby::takeOver(uint32_t attempt, const std::string &restartReason, uint64_t now) {
@@ -159,7 +158,7 @@ bool WarmStandby::takeOver(uint32_t attempt, const std::string &restartReason, u
   }
   std::vector<pid_t> pids = group_.liveStandbyPids();
   uint64_t age = now - group_.standbyStartedNs();
-  group_.takeOverStandby(environment, now);
+  group_.takeOverStandby(environment);
   log_.info(session_.contract(), "standby worker(s) " + pidList(pids) + " took over (started " + formatMillis(age) +
                                      " before, " + (waiting ? "waiting with their state allocated" : "still starting") +
                                      told + ")");
@@ -170,7 +169,6 @@ bool WarmStandby::exited(pid_t pid, int status, uint64_t now) {
   std::optional<bool> asked = group_.standbyExited(pid);
   if (!asked)
     return false;
-  session_.workerExited(pid);
   if (!*asked)
     failed("worker " + std::to_string(pid) + " " + howItEnded(status) + " before it was needed", now);
   return true;
@@ -184,14 +182,9 @@ void WarmStandby::discard(const std::string &why) {
 }
 
 void WarmStandby::failed(const std::string &what, uint64_t now) {
-  ++failures_;
-  // Backing off by heartbeats keeps a standby that dies at start-up from forking in a loop.
-  uint64_t wait = uint64_t(failures_) * 10 * heartbeatIntervalNs(session_.plan().fault_tolerance());
-  retryAtNs_ = now + wait;
-  std::string next = failures_ >= kMaxStandbyFailures
-                         ? "no standby from now on (" + std::to_string(failures_) + " failures)"
-                         : "another in " + formatMillis(wait);
-  off_ = failures_ >= kMaxStandbyFailures;
+  StandbySchedule::Failure f = schedule_.failed(now);
+  std::string next = f.off ? "no standby from now on (" + std::to_string(f.failures) + " failures)"
+                           : "another in " + formatMillis(f.retryInNs);
   log_.warn(session_.contract(), "standby " + what + "; " + next);
 }
 

@@ -15,12 +15,14 @@
 //     Any other change (CPUs, pools, fds) makes it stale: it is discarded (checked once per
 //     heartbeat, and at the restart) and the worker starts cold.
 //   - A standby that ends before it is needed, or beats before it has the job (a program that does
-//     not wait in takeOver), is a warning; after kMaxStandbyFailures no standby is started again.
+//     not wait in takeOver), is a warning; when another is started, and when none is again:
+//     supervise/StandbySchedule.h.
 #pragma once
 
 #include "executor/Logger.h"
 #include "executor/Session.h"
 #include "executor/WorkerGroup.h"
+#include "executor/supervise/StandbySchedule.h"
 
 #include <cstdint>
 #include <functional>
@@ -43,8 +45,6 @@ std::optional<std::string> standbyChanges(const std::map<std::string, std::strin
 
 class WarmStandby {
 public:
-  static constexpr unsigned kMaxStandbyFailures = 3;
-
   // `attemptEnvironment(n)`: the variables the supervisor gives attempt n as a restart, without
   // the restart reason (the standby learns that when it takes over).
   using AttemptEnvironment = std::function<std::map<std::string, std::string>(uint32_t attempt)>;
@@ -55,8 +55,7 @@ public:
   bool enabled() const;
   // The supervisor's tick. `steady`: the attempt runs and may be stood by for (see above);
   // `nextAttempt`: the attempt a standby started now would become.
-  void tick(uint64_t nowNs, bool steady, uint32_t nextAttempt, const std::vector<std::string> &command,
-            const RankLauncher &launch);
+  void tick(uint64_t nowNs, bool steady, uint32_t nextAttempt, const std::vector<std::string> &command);
   // At a restart of attempt `attempt`: hands the job to the standby when it fits. True: the standby
   // runs as the new attempt; false: the caller starts the worker cold (a stale standby is discarded).
   bool takeOver(uint32_t attempt, const std::string &restartReason, uint64_t nowNs);
@@ -82,10 +81,8 @@ private:
   AttemptEnvironment attemptEnvironment_;
   std::map<std::string, std::string> startedWith_; // basis() of the standby's attempt when it started
   uint32_t attempt_ = 0;                           // the attempt it stands by for
-  unsigned failures_ = 0;
-  bool off_ = false;
+  StandbySchedule schedule_;
   bool announced_ = false; // its "ready" line is logged
-  uint64_t retryAtNs_ = 0, nextCheckNs_ = 0;
 };
 
 } // namespace msc::exec

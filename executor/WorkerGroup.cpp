@@ -1,7 +1,5 @@
 #include "executor/WorkerGroup.h"
 
-#include "executor/ProcessTree.h"
-
 #include <arpa/inet.h>
 #include <cerrno>
 #include <csignal>
@@ -47,7 +45,8 @@ std::optional<uint16_t> freeLoopbackPort(uint16_t avoid, std::string &error) {
   return std::nullopt;
 }
 
-WorkerGroup::WorkerGroup(unsigned size, bool rankEnvironment) : rankEnvironment_(rankEnvironment) {
+WorkerGroup::WorkerGroup(WorkerHost &host, unsigned size, bool rankEnvironment)
+    : host_(host), rankEnvironment_(rankEnvironment) {
   ranks_.resize(std::max(1u, size));
   for (unsigned r = 0; r < ranks_.size(); ++r)
     ranks_[r].index = r;
@@ -82,7 +81,7 @@ void WorkerGroup::prepare(bool memoryTier, std::vector<std::string> &warnings) {
 }
 
 bool WorkerGroup::start(const std::vector<std::string> &command, const std::map<std::string, std::string> &env,
-                        const RankLauncher &launch, uint64_t nowNs, DiagnosticEngine &diags) {
+                        DiagnosticEngine &diags) {
   stopDeadlineNs_ = UINT64_MAX;
   if (rankEnvironment_ && !newMasterPort(command, "MASTER_PORT", masterPort_, diags))
     return false;
@@ -94,14 +93,12 @@ bool WorkerGroup::start(const std::vector<std::string> &command, const std::map<
     std::vector<int> fds;
     std::map<std::string, std::string> rankEnv = rankVariables(r, r.control.get(), masterPort_, env, fds);
     std::string label = ranks_.size() > 1 ? "rank " + std::to_string(r.index) : std::string();
-    r.pid = launch(command, rankEnv, fds, label, diags);
+    r.pid = host_.start(command, rankEnv, fds, label, diags);
     if (r.pid <= 0) {
       r.pid = -1;
       signalAll(SIGKILL); // a job without one of its ranks would only wait for it in its first collective
       return false;
     }
-    r.lastBeats = 0;
-    r.lastBeatNs = nowNs;
   }
   return true;
 }
@@ -147,7 +144,7 @@ std::map<std::string, std::string> WorkerGroup::rankVariables(const Rank &r, con
 }
 
 bool WorkerGroup::startStandby(const std::vector<std::string> &command, const std::map<std::string, std::string> &env,
-                               const RankLauncher &launch, uint64_t nowNs, DiagnosticEngine &diags) {
+                               uint64_t nowNs, DiagnosticEngine &diags) {
   discardStandby();
   // The standbys' attempt rendezvouses on a port of its own: the running attempt holds masterPort_.
   if (rankEnvironment_ && !newMasterPort(command, "the standby's MASTER_PORT", standbyMasterPort_, diags))
@@ -174,12 +171,12 @@ bool WorkerGroup::startStandby(const std::vector<std::string> &command, const st
     std::vector<int> fds;
     std::map<std::string, std::string> rankEnv = rankVariables(r, s.control.get(), standbyMasterPort_, standbyEnv, fds);
     std::string label = ranks_.size() > 1 ? "standby of rank " + std::to_string(r.index) : std::string("standby");
-    s.pid = launch(command, rankEnv, fds, label, diags);
+    s.pid = host_.start(command, rankEnv, fds, label, diags);
     bool started = s.pid > 0;
     // Its start-up runs on CPU time the job leaves idle: a standby must never slow the worker it
     // stands by for (a starved worker misses heartbeats). Its threads and children inherit this.
     if (started)
-      setProcessScheduling(s.pid, SCHED_IDLE, 0);
+      host_.setScheduling(s.pid, SCHED_IDLE, 0);
     standbys_.push_back(std::move(s));
     if (!started) {
       standbys_.back().pid = -1;
@@ -206,7 +203,7 @@ uint32_t WorkerGroup::standbyRuntimes() const {
   return runtimes;
 }
 
-void WorkerGroup::takeOverStandby(const worker::ControlPageHost::Environment &environment, uint64_t nowNs) {
+void WorkerGroup::takeOverStandby(const worker::ControlPageHost::Environment &environment) {
   stopDeadlineNs_ = UINT64_MAX;
   for (unsigned i = 0; i < ranks_.size(); ++i) {
     Rank &r = ranks_[i];
@@ -218,8 +215,6 @@ void WorkerGroup::takeOverStandby(const worker::ControlPageHost::Environment &en
     r.control = std::move(s.control);
     r.pid = s.pid;
     r.status.reset();
-    r.lastBeats = 0;
-    r.lastBeatNs = nowNs;
   }
   standbys_.clear();
   if (rankEnvironment_)
@@ -229,7 +224,7 @@ void WorkerGroup::takeOverStandby(const worker::ControlPageHost::Environment &en
   int policy = ::sched_getscheduler(0);
   ::sched_getparam(0, &own);
   for (Rank &r : ranks_)
-    setProcessScheduling(r.pid, policy < 0 ? SCHED_OTHER : policy, own.sched_priority);
+    host_.setScheduling(r.pid, policy < 0 ? SCHED_OTHER : policy, own.sched_priority);
   // Every page is in place before any rank runs: ranks rendezvous as soon as they have the job.
   for (Rank &r : ranks_)
     r.control->handOverToStandby(environment);
@@ -240,8 +235,7 @@ void WorkerGroup::discardStandby() {
   // memory tier, and would otherwise wait on the page and be woken with the page's next standby.
   std::vector<pid_t> roots = liveStandbyPids();
   roots.erase(std::remove(roots.begin(), roots.end(), pid_t(-1)), roots.end());
-  if (!roots.empty())
-    killProcessTree(roots);
+  host_.killTrees(roots);
   endingStandbys_.insert(endingStandbys_.end(), roots.begin(), roots.end());
   for (Standby &s : standbys_)
     if (s.control)
@@ -251,19 +245,15 @@ void WorkerGroup::discardStandby() {
 
 void WorkerGroup::reapDiscardedStandbys() {
   for (pid_t pid : std::exchange(endingStandbys_, {})) {
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    host_.reap(pid);
+    host_.exited(pid);
   }
 }
 
 bool WorkerGroup::standbyAlive() const {
-  for (const Standby &s : standbys_) {
-    siginfo_t info{};
-    // WNOWAIT: looks without reaping, so the end is still reported to whoever reaps.
-    if (s.pid <= 0 || ::waitid(P_PID, id_t(s.pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != 0)
+  for (const Standby &s : standbys_)
+    if (host_.ended(s.pid)) // looks without reaping: the end is still reported to whoever reaps
       return false;
-  }
   return hasStandby();
 }
 
@@ -287,11 +277,13 @@ std::optional<bool> WorkerGroup::standbyExited(pid_t pid) {
     return std::nullopt;
   if (auto it = std::find(endingStandbys_.begin(), endingStandbys_.end(), pid); it != endingStandbys_.end()) {
     endingStandbys_.erase(it);
+    host_.exited(pid);
     return true;
   }
   for (Standby &s : standbys_)
     if (s.pid == pid) {
       s.pid = -1; // reaped: not to be killed again
+      host_.exited(pid);
       discardStandby();
       return false;
     }
@@ -303,6 +295,7 @@ std::optional<unsigned> WorkerGroup::exited(pid_t pid, int waitStatus) {
     if (pid > 0 && r.pid == pid) {
       r.pid = -1;
       r.status = waitStatus;
+      host_.exited(pid);
       return r.index;
     }
   return std::nullopt;
@@ -311,7 +304,7 @@ std::optional<unsigned> WorkerGroup::exited(pid_t pid, int waitStatus) {
 void WorkerGroup::stop(std::optional<unsigned> killNow, uint64_t deadlineNs) {
   for (Rank &r : ranks_)
     if (r.pid > 0)
-      ::kill(r.pid, killNow && *killNow == r.index ? SIGKILL : SIGTERM);
+      host_.signal(r.pid, killNow && *killNow == r.index ? SIGKILL : SIGTERM);
   stopDeadlineNs_ = deadlineNs;
 }
 
@@ -325,7 +318,7 @@ bool WorkerGroup::graceExpired(uint64_t nowNs) {
 void WorkerGroup::signalAll(int sig) {
   for (Rank &r : ranks_)
     if (r.pid > 0)
-      ::kill(r.pid, sig);
+      host_.signal(r.pid, sig);
 }
 
 bool WorkerGroup::running() const {
@@ -356,38 +349,19 @@ int WorkerGroup::failingStatus(std::optional<unsigned> preferred) const {
   return 0;
 }
 
-bool WorkerGroup::observeBeats(uint64_t nowNs) {
-  bool beat = false;
-  for (Rank &r : ranks_) {
-    if (r.pid <= 0 || !r.control)
-      continue;
-    uint64_t beats = r.control->beats();
-    if (beats != r.lastBeats) {
-      r.lastBeats = beats;
-      r.lastBeatNs = nowNs;
-      beat = true;
-    }
-  }
-  return beat;
+unsigned WorkerGroup::ranks() const { return size(); }
+
+std::optional<uint64_t> WorkerGroup::beats(unsigned r) const {
+  if (r >= ranks_.size() || ranks_[r].pid <= 0 || !ranks_[r].control)
+    return std::nullopt;
+  return ranks_[r].control->beats();
 }
 
-bool silentTooLong(uint64_t silenceNs, uint64_t hangAfterNs, bool finishing, pid_t pid) {
-  // A worker that said it is finishing may take the exit grace to go; silence beyond is a hang.
-  uint64_t limit = finishing ? std::max(hangAfterNs, kExitGraceNs) : hangAfterNs;
-  // A worker the kernel is still tearing down (killed with a large state) is a crash whose exit
-  // status is on the way, not a hang; past the exit grace, even that is a hang.
-  return silenceNs >= limit && (silenceNs >= kExitGraceNs || !processExiting(pid));
+bool WorkerGroup::finishing(unsigned r) const {
+  return r < ranks_.size() && ranks_[r].control && ranks_[r].control->finishing();
 }
 
-std::optional<unsigned> WorkerGroup::hungRank(uint64_t nowNs, uint64_t hangAfterNs) const {
-  for (const Rank &r : ranks_) {
-    if (r.pid <= 0 || !r.control || r.lastBeats == 0)
-      continue;
-    if (silentTooLong(nowNs - r.lastBeatNs, hangAfterNs, r.control->finishing(), r.pid))
-      return r.index;
-  }
-  return std::nullopt;
-}
+bool WorkerGroup::exiting(unsigned r) const { return r < ranks_.size() && ranks_[r].pid > 0 && host_.exiting(ranks_[r].pid); }
 
 bool WorkerGroup::hasPages() const {
   return std::any_of(ranks_.begin(), ranks_.end(), [](const Rank &r) { return r.control != nullptr; });

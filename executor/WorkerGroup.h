@@ -3,12 +3,15 @@
 // a snapshot region and a rank's heartbeats say whether *that* rank makes progress. The group starts,
 // stops and restarts as one; the supervisor (executor/Supervisor) decides when.
 //
-// Lifetime: the pages and memfds are made once per job (prepare) and outlive every attempt, as the
-// single worker's did: the memory tier must survive the rank it protects. Processes are started
-// through a launcher (the session in mscale-exec: gated into the contract's cgroups) and reaped by
-// whoever waits for them (the supervisor), which reports each end back with exited().
+// Lifetime: the pages and memfds are made once per job (prepare) and outlive every attempt: the
+// memory tier must survive the rank it protects. Processes are started, signalled and killed
+// through the WorkerHost (the session's on a node: gated into the contract's cgroups; a model in
+// virtual time) and reaped by whoever waits for them (the supervisor), which reports each end back
+// with exited().
 #pragma once
 
+#include "executor/supervise/Liveness.h"
+#include "executor/supervise/WorkerHost.h"
 #include "support/Diagnostic.h"
 #include "worker/ControlPage.h"
 
@@ -24,33 +27,16 @@
 
 namespace msc::exec {
 
-// How long a worker that said it is finishing may take to exit before its silence is a hang: data
-// loader processes, a process group and files torn down on a busy node.
-inline constexpr uint64_t kExitGraceNs = 30'000'000'000ull;
-
-// Whether a worker that has beaten and then stayed silent for `silenceNs` is hung: past `hangAfterNs`
-// (at least kExitGraceNs once it said it is finishing: mscale::worker::finishing), unless the kernel
-// is still tearing it down (a crash whose exit status is on the way), and always past kExitGraceNs.
-// The one rule for the ranks of a job and for processes attached to a contract (agent/).
-bool silentTooLong(uint64_t silenceNs, uint64_t hangAfterNs, bool finishing, pid_t pid);
-
 // At most this many ranks per node: more than any node has cores for, small enough that a typo
 // (--nproc-per-node 1000) is refused instead of forking a thousand interpreters.
 constexpr unsigned kMaxRanksPerNode = 256;
-
-// Starts one rank's process with `env` (added to the contract's environment) and `fds` inherited;
-// `label` names the rank in log lines ("" for a single worker). Returns the pid, or -1 with a
-// diagnostic reported.
-using RankLauncher = std::function<pid_t(const std::vector<std::string> &argv,
-                                         const std::map<std::string, std::string> &env, const std::vector<int> &fds,
-                                         const std::string &label, DiagnosticEngine &diags)>;
 
 // A free TCP port on 127.0.0.1 (the kernel's choice, bound and released), other than `avoid`: a
 // restarted group must not meet the previous attempt's rendezvous port, which may linger in
 // TIME_WAIT or in a rank that has not let go yet. nullopt with `error` when no socket can be had.
 std::optional<uint16_t> freeLoopbackPort(uint16_t avoid, std::string &error);
 
-class WorkerGroup {
+class WorkerGroup final : public BeatSource {
 public:
   struct Rank {
     unsigned index = 0;
@@ -58,12 +44,11 @@ public:
     std::optional<int> status;                       // this attempt's waitpid status, once reaped
     std::unique_ptr<worker::ControlPageHost> control; // null when no page could be made
     int memoryTierFd = -1;
-    uint64_t lastBeats = 0, lastBeatNs = 0;          // for hang detection, per rank
   };
 
-  // `size` ranks; `rankEnvironment`: export RANK, WORLD_SIZE, MASTER_ADDR/PORT, ... (asked for with
-  // --nproc-per-node; a plain single worker gets none of them, as before).
-  WorkerGroup(unsigned size, bool rankEnvironment);
+  // `size` ranks on `host`; `rankEnvironment`: export RANK, WORLD_SIZE, MASTER_ADDR/PORT, ... (asked
+  // for with --nproc-per-node; a plain single worker gets none of them).
+  WorkerGroup(WorkerHost &host, unsigned size, bool rankEnvironment);
   ~WorkerGroup();
   WorkerGroup(const WorkerGroup &) = delete;
   WorkerGroup &operator=(const WorkerGroup &) = delete;
@@ -75,8 +60,9 @@ public:
   // MASTER_PORT). False when one cannot start: the ranks already started are sent SIGKILL (their
   // reaping is left to the owner of the processes, as for any other end).
   bool start(const std::vector<std::string> &command, const std::map<std::string, std::string> &env,
-             const RankLauncher &launch, uint64_t nowNs, DiagnosticEngine &diags);
-  // A waited-for pid ended: records its status and returns its rank; nullopt when not one of ours.
+             DiagnosticEngine &diags);
+  // A waited-for pid ended: records its status, tells the host, and returns its rank; nullopt when
+  // not one of ours.
   std::optional<unsigned> exited(pid_t pid, int waitStatus);
 
   // Asks the running ranks to stop: SIGKILL to `killNow` (a hung rank will not act on SIGTERM),
@@ -100,11 +86,12 @@ public:
   int failingStatus(std::optional<unsigned> preferred) const;
   uint16_t masterPort() const { return masterPort_; }
 
-  // Heartbeats: records each running rank's beats. True when some rank beat since the last call.
-  bool observeBeats(uint64_t nowNs);
-  // The first running rank that beat once and then not for `hangAfterNs` (kExitGraceNs at least once
-  // it said it is finishing: mscale::worker::finishing), with its silence.
-  std::optional<unsigned> hungRank(uint64_t nowNs, uint64_t hangAfterNs) const;
+  // The ranks' pages, for the liveness room (supervise/Liveness.h): a rank's beats while it runs,
+  // whether it said it is finishing, whether the kernel tears it down (ProcessTree.h).
+  unsigned ranks() const override;
+  std::optional<uint64_t> beats(unsigned r) const override;
+  bool finishing(unsigned r) const override;
+  bool exiting(unsigned r) const override;
   bool hasPages() const;
   // The step of `rank`, or of the job (the step every rank has done; kStepRestoring while any rank
   // restores). 0 without pages.
@@ -125,7 +112,7 @@ public:
   // waits with its state allocated (WorkerApi.h: takeOver). False when one cannot start: the others
   // are killed (reaped like any standby: standbyPids, standbyExited).
   bool startStandby(const std::vector<std::string> &command, const std::map<std::string, std::string> &env,
-                    const RankLauncher &launch, uint64_t nowNs, DiagnosticEngine &diags);
+                    uint64_t nowNs, DiagnosticEngine &diags);
   bool hasStandby() const { return !standbys_.empty(); } // a standby for every rank, none ended
   bool standbyWaiting() const;         // every standby has started up and waits for the job
   uint32_t standbyRuntimes() const;    // the device runtimes any waiting standby had loaded
@@ -136,7 +123,7 @@ public:
   // apply first (ControlPageHost::fits). Each standby's page takes the place of its rank's
   // (continuing its step and notice generation); the old page is kept for the next standby. Needs
   // hasStandby() and no rank running.
-  void takeOverStandby(const worker::ControlPageHost::Environment &environment, uint64_t nowNs);
+  void takeOverStandby(const worker::ControlPageHost::Environment &environment);
   // SIGKILL to every standby and what it started (its pages are not reused before); they are
   // reaped as they end, or by reapDiscardedStandbys.
   void discardStandby();
@@ -159,6 +146,7 @@ private:
                                                    const std::map<std::string, std::string> &env,
                                                    std::vector<int> &fds) const;
 
+  WorkerHost &host_;
   std::vector<Rank> ranks_;
   bool rankEnvironment_;
   uint16_t masterPort_ = 0;

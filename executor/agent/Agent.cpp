@@ -50,12 +50,12 @@ Agent::Agent(AgentOptions options, Logger &log)
                   [this](const agent::Request &r, const PeerCredentials &p) { return handle(r, p); },
                   [this] { return metricsText(); },
                   [this] {
-                    uint64_t now = Supervisor::monotonicNs();
+                    uint64_t now = SystemClock::instance().monotonicNs();
                     uint64_t wake = std::min(ledger_.nextWakeNs(now), now + 200'000'000);
                     return wake > now ? int((wake - now + 999'999) / 1'000'000) : 0;
                   },
                   [this] {
-                    ledger_.supervise(Supervisor::monotonicNs());
+                    ledger_.supervise(SystemClock::instance().monotonicNs());
                     if (tick_)
                       tick_();
                   },
@@ -114,7 +114,7 @@ agent::ContractStatus Agent::statusOf(const NodeLedger::Contract &c) const {
       e->set_text(h.text);
     }
   if (c.attached) {
-    uint64_t now = Supervisor::monotonicNs();
+    uint64_t now = SystemClock::instance().monotonicNs();
     for (const AttachedProcesses::Process &p : c.attached->processes()) {
       agent::AttachedProcess *a = s.add_attached();
       a->set_pid(p.pid);

@@ -1,7 +1,8 @@
 #include "executor/agent/AttachedProcesses.h"
 
 #include "executor/Supervisor.h"
-#include "executor/WorkerGroup.h"
+#include "executor/ProcessTree.h"
+#include "executor/supervise/Liveness.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -99,7 +100,7 @@ std::vector<AttachedProcesses::Event> AttachedProcesses::tick(uint64_t nowNs) {
       continue; // silence before the first beat is start-up, as for the agent's
                 // own workers
     uint64_t silence = nowNs - p.lastBeatNs;
-    if (!silentTooLong(silence, hangAfterNs_, p.control->finishing(), p.pid))
+    if (!silentTooLong(silence, hangAfterNs_, p.control->finishing(), [&] { return processExiting(p.pid); }))
       continue;
     // The pidfd names this process and no other, even if its pid were reused.
     ::syscall(SYS_pidfd_send_signal, p.pidfd, SIGKILL, nullptr, 0);

@@ -265,7 +265,7 @@ std::optional<NodeLedger::Attachment> NodeLedger::attach(const std::string &cont
   if (!c.attached)
     c.attached = std::make_unique<AttachedProcesses>(session.plan().fault_tolerance());
   std::string error;
-  std::optional<std::vector<HandedFd>> own = c.attached->attach(pid, Supervisor::monotonicNs(), error);
+  std::optional<std::vector<HandedFd>> own = c.attached->attach(pid, SystemClock::instance().monotonicNs(), error);
   if (!own) {
     diags.report(DiagCode::ERR_EXEC_028) << pid << contract << error;
     return std::nullopt;
@@ -346,8 +346,15 @@ void NodeLedger::reapWorkers() {
 void NodeLedger::supervise(uint64_t nowNs) {
   reapWorkers();
   for (auto &[name, c] : contracts_) {
-    if (c->supervisor)
+    if (c->supervisor) {
       c->supervisor->tick(nowNs);
+      // Supervision can end while no worker runs (a restart after its back-off could not start).
+      if (std::optional<int> status = c->supervisor->finished(); status && c->workerState == WorkerState::Running) {
+        c->workerState = WorkerState::Exited;
+        c->exitStatus = *status;
+        log_.info(name, "supervision ended with status " + std::to_string(*status) + " while no worker ran");
+      }
+    }
     if (c->attached)
       for (const AttachedProcesses::Event &e : c->attached->tick(nowNs)) {
         if (e.hung)

@@ -1,4 +1,4 @@
-#include "executor/ResizePolicy.h"
+#include "executor/supervise/ResizePolicy.h"
 
 #include "plan/plan.pb.h"
 

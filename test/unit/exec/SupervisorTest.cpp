@@ -1,14 +1,24 @@
-// The supervisor's pieces that need no worker: how an exit is classified, and the control page the
-// executor and its worker share (heartbeats, steps, slice hand-over notices).
-#include "worker/ControlPage.h"
+// The supervisor: how an exit is classified, the control page the executor and its worker share
+// (heartbeats, steps, slice hand-over notices), and the whole Supervisor in virtual time over the
+// SimWorkerHost (no process: its decisions as a node makes them, a thousand times faster).
+#include "executor/Logger.h"
+#include "executor/Session.h"
 #include "executor/Supervisor.h"
+#include "executor/supervise/SimWorkerHost.h"
+#include "worker/ControlPage.h"
 #include "worker/WorkerApi.h"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <sstream>
 #include <string>
+#include <unistd.h>
 
+using namespace msc;
 using namespace msc::exec;
 using msc::worker::ControlPageHost;
 
@@ -77,4 +87,218 @@ TEST(Supervisor, ControlPageCarriesHeartbeatsStepsAndHandOvers) {
   EXPECT_FALSE(host->finishing());
   EXPECT_FALSE(mscale::worker::pendingSliceUpdate(generation, slices));
   ::unsetenv("MSCALE_CONTROL_FD");
+}
+
+// ---- the supervisor in virtual time ---------------------------------------------------------------
+// The whole Supervisor, composed as on a node, over a ManualClock and the SimWorkerHost: no fork, no
+// signal, no sleep. The driver below is the node's event loop and the workers' programs at once.
+
+namespace {
+
+constexpr uint64_t kMs = 1'000'000;
+
+struct VirtualJob {
+  ManualClock clock{0};
+  SimWorkerHost host;
+  std::string logPath;
+  Logger log{"test", /*toStderr=*/false};
+  plan::Plan plan;
+  std::unique_ptr<Session> session;
+  std::unique_ptr<Supervisor> supervisor;
+  CollectingConsumer sink;
+  DiagnosticEngine diags{nullptr, sink};
+  std::optional<int> status;
+  // What each worker does at each millisecond it runs: the program, by the pid's start order.
+  std::function<void(pid_t pid, size_t attempt, uint64_t now)> program;
+
+  explicit VirtualJob(bool standby = false) {
+    char tmpl[] = "/tmp/msc-virtual-job-XXXXXX";
+    int fd = ::mkstemp(tmpl);
+    ::close(fd);
+    logPath = tmpl;
+    std::string error;
+    EXPECT_TRUE(log.openFile(logPath, error)) << error;
+    plan.mutable_provenance()->set_contract("virtual");
+    plan.mutable_fault_tolerance()->set_snapshot_every_steps(10);
+    plan.mutable_fault_tolerance()->set_heartbeat_ns(200 * kMs);
+    plan.mutable_fault_tolerance()->set_heartbeat_misses(3);
+    plan.mutable_fault_tolerance()->set_standby_worker(standby);
+    session = std::make_unique<Session>(plan, "virtual", "virtual.msp", log, SessionOptions{});
+  }
+  ~VirtualJob() { ::unlink(logPath.c_str()); }
+
+  void start(SupervisorOptions o) {
+    o.clock = &clock;
+    o.host = &host;
+    if (o.command.empty())
+      o.command = {"train"};
+    supervisor = std::make_unique<Supervisor>(*session, log, std::move(o));
+    ASSERT_TRUE(supervisor->start(diags));
+  }
+
+  // The workers started so far that are not standbys, in start order (attempt numbers).
+  size_t attemptOf(pid_t pid) const {
+    size_t n = 0;
+    for (const SimWorkerHost::Worker &w : host.workers()) {
+      if (w.pid == pid)
+        return n;
+      if (!w.env.count("MSCALE_STANDBY"))
+        ++n;
+    }
+    return n;
+  }
+
+  // Runs the node for `forNs` in 1 ms steps: the workers' programs, the ends they had, the
+  // supervisor's ticks when it asked for them.
+  void runFor(uint64_t forNs) {
+    uint64_t until = clock.monotonicNs() + forNs;
+    while (!status && clock.monotonicNs() < until) {
+      clock.advance(kMs);
+      uint64_t now = clock.monotonicNs();
+      for (pid_t pid : host.running())
+        if (program)
+          program(pid, attemptOf(pid), now);
+      for (auto [pid, st] : host.takeEnds())
+        if (std::optional<int> done = supervisor->onWorkerExit(pid, st, diags)) {
+          status = done;
+          return;
+        }
+      if (now >= supervisor->nextWakeNs(now))
+        supervisor->tick(now);
+      if (std::optional<int> done = supervisor->finished())
+        status = done;
+    }
+  }
+
+  std::string logText() const {
+    std::ifstream in(logPath);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  bool logged(const std::string &text) const { return logText().find(text) != std::string::npos; }
+  size_t count(const std::string &kind) const {
+    size_t n = 0;
+    for (const HistoryEntry &e : supervisor->history())
+      n += e.kind == kind;
+    return n;
+  }
+  bool reported(DiagCode code) const {
+    for (const Diagnostic &d : sink.diags)
+      if (d.code == code)
+        return true;
+    return false;
+  }
+};
+
+// A worker that beats every 50 ms, one step each 100 ms, from `step`.
+void trainEvery100ms(SimWorkerHost &host, pid_t pid, uint64_t now, uint64_t firstStep = 0) {
+  if (now % (50 * kMs) == 0)
+    host.beat(pid, firstStep + now / (100 * kMs));
+}
+
+} // namespace
+
+TEST(VirtualSupervisor, AWorkerIsHungAtExactlyHeartbeatTimesMissesAfterItsLastBeat) {
+  VirtualJob job;
+  uint64_t lastBeat = 950 * kMs; // its last beat, at step 9; silent from then on
+  job.program = [&](pid_t pid, size_t attempt, uint64_t now) {
+    if (attempt > 0 || now <= lastBeat)
+      trainEvery100ms(job.host, pid, now);
+  };
+  job.start({});
+  job.runFor(lastBeat + 599 * kMs);
+  const SimWorkerHost::Worker &first = job.host.workers()[0];
+  EXPECT_TRUE(first.signals.empty()) << "599 ms of silence is within the budget of 3 x 200 ms";
+  job.runFor(21 * kMs); // the beats are sampled every 20 ms
+  ASSERT_EQ(first.signals, std::vector<int>{SIGKILL});
+  EXPECT_TRUE(job.logged("fault worker-hung at step 9 (no worker heartbeat for 600.0 ms, 3 heartbeats 200.0 ms apart)"))
+      << job.logText();
+  job.runFor(10 * kMs);
+  EXPECT_EQ(job.host.workers().size(), 2u) << "restarted at once: the attempt had made progress";
+  EXPECT_TRUE(job.logged("(restart 1 of at most 10)"));
+}
+
+TEST(VirtualSupervisor, RestartsThatMakeNoProgressBackOffAndTheBudgetEndsThem) {
+  VirtualJob job;
+  job.program = [&](pid_t pid, size_t, uint64_t) { job.host.exit(pid, 1); }; // dies at start-up, every time
+  SupervisorOptions o;
+  o.maxRestarts = 4;
+  job.start(std::move(o));
+  std::vector<uint64_t> startedAt = {0}; // the first attempt starts with supervision
+  size_t seen = 1;
+  while (!job.status && job.clock.monotonicNs() < 60'000 * kMs) {
+    job.runFor(kMs);
+    for (; seen < job.host.workers().size(); ++seen)
+      startedAt.push_back(job.clock.monotonicNs());
+  }
+  ASSERT_EQ(job.status, std::optional<int>(1));
+  EXPECT_TRUE(job.reported(DiagCode::ERR_EXEC_023));
+  ASSERT_EQ(startedAt.size(), 5u); // the first attempt and four restarts
+  std::vector<uint64_t> gaps;
+  for (size_t i = 1; i < startedAt.size(); ++i)
+    gaps.push_back((startedAt[i] - startedAt[i - 1]) / kMs);
+  // Each attempt runs 1 ms; the second restart in a row without progress waits a heartbeat, then twice that.
+  EXPECT_EQ(gaps, (std::vector<uint64_t>{1, 201, 401, 801}));
+  EXPECT_TRUE(job.logged("back-off: 2 attempts in a row failed without progress; restart 2 in 200.0 ms"))
+      << job.logText();
+}
+
+TEST(VirtualSupervisor, ASignalDuringTheBackOffEndsSupervisionWithoutARestart) {
+  VirtualJob job;
+  job.program = [&](pid_t pid, size_t, uint64_t) { job.host.exit(pid, 1); };
+  job.start({});
+  job.runFor(50 * kMs); // two attempts ended: the next restart waits 200 ms
+  ASSERT_EQ(job.host.workers().size(), 2u);
+  job.supervisor->forwardSignal(SIGTERM);
+  EXPECT_EQ(job.supervisor->finished(), std::optional<int>(128 + SIGTERM));
+  job.runFor(1'000 * kMs);
+  EXPECT_EQ(job.host.workers().size(), 2u);
+}
+
+TEST(VirtualSupervisor, AWarmStandbyIsStartedOnceTheJobRunsSteadyAndTakesOverAfterACrash) {
+  VirtualJob job(/*standby=*/true);
+  job.program = [&](pid_t pid, size_t attempt, uint64_t now) {
+    SimWorkerHost::Worker *w = job.host.find(pid);
+    if (w->env.count("MSCALE_STANDBY") && w->page && !w->page->takeOver.load()) {
+      w->page->standbyWaiting.store(1); // started up, state allocated, waiting in takeOver()
+      return;
+    }
+    if (attempt == 0 && now == 2'000 * kMs)
+      job.host.exit(pid, 1);
+    else
+      trainEvery100ms(job.host, pid, now, attempt * 100);
+  };
+  job.start({});
+  job.runFor(1'000 * kMs);
+  ASSERT_EQ(job.host.workers().size(), 2u);
+  const SimWorkerHost::Worker &standby = job.host.workers()[1];
+  EXPECT_EQ(standby.env.at("MSCALE_STANDBY"), "1");
+  EXPECT_EQ(standby.env.at("MSCALE_ATTEMPT"), "1");
+  EXPECT_EQ(standby.policy, SCHED_IDLE);
+  EXPECT_TRUE(job.logged("ready: waiting with their state allocated")) << job.logText();
+  job.runFor(1'500 * kMs);
+  EXPECT_EQ(job.host.workers().size(), 3u) << "the standby took over; a new standby stands by for attempt 2";
+  EXPECT_TRUE(job.logged("took over")) << job.logText();
+  EXPECT_EQ(job.count("recovered"), 1u);
+  EXPECT_EQ(job.host.workers()[2].env.at("MSCALE_ATTEMPT"), "2");
+}
+
+TEST(VirtualSupervisor, AThousandSimulatedSecondsWithAFaultEveryHundred) {
+  VirtualJob job;
+  job.program = [&](pid_t pid, size_t attempt, uint64_t now) {
+    if (now % (100'000 * kMs) == 0 && attempt == now / (100'000 * kMs) - 1)
+      job.host.exit(pid, 1); // crashes once per 100 s
+    else
+      trainEvery100ms(job.host, pid, now);
+  };
+  job.start({});
+  auto wall = std::chrono::steady_clock::now();
+  job.runFor(1'000'000 * kMs);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
+  EXPECT_FALSE(job.status) << job.logText();
+  EXPECT_EQ(job.count("fault"), 10u); // at 100 s, 200 s, ... 1000 s
+  EXPECT_EQ(job.count("recovered"), 9u); // the last restart's first step is after the end
+  EXPECT_EQ(job.host.workers().size(), 11u);
+  RecordProperty("wall_seconds_for_1000_simulated", std::to_string(seconds));
 }

@@ -3,6 +3,7 @@
 // are plain processes (an unapplied session has no cgroups to put them in).
 #include "executor/ProcessTree.h"
 #include "executor/Session.h"
+#include "executor/SessionWorkerHost.h"
 #include "executor/Supervisor.h"
 #include "executor/WorkerGroup.h"
 
@@ -25,6 +26,11 @@ using namespace msc::exec;
 
 namespace {
 
+// The hung rank's index, for EXPECT_EQ against a rank.
+std::optional<unsigned> rankOf(std::optional<Liveness::Hang> hang) {
+  return hang ? std::optional<unsigned>(hang->rank) : std::nullopt;
+}
+
 // A private directory per test, removed at the end.
 struct TempDir {
   std::string path;
@@ -42,17 +48,12 @@ struct TempDir {
   bool has(const std::string &name) const { return ::access((path + "/" + name).c_str(), F_OK) == 0; }
 };
 
-// Starts ranks as plain children (the session's gate attaches them to cgroups; here there are none).
-RankLauncher plainLauncher() {
-  return [](const std::vector<std::string> &argv, const std::map<std::string, std::string> &env,
-            const std::vector<int> &fds, const std::string &, DiagnosticEngine &) {
-    WorkerEnvironment we;
-    we.variables = env;
-    we.inheritedFds = fds;
-    std::string error;
-    return spawnGated(argv, we, [](pid_t) { return true; }, error);
-  };
-}
+// Ranks as plain children: the host of a session that applied nothing (no cgroups to gate them into).
+struct PlainHost {
+  Logger log{"worker-group-test", /*toStderr=*/false};
+  Session session{plan::Plan{}, "group", "group.msp", log, SessionOptions{}};
+  SessionWorkerHost host{session};
+};
 
 std::vector<std::string> shell(const std::string &script) { return {"/bin/sh", "-c", script}; }
 
@@ -68,7 +69,8 @@ void reapAll(WorkerGroup &group) {
 // One worker without the rank environment and without a memory tier, with its control page.
 struct SingleWorker {
   TempDir dir;
-  WorkerGroup group{1, /*rankEnvironment=*/false};
+  PlainHost plain;
+  WorkerGroup group{plain.host, 1, /*rankEnvironment=*/false};
   CollectingConsumer sink;
   DiagnosticEngine diags{nullptr, sink};
   SingleWorker() {
@@ -99,7 +101,8 @@ TEST(WorkerGroup, FreeLoopbackPortIsNotTheOneToAvoid) {
 
 TEST(WorkerGroup, EachRankGetsItsOwnPageMemoryTierAndTheRankEnvironment) {
   TempDir dir;
-  WorkerGroup group(3, /*rankEnvironment=*/true);
+  PlainHost plain;
+  WorkerGroup group(plain.host, 3, /*rankEnvironment=*/true);
   std::vector<std::string> warnings;
   group.prepare(/*memoryTier=*/true, warnings);
   EXPECT_TRUE(warnings.empty());
@@ -108,7 +111,7 @@ TEST(WorkerGroup, EachRankGetsItsOwnPageMemoryTierAndTheRankEnvironment) {
   std::string script = "echo \"$RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $MSCALE_RANK $MSCALE_WORLD_SIZE "
                        "$MASTER_ADDR $MASTER_PORT $MSCALE_CONTROL_FD $MSCALE_SNAPSHOT_MEMFD $SHARED\" > " +
                        dir.path + "/rank-$RANK";
-  ASSERT_TRUE(group.start(shell(script), {{"SHARED", "all"}}, plainLauncher(), 0, diags));
+  ASSERT_TRUE(group.start(shell(script), {{"SHARED", "all"}}, diags));
   EXPECT_EQ(group.runningPids().size(), 3u);
   reapAll(group);
   EXPECT_TRUE(group.allCompleted());
@@ -136,7 +139,7 @@ TEST(WorkerGroup, ASingleWorkerWithoutRanksGetsNoRankEnvironment) {
   DiagnosticEngine &diags = one.diags;
   ASSERT_TRUE(group.start(shell("echo \"${RANK-none} ${MASTER_PORT-none} ${MSCALE_SNAPSHOT_MEMFD-none}\" > " +
                                 dir.path + "/out"),
-                          {}, plainLauncher(), 0, diags));
+                          {}, diags));
   reapAll(group);
   EXPECT_EQ(dir.read("out"), "none none none\n");
   EXPECT_EQ(group.masterPort(), 0);
@@ -144,7 +147,8 @@ TEST(WorkerGroup, ASingleWorkerWithoutRanksGetsNoRankEnvironment) {
 
 TEST(WorkerGroup, StopKillsTheNamedRankTermsTheOthersAndKillsStragglersAfterTheGrace) {
   TempDir dir;
-  WorkerGroup group(3, true);
+  PlainHost plain;
+  WorkerGroup group(plain.host, 3, true);
   std::vector<std::string> warnings;
   group.prepare(false, warnings);
   CollectingConsumer sink;
@@ -152,7 +156,7 @@ TEST(WorkerGroup, StopKillsTheNamedRankTermsTheOthersAndKillsStragglersAfterTheG
   // Rank 1 ignores SIGTERM (ignored signals stay ignored across exec), as a rank stuck in a
   // collective that masks it would.
   std::string script = "if [ $RANK = 1 ]; then trap '' TERM; fi; touch " + dir.path + "/ready-$RANK; exec sleep 30";
-  ASSERT_TRUE(group.start(shell(script), {}, plainLauncher(), 0, diags));
+  ASSERT_TRUE(group.start(shell(script), {}, diags));
   for (int r = 0; r < 3; ++r)
     waitFor(dir, "ready-" + std::to_string(r));
   group.stop(/*killNow=*/2u, /*deadlineNs=*/1000);
@@ -178,19 +182,20 @@ TEST(WorkerGroup, StopKillsTheNamedRankTermsTheOthersAndKillsStragglersAfterTheG
 
 TEST(WorkerGroup, ARestartGetsANewMasterPortAndKeepsEachRanksPagesAndMemoryTier) {
   TempDir dir;
-  WorkerGroup group(2, true);
+  PlainHost plain;
+  WorkerGroup group(plain.host, 2, true);
   std::vector<std::string> warnings;
   group.prepare(true, warnings);
   CollectingConsumer sink;
   DiagnosticEngine diags(nullptr, sink);
   std::string script = "echo $MASTER_PORT $MSCALE_SNAPSHOT_MEMFD > " + dir.path + "/rank-$RANK.$MSCALE_ATTEMPT";
-  ASSERT_TRUE(group.start(shell(script), {{"MSCALE_ATTEMPT", "0"}}, plainLauncher(), 0, diags));
+  ASSERT_TRUE(group.start(shell(script), {{"MSCALE_ATTEMPT", "0"}}, diags));
   uint16_t firstPort = group.masterPort();
   int memfd1 = group.rank(1).memoryTierFd;
   reapAll(group);
   group.prepare(true, warnings); // a second prepare keeps what exists
   EXPECT_EQ(group.rank(1).memoryTierFd, memfd1);
-  ASSERT_TRUE(group.start(shell(script), {{"MSCALE_ATTEMPT", "1"}}, plainLauncher(), 0, diags));
+  ASSERT_TRUE(group.start(shell(script), {{"MSCALE_ATTEMPT", "1"}}, diags));
   reapAll(group);
   EXPECT_NE(group.masterPort(), firstPort);
   EXPECT_EQ(dir.read("rank-1.0"), std::to_string(firstPort) + " " + std::to_string(memfd1) + "\n");
@@ -200,29 +205,32 @@ TEST(WorkerGroup, ARestartGetsANewMasterPortAndKeepsEachRanksPagesAndMemoryTier)
 // A crashed worker with a large state beats no more while the kernel tears it down, before its exit
 // status arrives: that is a crash on its way to waitpid, not a hang (a zombie stands in for it here).
 TEST(WorkerGroup, ARankOnItsWayOutIsNotHungUntilTheExitGrace) {
-  WorkerGroup group(1, false);
+  PlainHost plain;
+  WorkerGroup group(plain.host, 1, false);
   std::vector<std::string> warnings;
   group.prepare(false, warnings);
   CollectingConsumer sink;
   DiagnosticEngine diags(nullptr, sink);
-  ASSERT_TRUE(group.start({"/bin/sleep", "30"}, {}, plainLauncher(), /*nowNs=*/0, diags));
+  ASSERT_TRUE(group.start({"/bin/sleep", "30"}, {}, diags));
+  Liveness live; // the group is the beat source of the liveness room (supervise/Liveness.h)
+  live.restart(group.size(), 0);
   pid_t pid = group.rank(0).pid;
   void *p = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, group.rank(0).control->fd(), 0);
   ASSERT_NE(p, MAP_FAILED);
   auto *page = static_cast<mscale::worker::ControlPage *>(p);
   page->beats = 1;
-  EXPECT_TRUE(group.observeBeats(100));
+  EXPECT_TRUE(live.observe(group, 100));
   EXPECT_FALSE(processExiting(pid)); // sleeping
   ::kill(pid, SIGSTOP);
   siginfo_t info{};
   ASSERT_EQ(::waitid(P_PID, id_t(pid), &info, WSTOPPED | WNOWAIT), 0);
   EXPECT_FALSE(processExiting(pid)); // stopped: the very picture of a hang
-  EXPECT_EQ(group.hungRank(250, 150), 0u);
+  EXPECT_EQ(rankOf(live.hung(group, 250, 150)), 0u);
   ::kill(pid, SIGKILL);
   ASSERT_EQ(::waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT), 0); // a zombie, not reaped
   EXPECT_TRUE(processExiting(pid));
-  EXPECT_FALSE(group.hungRank(250, 150));
-  EXPECT_EQ(group.hungRank(100 + kExitGraceNs, 150), 0u); // never reaped within the grace: a hang after all
+  EXPECT_FALSE(rankOf(live.hung(group, 250, 150)));
+  EXPECT_EQ(rankOf(live.hung(group, 100 + kExitGraceNs, 150)), 0u); // never reaped within the grace: a hang after all
   int status = 0;
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   group.exited(pid, status);
@@ -231,12 +239,15 @@ TEST(WorkerGroup, ARankOnItsWayOutIsNotHungUntilTheExitGrace) {
 }
 
 TEST(WorkerGroup, HeartbeatsAreWatchedPerRank) {
-  WorkerGroup group(2, true);
+  PlainHost plain;
+  WorkerGroup group(plain.host, 2, true);
   std::vector<std::string> warnings;
   group.prepare(false, warnings);
   CollectingConsumer sink;
   DiagnosticEngine diags(nullptr, sink);
-  ASSERT_TRUE(group.start({"/bin/sleep", "30"}, {}, plainLauncher(), /*nowNs=*/0, diags));
+  ASSERT_TRUE(group.start({"/bin/sleep", "30"}, {}, diags));
+  Liveness live; // the group is the beat source of the liveness room (supervise/Liveness.h)
+  live.restart(group.size(), 0);
   // The ranks' side of their pages, as WorkerApi.h's heartbeat() writes them.
   auto map = [&](unsigned r) {
     void *p = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, group.rank(r).control->fd(), 0);
@@ -244,32 +255,32 @@ TEST(WorkerGroup, HeartbeatsAreWatchedPerRank) {
     return static_cast<mscale::worker::ControlPage *>(p);
   };
   mscale::worker::ControlPage *page0 = map(0), *page1 = map(1);
-  EXPECT_FALSE(group.observeBeats(10));
+  EXPECT_FALSE(live.observe(group, 10));
   EXPECT_FALSE(group.commonStep()); // nobody has beaten
   page1->step = 41;
   page1->beats = 1;
-  EXPECT_TRUE(group.observeBeats(100));
+  EXPECT_TRUE(live.observe(group, 100));
   EXPECT_FALSE(group.commonStep()); // rank 0 has not beaten yet
   EXPECT_EQ(group.step(1u), 41u);
   // Rank 0 never beat: it is not hung; rank 1 beat once and fell silent.
-  EXPECT_FALSE(group.hungRank(249, 150));
-  EXPECT_EQ(group.hungRank(250, 150), 1u);
+  EXPECT_FALSE(rankOf(live.hung(group, 249, 150)));
+  EXPECT_EQ(rankOf(live.hung(group, 250, 150)), 1u);
   page0->step = 40;
   page0->beats = 1;
   page1->beats = 2;
-  EXPECT_TRUE(group.observeBeats(300));
-  EXPECT_FALSE(group.hungRank(449, 150));
+  EXPECT_TRUE(live.observe(group, 300));
+  EXPECT_FALSE(rankOf(live.hung(group, 449, 150)));
   EXPECT_EQ(group.commonStep(), 40u); // the step every rank has done
   // A rank that said it is finishing (its work done, tearing down) may be silent for the exit grace.
   page1->finishing = 1;
-  EXPECT_EQ(group.hungRank(450, 150), 0u); // rank 0, silent since 300, is hung; rank 1 is finishing
+  EXPECT_EQ(rankOf(live.hung(group, 450, 150)), 0u); // rank 0, silent since 300, is hung; rank 1 is finishing
   page0->beats = 2;
-  EXPECT_TRUE(group.observeBeats(460));
-  EXPECT_FALSE(group.hungRank(300 + kExitGraceNs - 1, 150) == 1u);
-  EXPECT_EQ(group.hungRank(300 + kExitGraceNs, 150).value_or(9), 0u); // rank 0 is silent again by then
+  EXPECT_TRUE(live.observe(group, 460));
+  EXPECT_FALSE(rankOf(live.hung(group, 300 + kExitGraceNs - 1, 150)) == 1u);
+  EXPECT_EQ(rankOf(live.hung(group, 300 + kExitGraceNs, 150)).value_or(9), 0u); // rank 0 is silent again by then
   page0->beats = 3;
-  EXPECT_TRUE(group.observeBeats(300 + kExitGraceNs));
-  EXPECT_EQ(group.hungRank(300 + kExitGraceNs, 150), 1u); // past the grace, finishing or not
+  EXPECT_TRUE(live.observe(group, 300 + kExitGraceNs));
+  EXPECT_EQ(rankOf(live.hung(group, 300 + kExitGraceNs, 150)), 1u); // past the grace, finishing or not
   page1->finishing = 0;
   page1->step = mscale::worker::kStepRestoring;
   EXPECT_EQ(group.step(std::nullopt), mscale::worker::kStepRestoring);
@@ -538,7 +549,7 @@ TEST(WarmStandby, AStandbyAppliesTheEnvironmentItIsHandedBeforeItRuns) {
   WorkerGroup &group = one.group;
   DiagnosticEngine &diags = one.diags;
   ASSERT_TRUE(group.startStandby({MSC_EXEC_TEST_WORKER, "standby-job", dir.path, "wait"},
-                                 {{"MSCALE_ATTEMPT", "1"}, {"CUDA_VISIBLE_DEVICES", "0"}}, plainLauncher(), 0, diags));
+                                 {{"MSCALE_ATTEMPT", "1"}, {"CUDA_VISIBLE_DEVICES", "0"}}, 0, diags));
   ASSERT_EQ(group.liveStandbyPids().size(), 1u);
   pid_t standby = group.liveStandbyPids()[0];
   for (int i = 0; i < 500 && !group.standbyWaiting(); ++i)
@@ -548,7 +559,7 @@ TEST(WarmStandby, AStandbyAppliesTheEnvironmentItIsHandedBeforeItRuns) {
   EXPECT_EQ(::sched_getscheduler(standby), SCHED_IDLE); // it starts up on idle CPU time only
   EXPECT_FALSE(group.running());
   EXPECT_FALSE(dir.has("rank-0.1")); // it waits for the job
-  group.takeOverStandby({{"CUDA_VISIBLE_DEVICES", "3"}, {"MSCALE_RESTART_REASON", "gpu-lost at step 9"}}, 0);
+  group.takeOverStandby({{"CUDA_VISIBLE_DEVICES", "3"}, {"MSCALE_RESTART_REASON", "gpu-lost at step 9"}});
   EXPECT_FALSE(group.hasStandby());
   EXPECT_EQ(group.rank(0).pid, standby);
   EXPECT_EQ(::sched_getscheduler(standby), ::sched_getscheduler(0)); // the worker runs as we do
@@ -564,7 +575,7 @@ TEST(WarmStandby, AStandbyThatEndedIsNotHandedTheJobAndADiscardedOneIsReaped) {
   WorkerGroup &group = one.group;
   DiagnosticEngine &diags = one.diags;
   const std::vector<std::string> command = {MSC_EXEC_TEST_WORKER, "standby-job", dir.path, "wait"};
-  ASSERT_TRUE(group.startStandby(command, {{"MSCALE_ATTEMPT", "1"}}, plainLauncher(), 0, diags));
+  ASSERT_TRUE(group.startStandby(command, {{"MSCALE_ATTEMPT", "1"}}, 0, diags));
   pid_t first = group.liveStandbyPids()[0];
   EXPECT_TRUE(group.standbyAlive());
   // Killed and not reaped yet, as when it dies with the worker before the supervisor looks.
@@ -581,7 +592,7 @@ TEST(WarmStandby, AStandbyThatEndedIsNotHandedTheJobAndADiscardedOneIsReaped) {
   EXPECT_FALSE(group.hasStandby());
   EXPECT_TRUE(group.standbyPids().empty());
 
-  ASSERT_TRUE(group.startStandby(command, {{"MSCALE_ATTEMPT", "1"}}, plainLauncher(), 0, diags));
+  ASSERT_TRUE(group.startStandby(command, {{"MSCALE_ATTEMPT", "1"}}, 0, diags));
   pid_t second = group.liveStandbyPids()[0];
   group.discardStandby();
   EXPECT_EQ(group.standbyPids(), std::vector<pid_t>{second}); // killed, to be reaped

@@ -1,6 +1,6 @@
 // The resize policy alone: one resize per drift, none inside the band, none above the scale-up
 // limit, a shed at the throttle limit, cool-down and hysteresis against flapping.
-#include "executor/ResizePolicy.h"
+#include "executor/supervise/ResizePolicy.h"
 
 #include <gtest/gtest.h>
 

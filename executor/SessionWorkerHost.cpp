@@ -1,0 +1,45 @@
+#include "executor/SessionWorkerHost.h"
+
+#include "executor/ProcessTree.h"
+
+#include <cerrno>
+#include <csignal>
+#include <sys/wait.h>
+
+namespace msc::exec {
+
+pid_t SessionWorkerHost::start(const std::vector<std::string> &argv, const std::map<std::string, std::string> &env,
+                               const std::vector<int> &fds, const std::string &label, DiagnosticEngine &diags) {
+  return session_.startWorkerProcess(argv, env, diags, fds, label);
+}
+
+void SessionWorkerHost::signal(pid_t pid, int sig) {
+  if (pid > 0)
+    ::kill(pid, sig);
+}
+
+void SessionWorkerHost::killWorkers(const std::vector<pid_t> &sparing) { session_.killWorkerTree(sparing); }
+
+void SessionWorkerHost::killTrees(const std::vector<pid_t> &roots) {
+  if (!roots.empty())
+    killProcessTree(roots);
+}
+
+bool SessionWorkerHost::ended(pid_t pid) const {
+  siginfo_t info{};
+  return pid <= 0 || ::waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != 0;
+}
+
+bool SessionWorkerHost::exiting(pid_t pid) const { return pid > 0 && processExiting(pid); }
+
+void SessionWorkerHost::reap(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+}
+
+void SessionWorkerHost::setScheduling(pid_t pid, int policy, int priority) { setProcessScheduling(pid, policy, priority); }
+
+void SessionWorkerHost::exited(pid_t pid) { session_.workerExited(pid); }
+
+} // namespace msc::exec

@@ -1,0 +1,88 @@
+// The restart policy in virtual time: what is never restarted, the budget, and the back-off of
+// attempts that fail again and again without progress.
+#include "executor/supervise/RestartPolicy.h"
+
+#include <gtest/gtest.h>
+
+using namespace msc::exec;
+
+namespace {
+
+constexpr uint64_t kMs = 1'000'000;
+
+RestartPolicyConfig config(uint32_t maxRestarts = 10) {
+  RestartPolicyConfig c;
+  c.recoverable = true;
+  c.maxRestarts = maxRestarts;
+  c.backoffBaseNs = 200 * kMs;
+  c.backoffMaxNs = 1'000 * kMs;
+  c.stableAfterNs = 60'000 * kMs;
+  return c;
+}
+
+} // namespace
+
+TEST(RestartPolicy, APlanWithoutARecoveryPointIsNeverRestarted) {
+  RestartPolicyConfig c = config();
+  c.recoverable = false;
+  RestartPolicy policy(c);
+  EXPECT_EQ(policy.onFault(FaultClass::WorkerCrashed, true, 0, kMs).verdict, RestartVerdict::NoRecoveryPoint);
+  EXPECT_EQ(policy.restarts(), 0u);
+  EXPECT_FALSE(policy.budgetLeft());
+}
+
+TEST(RestartPolicy, AFullDiskIsNeverRestartedAndCostsNoBudget) {
+  RestartPolicy policy(config());
+  EXPECT_EQ(policy.onFault(FaultClass::DiskFull, true, 0, kMs).verdict, RestartVerdict::DiskFull);
+  EXPECT_EQ(policy.restarts(), 0u);
+}
+
+TEST(RestartPolicy, TheBudgetIsSpentAfterMaxRestarts) {
+  RestartPolicy policy(config(2));
+  uint64_t now = 0;
+  for (uint32_t n = 1; n <= 2; ++n) {
+    EXPECT_TRUE(policy.budgetLeft());
+    RestartDecision d = policy.onFault(FaultClass::WorkerHung, true, now, now + 10 * kMs);
+    ASSERT_TRUE(d.restarts());
+    EXPECT_EQ(d.restart, n);
+    now += 20 * kMs;
+  }
+  EXPECT_FALSE(policy.budgetLeft());
+  EXPECT_EQ(policy.onFault(FaultClass::GpuLost, true, now, now).verdict, RestartVerdict::BudgetSpent);
+  EXPECT_EQ(policy.restarts(), 2u);
+}
+
+TEST(RestartPolicy, AnAttemptThatProgressedRestartsAtOnce) {
+  RestartPolicy policy(config());
+  for (int i = 0; i < 5; ++i) {
+    RestartDecision d = policy.onFault(FaultClass::WorkerCrashed, /*steppedOn=*/true, 0, 5 * kMs);
+    EXPECT_EQ(d.delayNs, 0u);
+    EXPECT_EQ(d.notBeforeNs, 5 * kMs);
+  }
+}
+
+TEST(RestartPolicy, FailuresWithoutProgressBackOffDoublingUpToTheMaximum) {
+  RestartPolicy policy(config());
+  std::vector<uint64_t> delays;
+  uint64_t now = 1'000 * kMs;
+  for (int i = 0; i < 6; ++i) {
+    RestartDecision d = policy.onFault(FaultClass::WorkerCrashed, false, now, now + kMs);
+    delays.push_back(d.delayNs / kMs);
+    EXPECT_EQ(d.notBeforeNs, now + kMs + d.delayNs);
+    now = d.notBeforeNs;
+  }
+  EXPECT_EQ(delays, (std::vector<uint64_t>{0, 200, 400, 800, 1000, 1000}));
+  EXPECT_EQ(policy.failuresWithoutProgress(), 6u);
+  // Progress resets the back-off: the next failure without progress is again the first.
+  EXPECT_EQ(policy.onFault(FaultClass::WorkerCrashed, true, now, now).delayNs, 0u);
+  EXPECT_EQ(policy.onFault(FaultClass::WorkerCrashed, false, now, now).delayNs, 0u);
+  EXPECT_EQ(policy.onFault(FaultClass::WorkerCrashed, false, now, now).delayNs, 200 * kMs);
+}
+
+TEST(RestartPolicy, AnAttemptThatRanLongEnoughCountsAsProgressWithoutSteps) {
+  RestartPolicy policy(config());
+  policy.onFault(FaultClass::WorkerCrashed, false, 0, kMs);
+  EXPECT_EQ(policy.onFault(FaultClass::WorkerCrashed, false, 0, 60'000 * kMs - 1).delayNs, 200 * kMs);
+  EXPECT_EQ(policy.onFault(FaultClass::WorkerCrashed, false, 0, 60'000 * kMs).delayNs, 0u)
+      << "a worker without a control page says no step: a minute of running is progress";
+}
