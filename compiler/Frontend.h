@@ -6,6 +6,7 @@
 #include "ir/IR.h"
 #include "support/Diagnostic.h"
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +28,9 @@ struct FrontendOptions {
   // resize to another profile (`mscale-cli contract resize --profile`, `mscalec --profile`) needs.
   std::string profileOverride;
   std::string profileOverrideContract; // only this contract (empty: every contract of the file)
+  // Files that exist in memory only, by the path they are read as (a submission a controller
+  // received); looked up before the file system, for the main file and for imports. Null: none.
+  const std::map<std::string, std::string> *memoryFiles = nullptr;
 };
 
 // Everything the frontend read: the files (main file first) and their ASTs.

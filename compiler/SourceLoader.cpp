@@ -75,6 +75,15 @@ public:
 private:
   bool read(llvm::StringRef path, const Location &requestedAt, std::unique_ptr<llvm::MemoryBuffer> &out) {
     Location where = requestedAt.hasRange() ? requestedAt : Location{{}, path.str(), 0};
+    if (const std::string *text = memoryFile(path)) {
+      if (text->size() > options_.limits.maxBytes) {
+        diags_.report(DiagCode::ERR_SYN_007, Location{{}, path.str(), 0})
+            << static_cast<uint64_t>(text->size()) << static_cast<uint64_t>(options_.limits.maxBytes);
+        return false;
+      }
+      out = llvm::MemoryBuffer::getMemBufferCopy(*text, path);
+      return true;
+    }
     if (path != "-") {
       llvm::sys::fs::file_status status;
       if (std::error_code ec = llvm::sys::fs::status(path, status)) {
@@ -101,10 +110,19 @@ private:
     return true;
   }
 
+  const std::string *memoryFile(llvm::StringRef path) const {
+    if (!options_.memoryFiles)
+      return nullptr;
+    auto it = options_.memoryFiles->find(path.str());
+    return it == options_.memoryFiles->end() ? nullptr : &it->second;
+  }
+
   std::vector<std::string> searchPath(llvm::StringRef importer) const {
     std::vector<std::string> dirs;
+    // A file held in memory has no directory of its own to look beside.
     llvm::StringRef parent = llvm::sys::path::parent_path(importer);
-    dirs.push_back(parent.empty() ? "." : parent.str());
+    if (!memoryFile(importer))
+      dirs.push_back(parent.empty() ? "." : parent.str());
     dirs.insert(dirs.end(), options_.includeDirs.begin(), options_.includeDirs.end());
     if (!options_.stdlibDir.empty())
       dirs.push_back(options_.stdlibDir);
@@ -113,11 +131,12 @@ private:
 
   std::optional<std::string> resolveImport(llvm::StringRef name, llvm::StringRef importer) const {
     if (llvm::sys::path::is_absolute(name))
-      return llvm::sys::fs::is_regular_file(name) ? std::optional<std::string>(name.str()) : std::nullopt;
+      return memoryFile(name) || llvm::sys::fs::is_regular_file(name) ? std::optional<std::string>(name.str())
+                                                                       : std::nullopt;
     for (const std::string &dir : searchPath(importer)) {
       llvm::SmallString<256> candidate(dir);
       llvm::sys::path::append(candidate, name);
-      if (llvm::sys::fs::is_regular_file(candidate))
+      if (memoryFile(candidate) || llvm::sys::fs::is_regular_file(candidate))
         return candidate.str().str();
     }
     return std::nullopt;

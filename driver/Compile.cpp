@@ -105,6 +105,7 @@ CompileResult compile(const CompileOptions &options, llvm::SourceMgr &sm, Diagno
   frontend.profileOverride = options.profileOverride;
   frontend.profileOverrideContract = options.onlyContract;
   frontend.cache = &cache;
+  frontend.memoryFiles = &options.memoryFiles;
   Node node;
   if (!prepareNode(options, diags, node)) {
     result.setupFailed = true;
@@ -155,6 +156,7 @@ std::optional<ir::Module> loadContracts(const CompileOptions &options, llvm::Sou
   frontend.profileOverride = options.profileOverride;
   frontend.profileOverrideContract = options.onlyContract;
   frontend.cache = &cache;
+  frontend.memoryFiles = &options.memoryFiles;
   std::optional<ir::Module> module = compileContractFile(options.inputs.front(), frontend, sm, diags);
   if (module)
     for (const std::string &problem : ir::verify(*module))

@@ -12,6 +12,7 @@
 
 #include <llvm/Support/raw_ostream.h>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +28,9 @@ enum class EmitStage { Ast, Ir, Plan };
 
 struct CompileOptions {
   std::vector<std::string> inputs;       // contract files
+  // Files held in memory, by the path an input or an import names them with (a submission a
+  // controller received): read before the file system, so no caller writes a scratch file.
+  std::map<std::string, std::string> memoryFiles;
   std::vector<std::string> includeDirs;  // -I
   std::string stdlibDir;                 // empty: defaultStdlibDir()
   std::string profileOverride;           // compile on this profile instead of the one named

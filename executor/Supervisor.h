@@ -24,7 +24,7 @@
 #include "executor/Session.h"
 #include "executor/WarmStandby.h"
 #include "executor/WorkerGroup.h"
-#include "executor/supervise/Clock.h"
+#include "support/Clock.h"
 #include "executor/supervise/DeviceProbes.h"
 #include "executor/supervise/Fault.h"
 #include "executor/supervise/Liveness.h"

@@ -3,10 +3,7 @@
 #include "cluster/etcd/Status.h"
 #include "driver/Compile.h"
 
-#include <llvm/ADT/SmallString.h>
 #include <llvm/ADT/StringExtras.h>
-#include <llvm/Support/FileSystem.h>
-#include <llvm/Support/Path.h>
 
 #include <vector>
 
@@ -20,32 +17,12 @@ std::string CapturedDiagnostics::firstLine() const {
 
 std::optional<LoadedContract> loadSubmittedContract(const std::string &name, const std::string &source,
                                                     const ContractSourceOptions &options, CapturedDiagnostics &out) {
-  // A directory per check: the leader checks submissions on the service's threads while it
-  // reconciles on its own, and two contracts, or two versions of one, must not share a file.
-  llvm::SmallString<256> dir;
-  std::error_code ec = llvm::sys::fs::createUniqueDirectory(llvm::Twine(options.scratchDir) + "/check", dir);
-  if (ec) {
-    out.diags.report(DiagCode::ERR_DRV_004) << (options.scratchDir + "/check-*") << ec.message();
-    return std::nullopt;
-  }
-  llvm::SmallString<256> path(dir);
-  llvm::sys::path::append(path, name + ".msc");
-  std::optional<ir::Module> module;
-  {
-    llvm::raw_fd_ostream file(path, ec);
-    if (ec)
-      out.diags.report(DiagCode::ERR_DRV_004) << path.str() << ec.message();
-    else
-      file << source;
-  }
-  if (!ec) {
-    driver::CompileOptions co;
-    co.inputs = {std::string(path)};
-    co.stdlibDir = options.stdlibDir;
-    co.onlyContract = name;
-    module = driver::loadContracts(co, out.sm, out.diags);
-  }
-  llvm::sys::fs::remove_directories(dir);
+  driver::CompileOptions co;
+  co.inputs = {name + ".msc"};
+  co.memoryFiles[co.inputs.front()] = source;
+  co.stdlibDir = options.stdlibDir;
+  co.onlyContract = name;
+  std::optional<ir::Module> module = driver::loadContracts(co, *out.sm, out.diags);
   if (!module)
     return std::nullopt;
   std::vector<std::string> defined;

@@ -17,13 +17,17 @@
 namespace msc::cluster {
 
 // Diagnostics of one decision, printed as mscale-controller prints them, kept as text.
+// `sm` holds the sources the diagnostics point into; a decision about a contract compiled earlier
+// prints with that compile's SourceMgr.
 struct CapturedDiagnostics {
+  explicit CapturedDiagnostics(std::shared_ptr<llvm::SourceMgr> sources = std::make_shared<llvm::SourceMgr>())
+      : sm(std::move(sources)) {}
   std::string text;
   llvm::raw_string_ostream os{text};
-  llvm::SourceMgr sm;
+  std::shared_ptr<llvm::SourceMgr> sm;
   std::unique_ptr<DiagnosticConsumer> printer =
       makeDiagnosticPrinter(DiagnosticsFormat::Text, os, "mscale-controller", "");
-  DiagnosticEngine diags{&sm, *printer};
+  DiagnosticEngine diags{sm.get(), *printer};
   // Call once the decision is made: the printer writes what it buffered.
   void done() {
     diags.finish();
@@ -34,14 +38,12 @@ struct CapturedDiagnostics {
 };
 
 struct ContractSourceOptions {
-  std::string stdlibDir;  // for the contracts' imports; empty: the driver's default
-  std::string scratchDir; // the frontend reads files: each check writes its source in a fresh
-                          // directory under it, as "<contract>.msc", so diagnostics name that
+  std::string stdlibDir; // for the contracts' imports; empty: the driver's default
 };
 
-// The module of `source`, compiled for contract `name` only, and that contract in it. nullopt with
-// the diagnostics in `out` when the source does not compile, or (ERR_CLUSTER_007 in `out`) defines
-// no contract `name`.
+// The module of `source`, compiled for contract `name` only, and that contract in it. The source is
+// read from memory as "<name>.msc", the name its diagnostics give it. nullopt with the diagnostics
+// in `out` when the source does not compile, or (ERR_CLUSTER_007 in `out`) defines no contract `name`.
 struct LoadedContract {
   ir::Module module;
   size_t index = 0; // of the contract `name` in module.contracts

@@ -1,6 +1,6 @@
 #include "executor/supervise/RestartPolicy.h"
 
-#include "executor/supervise/Clock.h"
+#include "support/Clock.h"
 
 #include <algorithm>
 

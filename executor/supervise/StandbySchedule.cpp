@@ -1,6 +1,6 @@
 #include "executor/supervise/StandbySchedule.h"
 
-#include "executor/supervise/Clock.h"
+#include "support/Clock.h"
 
 namespace msc::exec {
 

@@ -75,30 +75,24 @@ int run() {
   auto client = connect(status);
   if (!client)
     return status;
-  SmallString<128> scratch;
-  if (std::error_code ec = sys::fs::createUniqueDirectory("mscale-controller", scratch))
-    return usage("cannot create a scratch directory: " + ec.message());
   msc::cluster::ControllerOptions o;
   o.name = name;
   o.leaseTtlSeconds = leaseTtl;
-  o.reconcile = {stdlibDir.empty() ? msc::driver::defaultStdlibDir() : std::string(stdlibDir), msc::kVersion,
-                 std::string(scratch)};
+  o.reconcile.stdlibDir = stdlibDir.empty() ? msc::driver::defaultStdlibDir() : std::string(stdlibDir);
+  o.reconcile.compilerVersion = msc::kVersion;
   o.log = logLine;
   std::signal(SIGINT, [](int) { stopRequested = true; });
   std::signal(SIGTERM, [](int) { stopRequested = true; });
   msc::cluster::Controller controller(*client, o);
   std::string error;
   auto server = msc::cluster::ControllerServer::start(controller, *client, listen,
-                                                      {o.reconcile.stdlibDir, o.reconcile.scratchDir}, error);
-  if (!server) {
-    sys::fs::remove_directories(scratch);
+                                                      {o.reconcile.stdlibDir}, error);
+  if (!server)
     return usage("--listen: " + error);
-  }
   controller.setServiceAddress(server->address());
   logLine("serving the cluster's writes at " + server->address());
   msc::etcd::Status s = controller.run(stopRequested);
   server.reset();
-  sys::fs::remove_directories(scratch);
   if (!s.ok()) {
     logLine("exiting: " + s.str());
     return 1;

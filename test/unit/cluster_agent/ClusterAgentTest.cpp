@@ -71,7 +71,7 @@ protected:
   bool pump(const std::function<bool()> &done, std::chrono::milliseconds timeout = 5000ms) {
     auto end = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < end) {
-      ledger_->supervise(exec::SystemClock::instance().monotonicNs());
+      ledger_->supervise(SystemClock::instance().monotonicNs());
       agent_->tick(*ledger_);
       if (done())
         return true;

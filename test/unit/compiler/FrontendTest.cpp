@@ -380,5 +380,32 @@ TEST_F(FrontendFiles, UnreadableInputs) {
   EXPECT_EQ(consumer.diags[1].message, "cannot read '" + dir.str().str() + "': is a directory");
 }
 
+
+// A file held in memory (a controller's submission) is read before the disk, imports the disk's
+// files by the search path, and has no directory of its own to look beside: a file of the same
+// name next to the process does not stand in for an import.
+TEST_F(FrontendFiles, AFileInMemoryIsReadFirstAndImportsThroughTheSearchPathOnly) {
+  write("lib.msc", "profile from_disk { cpu_cores = 2; }\n");
+  std::map<std::string, std::string> memory = {
+      {"job.msc", "import \"lib.msc\";\ncontract job uses profile from_disk { io_topology { r { cpu_cores = [1]; } } }\n"}};
+  FrontendOptions options;
+  options.memoryFiles = &memory;
+  options.includeDirs = {dir.str().str()};
+  auto module = compileContractFile("job.msc", options, sm, diags);
+  ASSERT_TRUE(module) << (consumer.diags.empty() ? "" : consumer.diags[0].message);
+  ASSERT_EQ(module->contracts.size(), 1u);
+  EXPECT_EQ(module->contracts[0].profile, "from_disk");
+
+  FrontendOptions noSearchPath;
+  noSearchPath.memoryFiles = &memory;
+  llvm::SmallString<256> cwd;
+  ASSERT_FALSE(llvm::sys::fs::current_path(cwd));
+  ASSERT_FALSE(llvm::sys::fs::set_current_path(dir)); // lib.msc is in the working directory now
+  auto without = compileContractFile("job.msc", noSearchPath, sm, diags);
+  ASSERT_FALSE(llvm::sys::fs::set_current_path(cwd));
+  EXPECT_FALSE(without);
+  EXPECT_EQ(codes().back(), DiagCode::ERR_SEM_010);
+}
+
 } // namespace
 } // namespace msc

@@ -1,11 +1,11 @@
-// The time the supervisor's rooms decide by. It is injected so that every decision made by time
-// (a hang, a lost device, a restart's back-off, a resize window) runs in virtual time in the unit
-// tests and in the cluster simulator exactly as it runs on a node.
+// The time that decisions by time are made on. It is injected so that every such decision
+// (a hang, a lost device, a restart's back-off, a lost node's grace) runs in virtual time in the unit
+// tests and in the cluster simulator exactly as it runs on a node or a controller.
 #pragma once
 
 #include <cstdint>
 
-namespace msc::exec {
+namespace msc {
 
 class Clock {
 public:
@@ -45,4 +45,4 @@ private:
 // deadline in the past.
 inline uint64_t after(uint64_t now, uint64_t delta) { return delta > UINT64_MAX - now ? UINT64_MAX : now + delta; }
 
-} // namespace msc::exec
+} // namespace msc

@@ -1,8 +1,8 @@
-#include "executor/supervise/Clock.h"
+#include "support/Clock.h"
 
 #include <ctime>
 
-namespace msc::exec {
+namespace msc {
 
 uint64_t SystemClock::monotonicNs() const {
   timespec ts;
@@ -21,4 +21,4 @@ const SystemClock &SystemClock::instance() {
   return clock;
 }
 
-} // namespace msc::exec
+} // namespace msc

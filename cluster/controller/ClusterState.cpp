@@ -1,0 +1,63 @@
+#include "cluster/controller/ClusterState.h"
+
+#include "hal/TopologyYaml.h"
+
+#include <llvm/ADT/StringRef.h>
+
+namespace msc::cluster {
+
+ClusterState clusterStateFrom(const std::vector<etcd::KeyValue> &kvs, int64_t revision, ReconcileMemory &memory) {
+  ClusterState state;
+  state.revision = revision;
+  for (const etcd::KeyValue &kv : kvs) {
+    llvm::StringRef key(kv.key);
+    if (key.starts_with(kNodesPrefix)) {
+      std::string node = key.drop_front(llvm::StringRef(kNodesPrefix).size()).str();
+      ReconcileMemory::ParsedNode &parsed = memory.nodes[node];
+      if (parsed.modRevision != kv.modRevision) {
+        parsed = {kv.modRevision, nullptr};
+        std::string why;
+        std::optional<Registration> r = decodeRegistration(kv.value, why);
+        // A malformed registration places nothing; it is reported once per value (the parsed cache
+        // holds it until the value changes), with the topology reader's own first error.
+        CapturedDiagnostics yaml;
+        std::optional<hal::Topology> topo =
+            r ? hal::readTopologyYaml(r->topologyYaml, kv.key, yaml.diags) : std::optional<hal::Topology>{};
+        if (topo) {
+          topo->setName(node);
+          parsed.topology = std::make_shared<const hal::Topology>(std::move(*topo));
+        } else {
+          yaml.done();
+          state.unreadableNodes.push_back(
+              etcd::Status::make(etcd::ErrorCode::ERR_CLUSTER_012, {node, r ? yaml.firstLine() : why}).str());
+        }
+      }
+      state.nodes[node] = parsed.topology;
+    } else if (key == kConfigKey) {
+      state.config = kv.value;
+    } else if (key.starts_with(kContractsPrefix)) {
+      state.contracts[key.drop_front(llvm::StringRef(kContractsPrefix).size()).str()] = kv.value;
+    } else if (key.starts_with(kAssignmentsPrefix)) {
+      std::string rest = key.drop_front(llvm::StringRef(kAssignmentsPrefix).size()).str();
+      size_t slash = rest.find('/');
+      std::string why;
+      std::optional<Assignment> a = decodeAssignment(kv.value, why);
+      if (slash == std::string::npos || !a)
+        continue;
+      state.assigned[rest.substr(slash + 1)].push_back({rest.substr(0, slash), kv.key, std::move(*a)});
+    }
+  }
+  std::erase_if(memory.nodes, [&](const auto &entry) { return !state.nodes.count(entry.first); });
+  return state;
+}
+
+etcd::Result<ClusterState> readClusterState(etcd::EtcdClient &client, ReconcileMemory &memory) {
+  etcd::RangeOptions o;
+  o.rangeEnd = etcd::prefixEnd(kRootPrefix);
+  auto all = client.range(kRootPrefix, o);
+  if (!all)
+    return all.status();
+  return clusterStateFrom(all->kvs, all->revision, memory);
+}
+
+} // namespace msc::cluster

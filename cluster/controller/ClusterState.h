@@ -1,0 +1,68 @@
+// What the leading controller reads of the cluster before it decides, in one linearizable read
+// (the "snapshot" of a Kubernetes sync handler): the registered nodes and their topologies, the
+// submitted contracts, the published config and the assignments, all at one store revision. Read
+// here, decided in Decide.h, written in Reconcile.h.
+#pragma once
+
+#include "cluster/etcd/EtcdClient.h"
+#include "cluster/keys/Keys.h"
+#include "cluster/controller/ContractCheck.h"
+#include "hal/Topology.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace msc::cluster {
+
+struct AssignedPlan {
+  std::string node;
+  std::string key; // /mscale/assignments/<node>/<contract>
+  Assignment assignment;
+};
+
+struct ClusterState {
+  int64_t revision = 0; // the store revision everything below was read at
+  // Every registered node; a null topology when its registration does not read (it places nothing).
+  std::map<std::string, std::shared_ptr<const hal::Topology>> nodes;
+  std::map<std::string, std::string> contracts;             // name -> its submission as stored
+  std::optional<std::string> config;                        // /mscale/config, when published
+  std::map<std::string, std::vector<AssignedPlan>> assigned; // contract -> its assignments
+  std::vector<std::string> unreadableNodes; // ERR_CLUSTER_012 lines, once per registration value
+};
+
+// What one leader remembers between reconciliations, so that a reconciliation on every change of
+// the cluster does not redo what did not change:
+//   - when it first saw each contract on a lost node (the grace before it is placed again);
+//   - each node's topology as read from its registration, while the registration's mod revision is
+//     the same (reading a thousand registrations' YAML each time would be most of the work);
+//   - each submission compiled, while its stored bytes are the same (a contract that waits for
+//     capacity is checked again on every change, but parsed once).
+struct ReconcileMemory {
+  std::map<std::string, uint64_t> lostSinceNs; // monotonic (support/Clock.h)
+  struct ParsedNode {
+    int64_t modRevision = 0;
+    std::shared_ptr<const hal::Topology> topology;
+  };
+  std::map<std::string, ParsedNode> nodes;
+  struct CompiledSubmission {
+    std::string value;                 // the submission as stored
+    std::optional<Submission> submission;
+    std::shared_ptr<llvm::SourceMgr> sources; // what the IR's locations point into
+    std::optional<LoadedContract> loaded;     // none: it does not decode or compile
+    std::string diagnostics;           // what decoding and compiling printed
+  };
+  std::map<std::string, CompiledSubmission> compiled;
+};
+
+// The state in `kvs` (the keys under /mscale/ read at `revision`). Registrations are decoded through
+// `memory.nodes`, which forgets the nodes no longer registered.
+ClusterState clusterStateFrom(const std::vector<etcd::KeyValue> &kvs, int64_t revision, ReconcileMemory &memory);
+
+// One linearizable read of everything under /mscale/.
+etcd::Result<ClusterState> readClusterState(etcd::EtcdClient &client, ReconcileMemory &memory);
+
+} // namespace msc::cluster

@@ -1,0 +1,185 @@
+#include "cluster/controller/Decide.h"
+
+#include "cluster/controller/ApplyConfig.h"
+#include "cluster/placement/Placer.h"
+#include "plan/PlanFile.h"
+
+#include <llvm/ADT/StringExtras.h>
+
+#include <algorithm>
+#include <set>
+
+namespace msc::cluster {
+namespace {
+
+// The cluster config as published now: it decides the placements of this round. One that does not
+// read (written around the leader) places nothing: which domains it reserves is unknown, and a job
+// on the management NIC's domain is worse than a job that waits.
+struct ConfigInForce {
+  bool published = false;
+  std::optional<ClusterConfig> config;
+  std::string error; // printed, when published and unreadable
+};
+
+ConfigInForce readConfig(const ClusterState &state) {
+  ConfigInForce out;
+  if (!state.config)
+    return out;
+  out.published = true;
+  std::string why;
+  std::optional<PublishedConfig> published = decodeConfig(*state.config, why);
+  ConfigSource source(kConfigKey, published ? published->yaml : std::string());
+  if (published)
+    out.config = parseClusterConfig(source);
+  else
+    source.error(etcd::Status::make(etcd::ErrorCode::ERR_CLUSTER_010, {why}));
+  out.error = source.printed();
+  return out;
+}
+
+// The submission of contract `name` decoded and compiled, from memory while its bytes are the same.
+const ReconcileMemory::CompiledSubmission &compiled(const std::string &name, const std::string &value,
+                                                    const ReconcileOptions &options, ReconcileMemory &memory) {
+  ReconcileMemory::CompiledSubmission &entry = memory.compiled[name];
+  if (entry.sources && entry.value == value)
+    return entry;
+  entry = {};
+  entry.value = value;
+  CapturedDiagnostics load;
+  entry.sources = load.sm;
+  std::string why;
+  entry.submission = decodeSubmission(value, why);
+  if (entry.submission && entry.submission->contract != name)
+    why = "it names contract '" + entry.submission->contract + "'", entry.submission.reset();
+  if (!entry.submission)
+    load.os << etcd::Status::make(etcd::ErrorCode::ERR_CLUSTER_006, {name, why}).str() << "\n";
+  else
+    entry.loaded = loadSubmittedContract(name, entry.submission->source, {options.stdlibDir}, load);
+  load.done();
+  entry.diagnostics = load.text;
+  return entry;
+}
+
+} // namespace
+
+Decision decide(const ClusterState &state, ReconcileMemory &memory, uint64_t nowNs, const ReconcileOptions &options,
+                int64_t leaderRevision) {
+  Decision out;
+  ReconcileReport &report = out.report;
+  report.revision = state.revision;
+  report.unreadableNodes = state.unreadableNodes;
+
+  CapturedDiagnostics setup;
+  NodeRegistry registry;
+  for (const auto &[node, topology] : state.nodes)
+    if (topology)
+      registry.add(node, topology, setup.diags);
+  ConfigInForce config = readConfig(state);
+  if (config.config)
+    reserveDomains(*config.config, registry, setup.diags);
+
+  // What stays, what waits, what is placed.
+  std::set<std::string> toPlace, lost;
+  uint64_t graceNs = uint64_t(std::chrono::nanoseconds(options.lostNodeGrace).count());
+  for (const auto &[name, value] : state.contracts) {
+    auto it = state.assigned.find(name);
+    if (it == state.assigned.end()) {
+      toPlace.insert(name);
+      continue;
+    }
+    bool whole = std::all_of(it->second.begin(), it->second.end(),
+                             [&](const AssignedPlan &a) { return registry.find(a.node) != nullptr; });
+    if (whole)
+      continue;
+    lost.insert(name);
+    uint64_t since = memory.lostSinceNs.try_emplace(name, nowNs).first->second;
+    if (nowNs - since >= graceNs)
+      toPlace.insert(name);
+    else
+      report.waiting.push_back(name);
+  }
+  std::erase_if(memory.lostSinceNs,
+                [&](const auto &entry) { return !lost.count(entry.first) || toPlace.count(entry.first); });
+  std::erase_if(memory.compiled, [&](const auto &entry) { return !state.contracts.count(entry.first); });
+  // A contract that stays, or waits out the grace, holds its live nodes' resources.
+  for (const auto &[name, list] : state.assigned) {
+    if (toPlace.count(name) || !state.contracts.count(name))
+      continue;
+    for (const AssignedPlan &a : list)
+      if (std::optional<plan::Plan> p = plan::decodePlan(a.assignment.plan, a.key, setup.diags))
+        registry.admit(a.node, std::move(*p), "an assignment", setup.diags);
+  }
+
+  const std::string rev = std::to_string(leaderRevision);
+  for (const auto &[name, list] : state.assigned) {
+    if (state.contracts.count(name))
+      continue;
+    ContractAction withdraw{ContractAction::Kind::Withdraw, name, {}};
+    for (const AssignedPlan &a : list)
+      withdraw.ops.push_back(etcd::TxnOp::remove(a.key));
+    withdraw.ops.push_back(etcd::TxnOp::remove(std::string(kContractStatusPrefix) + name));
+    out.actions.push_back(std::move(withdraw));
+    report.withdrawn.push_back(name);
+  }
+
+  static const std::vector<AssignedPlan> kNone;
+  for (const std::string &name : toPlace) {
+    auto had = state.assigned.find(name);
+    const std::vector<AssignedPlan> &previous = had == state.assigned.end() ? kNone : had->second;
+    bool replacing = had != state.assigned.end();
+    const ReconcileMemory::CompiledSubmission &submitted = compiled(name, state.contracts.at(name), options, memory);
+    CapturedDiagnostics decision(submitted.sources);
+    decision.os << submitted.diagnostics;
+    PlacementResult placed;
+    std::string defaults; // what the config filled in, for the status and the log
+    if (submitted.loaded && config.published && !config.config) {
+      decision.os << config.error;
+    } else if (submitted.loaded) {
+      ir::Contract contract = submitted.loaded->contract();
+      if (config.config)
+        if (std::vector<std::string> filled = applyScalingDefaults(*config.config, contract); !filled.empty())
+          defaults = "defaults from " + config.config->describe() + ": " + llvm::join(filled, ", ");
+      Placer placer(registry, options.compilerVersion);
+      placed = placer.place(contract, decision.diags);
+    }
+    decision.done();
+    ContractAction action{placed.placed() ? ContractAction::Kind::Place : ContractAction::Kind::Refuse, name, {}};
+    std::vector<etcd::TxnOp> &ops = action.ops;
+    std::string status;
+    if (placed.placed()) {
+      std::string nodes;
+      for (const NodePlacement &p : placed.nodes) {
+        Assignment a;
+        a.leaderRevision = leaderRevision;
+        a.plan = plan::encodePlan(p.plan);
+        a.command = submitted.submission->command;
+        a.environment = submitted.submission->environment;
+        ops.push_back(etcd::TxnOp::put(assignmentKey(p.node->name, name), encodeAssignment(a)));
+        nodes += (nodes.empty() ? "" : ",") + p.node->name;
+      }
+      status = "placed " + nodes + " leader-rev " + rev + "\n" + (defaults.empty() ? "" : defaults + "\n");
+      // The old set goes, live nodes included (placed whole); a node chosen again gets its new
+      // assignment by the put above (etcd refuses a key twice in one transaction).
+      for (const AssignedPlan &a : previous)
+        if (std::none_of(ops.begin(), ops.end(), [&](const etcd::TxnOp &op) { return op.key == a.key; }))
+          ops.push_back(etcd::TxnOp::remove(a.key));
+      (replacing ? report.replaced : report.placed)
+          .push_back(name + " -> " + nodes + (defaults.empty() ? "" : " (" + defaults + ")"));
+    } else {
+      status = "refused leader-rev " + rev + "\n" + (defaults.empty() ? "" : defaults + "\n") + decision.text;
+      // A job that cannot be placed whole again does not run in part: its workers on the nodes that
+      // are left stop too (their snapshots stay on the shared disk). It is placed again, and resumes,
+      // once the cluster can take it whole.
+      for (const AssignedPlan &a : previous)
+        ops.push_back(etcd::TxnOp::remove(a.key));
+      if (replacing)
+        report.released.push_back(name);
+      report.refused.push_back(name + ": " + decision.firstLine());
+    }
+    ops.push_back(etcd::TxnOp::put(std::string(kContractStatusPrefix) + name, status));
+    out.actions.push_back(std::move(action));
+  }
+  return out;
+}
+
+} // namespace msc::cluster

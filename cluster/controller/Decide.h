@@ -1,0 +1,64 @@
+// What the leading controller does about the cluster it read (ClusterState.h), decided purely: the
+// "decide" of a Kubernetes sync handler. No etcd, no wall clock: the same state, memory and `now`
+// give the same actions, so every rule below is unit-tested without a store.
+//   - A contract whose every assignment is on a registered node stays, and holds those nodes'
+//     resources for the placements decided after it.
+//   - A contract without assignments is placed (cluster/placement: the compiler's own check per
+//     node), whole or not at all; the cluster config (ApplyConfig.h) fills in scaling defaults and
+//     reserves PCIe domains; a config that does not read refuses every placement (ERR_CLUSTER_010).
+//   - A contract with an assignment on a node that is gone waits `lostNodeGrace` (its agent stops
+//     the workers when it finds its lease gone, which can be a little after etcd expired it), then
+//     is placed again, whole; refused, its assignments left are removed too: a job does not run in
+//     part.
+//   - A withdrawn contract's assignments and status go.
+#pragma once
+
+#include "cluster/controller/ClusterState.h"
+#include "cluster/etcd/EtcdClient.h"
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace msc::cluster {
+
+struct ReconcileOptions {
+  std::string stdlibDir;       // for the contracts' imports; empty: the driver's default
+  std::string compilerVersion; // stamped into the plans
+  std::chrono::milliseconds lostNodeGrace{2000};
+};
+
+struct ReconcileReport {
+  std::vector<std::string> placed;   // "contract -> node,node"
+  std::vector<std::string> refused;  // "contract: first error"
+  std::vector<std::string> replaced; // contracts placed again after a node was lost
+  std::vector<std::string> waiting;  // contracts on a lost node, inside the grace period
+  std::vector<std::string> withdrawn; // contracts whose assignments were removed with them
+  std::vector<std::string> released;  // refused when placed again: their assignments left went too
+  std::vector<std::string> unreadableNodes; // ERR_CLUSTER_012 lines, once per registration value
+  int64_t revision = 0;              // the store revision the reconciliation read
+};
+
+// One write the leader makes, one transaction (fenced by the leader key, Reconcile.h).
+struct ContractAction {
+  enum class Kind {
+    Withdraw, // applied only while the contract is still withdrawn (a new submission is placed anew)
+    Place,    // applied only while the contract is as read (changed since: the next round redoes it)
+    Refuse,   // as Place: its status says why, and any assignments it had are removed
+  };
+  Kind kind = Kind::Place;
+  std::string contract;
+  std::vector<etcd::TxnOp> ops;
+};
+
+struct Decision {
+  std::vector<ContractAction> actions; // withdrawals first, then placements in contract order
+  ReconcileReport report;
+};
+
+// `leaderRevision`: the create revision of the leader key, stamped into assignments and statuses.
+Decision decide(const ClusterState &state, ReconcileMemory &memory, uint64_t nowNs, const ReconcileOptions &options,
+                int64_t leaderRevision);
+
+} // namespace msc::cluster
