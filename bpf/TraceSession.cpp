@@ -38,10 +38,9 @@
 namespace msc::trace {
 namespace {
 
-// ---- libbpf's messages -> our log sink ---------------------------------------------------------
+// ---- libbpf's messages: to stderr, and the last warnings kept for diagnostics --------------------
 
 std::mutex gLogMutex;
-std::function<void(LogLevel, llvm::StringRef)> gLogSink;
 bool gLogVerbose = false;
 std::vector<std::string> gRecentWarnings; // the last few, for diagnostics
 
@@ -57,17 +56,13 @@ int libbpfPrint(enum libbpf_print_level level, const char *format, va_list args)
   llvm::StringRef msg = llvm::StringRef(buf.c_str()).rtrim();
   if (msg.starts_with("libbpf: "))
     msg = msg.drop_front(8);
-  LogLevel ours = level == LIBBPF_WARN ? LogLevel::Warning : level == LIBBPF_INFO ? LogLevel::Info : LogLevel::Debug;
   std::lock_guard<std::mutex> lock(gLogMutex);
-  if (ours == LogLevel::Warning) {
+  if (level == LIBBPF_WARN) {
     gRecentWarnings.push_back(msg.str());
     if (gRecentWarnings.size() > 8)
       gRecentWarnings.erase(gRecentWarnings.begin());
   }
-  if (gLogSink)
-    gLogSink(ours, msg);
-  else if (ours != LogLevel::Debug || gLogVerbose)
-    fprintf(stderr, "libbpf: %s\n", msg.str().c_str());
+  fprintf(stderr, "libbpf: %s\n", msg.str().c_str());
   return 0;
 }
 
@@ -109,11 +104,6 @@ bool filtersByPid(const TraceOptions &options) {
 using FoldKey = std::tuple<uint32_t, std::string, uint32_t, std::vector<uint64_t>>; // pid, comm, fn, stack
 
 } // namespace
-
-void setLogSink(std::function<void(LogLevel, llvm::StringRef)> sink) {
-  std::lock_guard<std::mutex> lock(gLogMutex);
-  gLogSink = std::move(sink);
-}
 
 struct TraceSession::Impl {
   TraceOptions opts;
@@ -243,8 +233,6 @@ struct TraceSession::Impl {
 
 TraceSession::TraceSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 TraceSession::~TraceSession() = default;
-
-int TraceSession::commandPid() const { return impl_->child; }
 
 // Opens the BPF object, sets its read-only configuration, sizes the ring buffer and loads it.
 bool TraceSession::Impl::loadProgram(DiagnosticEngine &diags) {

@@ -61,12 +61,8 @@ struct TraceOptions {
   bool preflight = true;
   std::string btfPath;            // empty: /sys/kernel/btf/vmlinux
   std::string lockdownPath = "/sys/kernel/security/lockdown";
-  bool verbose = false;           // libbpf debug messages to the log sink
+  bool verbose = false;           // libbpf debug messages to stderr too
 };
-
-enum class LogLevel { Debug, Info, Warning };
-// Where libbpf's messages go (default: warnings to stderr, prefixed "libbpf: ").
-void setLogSink(std::function<void(LogLevel, llvm::StringRef)> sink);
 
 class TraceSession {
 public:
@@ -83,8 +79,6 @@ public:
   void run(const std::function<bool()> &stop = {});
   // Detaches, reads the counters and histograms, symbolises, detects implicit syncs.
   TraceResults finish(DiagnosticEngine &diags);
-
-  int commandPid() const;
 
 private:
   struct Impl;

@@ -158,8 +158,6 @@ double Session::ioWaitRatio() const {
   return v / 100.0;
 }
 
-std::string Session::gpuBackendName() const { return gpu_ ? gpu_->name().str() : std::string(); }
-
 std::vector<Session::GpuSample> Session::gpuSamples() const {
   std::vector<GpuSample> out;
   if (!gpu_)

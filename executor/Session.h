@@ -87,7 +87,6 @@ public:
   std::string cgroupV2() const;
   // PSI 'some avg10' of the contract's cgroup2 directory as a ratio, -1 when unknown.
   double ioWaitRatio() const;
-  std::string gpuBackendName() const;
   struct GpuSample {
     std::string role, backend;
     SliceSample sample;

@@ -54,7 +54,7 @@ public:
   WorkerGroup &operator=(const WorkerGroup &) = delete;
 
   // Once per job: each rank's control page and, with `memoryTier`, its memory-tier memfd. What
-  // cannot be had is only a warning (supervision degrades as it did for one worker): `warnings`.
+  // cannot be had is only a warning (that rank is supervised by its exit alone): `warnings`.
   void prepare(bool memoryTier, std::vector<std::string> &warnings);
   // Starts every rank with `env` plus its own variables (pages, memfd, rank environment with a new
   // MASTER_PORT). False when one cannot start: the ranks already started are sent SIGKILL (their
