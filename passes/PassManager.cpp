@@ -51,6 +51,7 @@ CheckedContract PassManager::check(const ir::Contract &contract, const hal::Topo
                                    const admission::Held &held, DiagnosticEngine &diags,
                                    const Instrumentation &instrumentation) {
   CheckedContract out;
+  unsigned errorsBefore = diags.errorCount();
   // A role of `gpus = N` becomes N roles first, with or without a node: what they are called and
   // whether they clash with other roles does not depend on the node.
   std::optional<ir::Contract> expanded;
@@ -77,7 +78,8 @@ CheckedContract PassManager::check(const ir::Contract &contract, const hal::Topo
       }
   out.claims = claimsOf(checked, out.placement, topology);
   PassContext ctx{checked, topology, held, diags, out.placement, out.claims, out.decisions};
-  out.accepted = run(ctx, instrumentation);
+  // Accepted: nothing at all refused it, the expansion and the binding included.
+  out.accepted = run(ctx, instrumentation) && diags.errorCount() == errorsBefore;
   return out;
 }
 

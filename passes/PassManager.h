@@ -25,7 +25,7 @@ struct CheckedContract {
   Placement placement;
   admission::Claims claims;
   PlanDecisions decisions;
-  bool accepted = false; // no pass reported an error
+  bool accepted = false; // no error: not from the expansion, the binding nor any pass
 };
 
 struct Instrumentation {

@@ -19,16 +19,6 @@ Controller::Controller(etcd::EtcdClient &client, ControllerOptions options)
     options_.log = [](const std::string &) {};
 }
 
-std::string electionValue(const std::string &name, const std::string &address) {
-  return address.empty() ? name : name + " " + address;
-}
-
-void parseElectionValue(const std::string &value, std::string &name, std::string &address) {
-  size_t space = value.find(' ');
-  name = value.substr(0, space);
-  address = space == std::string::npos ? std::string() : value.substr(space + 1);
-}
-
 std::optional<etcd::Fencing> Controller::currentTerm() const {
   std::lock_guard lock(termMutex_);
   if (!term_)

@@ -20,13 +20,6 @@
 
 namespace msc::cluster {
 
-inline constexpr const char *kControllerElection = "mscale/controllers";
-
-// A controller's election value: "NAME ADDRESS" (the address of its service; empty when it serves
-// none). The one place that spells and reads it.
-std::string electionValue(const std::string &name, const std::string &address);
-void parseElectionValue(const std::string &value, std::string &name, std::string &address);
-
 struct ControllerOptions {
   std::string name;           // this instance, the election value ("controller-a")
   int64_t leaseTtlSeconds = 2; // etcd's minimum with default timings: failover in about that

@@ -1,7 +1,7 @@
 #include "cluster/controller/ControllerService.h"
 
 #include "cluster/config/ClusterConfig.h"
-#include "cluster/controller/controller.grpc.pb.h"
+#include "cluster/controller/client/controller.grpc.pb.h"
 #include "cluster/keys/Keys.h"
 
 #include <grpcpp/grpcpp.h>

@@ -1,7 +1,7 @@
 // The leading controller's service (controller.proto): the cluster's writes. Every controller
 // serves it; only the one that leads accepts, and writes what it accepts fenced by its leader key,
 // so a write reaches etcd only through a leader that still leads. A standby refuses with
-// ERR_CLUSTER_008 and names the leader it knows; the client (ControllerClient.h) goes there.
+// ERR_CLUSTER_008 and names the leader it knows; the client (client/ControllerClient.h) goes there.
 #pragma once
 
 #include "cluster/controller/ContractCheck.h"

@@ -2,7 +2,7 @@
 // then published through the leading controller, then the nodes shown as the config now sees them.
 #pragma once
 
-#include "cluster/controller/ControllerClient.h"
+#include "cluster/controller/client/ControllerClient.h"
 #include "cluster/etcd/EtcdClient.h"
 
 #include <llvm/Support/raw_ostream.h>

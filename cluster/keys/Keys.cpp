@@ -225,4 +225,14 @@ std::optional<AssignmentStatus> decodeStatus(const std::string &value) {
   return s;
 }
 
+std::string electionValue(const std::string &name, const std::string &address) {
+  return address.empty() ? name : name + " " + address;
+}
+
+void parseElectionValue(const std::string &value, std::string &name, std::string &address) {
+  size_t space = value.find(' ');
+  name = value.substr(0, space);
+  address = space == std::string::npos ? std::string() : value.substr(space + 1);
+}
+
 } // namespace msc::cluster

@@ -59,6 +59,13 @@ inline std::string statusKey(const std::string &node, const std::string &contrac
 // The contract of an assignment or status key under `prefix`; empty when the key is not one.
 std::string contractOfKey(const std::string &key, const std::string &prefix);
 
+// The controllers' election (etcd's server-side election, cluster/etcd/Election.h) and a
+// controller's value in it: "NAME ADDRESS" (the address of its service; empty when it serves none).
+// The one place that spells and reads it, for the controllers and for whoever looks for the leader.
+inline constexpr const char *kControllerElection = "mscale/controllers";
+std::string electionValue(const std::string &name, const std::string &address);
+void parseElectionValue(const std::string &value, std::string &name, std::string &address);
+
 // /mscale/nodes/<node>: YAML, so that `etcdctl get` is readable and placement reads it with
 // hal::readTopologyYaml. The agent's version line comes first, then the topology document.
 struct Registration {

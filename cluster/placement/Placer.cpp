@@ -147,16 +147,13 @@ PlacementResult Placer::place(const ir::Contract &contract, DiagnosticEngine &di
     DiagnosticEngine scratch(diags.sourceMgr(), sink);
     ++result.checked;
     passes::CheckedContract checked = pipeline_.check(variant, node.topology.get(), node.held, scratch);
-    // Binding reports before the passes run, so `accepted` (the passes' verdict) does not count its
-    // errors; the driver refuses a contract with any error, and so does placement.
-    bool accepted = checked.accepted && !scratch.hasErrors();
     v.diags = std::move(sink.diags);
     if (std::optional<ReservedUse> use = reservedUse(checked.placement, *node.topology, node.reservation)) {
       v.reservedAt = requestOf(variant, *use);
       v.reserved = std::move(use);
       return v;
     }
-    if (!accepted)
+    if (!checked.accepted)
       return v;
     NodePlacement &p = v.placed.emplace();
     p.plan = passes::lowerToPlan(variant, checked.placement, checked.decisions, *node.topology, version_);

@@ -8,7 +8,7 @@
 #include "tools/mscale-cli/CommandGroup.h"
 
 #include "cluster/config/ClusterConfig.h"
-#include "cluster/controller/ControllerClient.h"
+#include "cluster/controller/client/ControllerClient.h"
 #include "cluster/deploy/ClusterView.h"
 #include "cluster/deploy/RegisteredNodes.h"
 #include "cluster/etcd/EtcdClient.h"

@@ -1,7 +1,6 @@
-#include "cluster/controller/ControllerClient.h"
+#include "cluster/controller/client/ControllerClient.h"
 
-#include "cluster/controller/Controller.h"
-#include "cluster/controller/controller.grpc.pb.h"
+#include "cluster/controller/client/controller.grpc.pb.h"
 #include "cluster/etcd/Election.h"
 
 #include <grpcpp/grpcpp.h>
