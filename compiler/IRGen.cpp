@@ -19,7 +19,7 @@ using ir::FieldKind;
 namespace {
 
 // The fields each kind of block may set.
-#define MSC_FIELD_INFO(NAME, KIND, MIN, MAX, CHOICES, DOC) {#NAME, FieldKind::KIND, MIN, MAX, CHOICES},
+#define MSC_FIELD_INFO(NAME, KIND, MIN, MAX, CHOICES, ...) {#NAME, FieldKind::KIND, MIN, MAX, CHOICES},
 const FieldInfo kComputeFields[] = {
 #define COMPUTE_FIELD MSC_FIELD_INFO
 #include "ir/Fields.def"

@@ -4,6 +4,7 @@
 #include "executor/SessionWorkerHost.h"
 #include "executor/WorkerVariables.h"
 #include "executor/supervise/DeviceFailover.h"
+#include "ir/FieldDefaults.h"
 #include "executor/gpu/GpuBackend.h"
 #include "executor/rdma/RdmaBackend.h"
 #include "plan/PlanFile.h"
@@ -67,7 +68,7 @@ std::vector<Session::GpuSample> Supervisor::lastSamples() const {
 
 void Supervisor::resetControllers() {
   const plan::Plan &p = session_.plan();
-  windowNs_ = p.scaling().window_ns() ? p.scaling().window_ns() : 10'000'000'000;
+  windowNs_ = p.scaling().window_ns() ? p.scaling().window_ns() : uint64_t(ir::defaults::scaling::window);
   slices_.clear();
   for (int i = 0; i < p.gpu_slices_size(); ++i)
     slices_.push_back({size_t(i), ResizeController(ResizePolicyConfig::fromPlan(

@@ -108,7 +108,7 @@ template <typename T> struct Field {
   Origin origin;
 };
 
-#define MSC_DECLARE_FIELD(NAME, KIND, MIN, MAX, CHOICES, DOC)                                   \
+#define MSC_DECLARE_FIELD(NAME, KIND, ...)                                                 \
   std::optional<Field<KindType<FieldKind::KIND>::type>> NAME;
 
 struct ComputeFields {

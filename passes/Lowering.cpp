@@ -1,6 +1,7 @@
 #include "passes/Lowering.h"
 
 #include "admission/SliceBinding.h"
+#include "ir/FieldDefaults.h"
 #include "passes/GpuCount.h"
 #include "passes/Resolve.h"
 #include "plan/PlanFile.h"
@@ -72,7 +73,7 @@ plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement,
         s->set_memory_limit_bytes(compute.gpu_memory->value.value);
         s->set_memory_per_gpu(true);
       }
-      s->set_stream_priority(static_cast<int32_t>(valueOr(f.stream_priority, int64_t(0))));
+      s->set_stream_priority(static_cast<int32_t>(valueOr(f.stream_priority, ir::defaults::role::stream_priority)));
       if (f.gpu && f.gpu->value.form == ir::GpuRef::Form::Uuid)
         s->set_uuid(f.gpu->value.uuid);
       s->set_bound(r->gpuBound);
@@ -94,7 +95,7 @@ plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement,
       b->set_io_weight(static_cast<uint32_t>(valueOr(f.io_weight, int64_t(0))));
       b->set_io_limit_bps(f.io_limit ? f.io_limit->value.value : 0);
       b->set_decoder(valueOr(f.decoder, std::string()));
-      b->set_gpu_direct_storage(valueOr(f.gds, false));
+      b->set_gpu_direct_storage(valueOr(f.gds, bool(ir::defaults::role::gds)));
       b->set_cpus_bound(r->cpusBound);
     }
     if (f.memory_pool) {
@@ -114,9 +115,9 @@ plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement,
       rd->set_device(r->rdmaDevice);
       rd->set_port(r->rdmaPort);
       rd->set_queue_pairs(queuePairsOf(contract, *role));
-      rd->set_max_outstanding(static_cast<uint32_t>(valueOr(f.max_outstanding, int64_t(128))));
-      rd->set_retry_count(static_cast<uint32_t>(valueOr(f.retry_count, int64_t(7))));
-      rd->set_timeout_ns(f.rdma_timeout ? f.rdma_timeout->value.value : 4'000'000);
+      rd->set_max_outstanding(static_cast<uint32_t>(valueOr(f.max_outstanding, ir::defaults::role::max_outstanding)));
+      rd->set_retry_count(static_cast<uint32_t>(valueOr(f.retry_count, ir::defaults::role::retry_count)));
+      rd->set_timeout_ns(f.rdma_timeout ? f.rdma_timeout->value.value : uint64_t(ir::defaults::role::rdma_timeout));
       rd->set_link_layer(valueOr(f.link_layer, std::string()));
       if (f.failover_port) {
         rd->set_failover_device(f.failover_port->value.device);
@@ -133,29 +134,29 @@ plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement,
     pft->set_snapshot_every_steps(ft.recovery_point->value.steps);
     pft->set_snapshot_interval_ns(ft.recovery_point->value.interval.value);
   }
-  pft->set_keep_snapshots(static_cast<uint32_t>(valueOr(ft.keep_snapshots, int64_t(PlanDefaults::keepSnapshots))));
-  pft->set_data_loader_offsets(valueOr(ft.stateful_io, false));
-  pft->set_rng_state(valueOr(ft.rng_state, false));
-  pft->set_loss_scale(valueOr(ft.loss_scale, false));
-  pft->set_lr_scheduler(valueOr(ft.lr_scheduler, false));
-  pft->set_in_memory_tier(valueOr(ft.in_memory_tier, false));
-  pft->set_heartbeat_ns(ft.heartbeat ? ft.heartbeat->value.value : PlanDefaults::heartbeatNs);
+  pft->set_keep_snapshots(static_cast<uint32_t>(valueOr(ft.keep_snapshots, ir::defaults::fault_tolerance::keep_snapshots)));
+  pft->set_data_loader_offsets(valueOr(ft.stateful_io, bool(ir::defaults::fault_tolerance::stateful_io)));
+  pft->set_rng_state(valueOr(ft.rng_state, bool(ir::defaults::fault_tolerance::rng_state)));
+  pft->set_loss_scale(valueOr(ft.loss_scale, bool(ir::defaults::fault_tolerance::loss_scale)));
+  pft->set_lr_scheduler(valueOr(ft.lr_scheduler, bool(ir::defaults::fault_tolerance::lr_scheduler)));
+  pft->set_in_memory_tier(valueOr(ft.in_memory_tier, bool(ir::defaults::fault_tolerance::in_memory_tier)));
+  pft->set_heartbeat_ns(ft.heartbeat ? ft.heartbeat->value.value : uint64_t(ir::defaults::fault_tolerance::heartbeat));
   pft->set_heartbeat_misses(
-      static_cast<uint32_t>(valueOr(ft.heartbeat_misses, int64_t(PlanDefaults::heartbeatMisses))));
+      static_cast<uint32_t>(valueOr(ft.heartbeat_misses, ir::defaults::fault_tolerance::heartbeat_misses)));
   pft->set_snapshot_dir(valueOr(ft.snapshot_dir, std::string()));
-  pft->set_standby_worker(valueOr(ft.standby_worker, false));
+  pft->set_standby_worker(valueOr(ft.standby_worker, bool(ir::defaults::fault_tolerance::standby_worker)));
 
   const ir::ScalingFields &sc = contract.body.scaling;
   plan::ScalingPolicy *ps = out.mutable_scaling();
   ps->set_target_density(valueOr(compute.target_density, 0.0));
   ps->set_deviation_ppm(
-      static_cast<uint32_t>(sc.density_deviation ? sc.density_deviation->value.value : PlanDefaults::deviationPpm));
-  ps->set_scale_up_below_mc(sc.scale_up_below ? sc.scale_up_below->value.value : PlanDefaults::scaleUpBelowMc);
-  ps->set_throttle_at_mc(sc.throttle_at ? sc.throttle_at->value.value : PlanDefaults::throttleAtMc);
-  ps->set_hysteresis_mc(sc.hysteresis ? sc.hysteresis->value.value : PlanDefaults::hysteresisMc);
-  ps->set_window_ns(sc.window ? sc.window->value.value : PlanDefaults::windowNs);
-  ps->set_windows(static_cast<uint32_t>(valueOr(sc.windows, int64_t(PlanDefaults::windows))));
-  ps->set_cooldown_ns(sc.cooldown ? sc.cooldown->value.value : PlanDefaults::cooldownNs);
+      static_cast<uint32_t>(sc.density_deviation ? sc.density_deviation->value.value : uint64_t(ir::defaults::scaling::density_deviation)));
+  ps->set_scale_up_below_mc(sc.scale_up_below ? sc.scale_up_below->value.value : ir::defaults::scaling::scale_up_below);
+  ps->set_throttle_at_mc(sc.throttle_at ? sc.throttle_at->value.value : ir::defaults::scaling::throttle_at);
+  ps->set_hysteresis_mc(sc.hysteresis ? sc.hysteresis->value.value : ir::defaults::scaling::hysteresis);
+  ps->set_window_ns(sc.window ? sc.window->value.value : uint64_t(ir::defaults::scaling::window));
+  ps->set_windows(static_cast<uint32_t>(valueOr(sc.windows, ir::defaults::scaling::windows)));
+  ps->set_cooldown_ns(sc.cooldown ? sc.cooldown->value.value : uint64_t(ir::defaults::scaling::cooldown));
   ps->set_min_sm_slices(static_cast<uint32_t>(valueOr(sc.min_sm_slices, int64_t(0))));
   ps->set_max_sm_slices(static_cast<uint32_t>(valueOr(sc.max_sm_slices, int64_t(0))));
   return out;

@@ -12,20 +12,6 @@
 
 namespace msc::passes {
 
-// Defaults for what neither the contract nor its profiles say (docs/contract_language.md).
-struct PlanDefaults {
-  static constexpr uint32_t keepSnapshots = 3;
-  static constexpr uint64_t heartbeatNs = 200'000'000;
-  static constexpr uint32_t heartbeatMisses = 3;
-  static constexpr uint32_t deviationPpm = 150'000;
-  static constexpr int64_t scaleUpBelowMc = 70'000;
-  static constexpr int64_t throttleAtMc = 75'000;
-  static constexpr int64_t hysteresisMc = 2'000;
-  static constexpr uint64_t windowNs = 10'000'000'000;
-  static constexpr uint32_t windows = 3;
-  static constexpr uint64_t cooldownNs = 60'000'000'000;
-};
-
 // Queue pairs a role's RDMA setting creates: the role's queue_pairs, else the profile's rdma_qps,
 // at least one. Lowering and admission both count with this.
 uint32_t queuePairsOf(const ir::Contract &contract, const ir::Role &role);

@@ -1,5 +1,6 @@
 #include "executor/supervise/Fault.h"
 
+#include "ir/FieldDefaults.h"
 #include "plan/plan.pb.h"
 
 #include <algorithm>
@@ -50,12 +51,15 @@ std::optional<Fault> classifyWorkerExit(int status) {
   }
 }
 
+// A plan that sets none (one written by hand, or by a tool of its own) gets the language's defaults,
+// the values lowering writes into every plan it makes.
 uint64_t heartbeatIntervalNs(const plan::FaultTolerance &ft) {
-  return ft.heartbeat_ns() ? ft.heartbeat_ns() : 200'000'000;
+  return ft.heartbeat_ns() ? ft.heartbeat_ns() : uint64_t(ir::defaults::fault_tolerance::heartbeat);
 }
 
 uint32_t heartbeatMisses(const plan::FaultTolerance &ft) {
-  return std::max(1u, ft.heartbeat_misses() ? ft.heartbeat_misses() : 3u);
+  return std::max(1u, ft.heartbeat_misses() ? ft.heartbeat_misses()
+                                            : uint32_t(ir::defaults::fault_tolerance::heartbeat_misses));
 }
 
 uint64_t hangBudgetNs(const plan::FaultTolerance &ft) {

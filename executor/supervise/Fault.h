@@ -38,8 +38,8 @@ std::optional<Fault> classifyWorkerExit(int waitStatus);
 // How log lines name a signal ("SIGKILL").
 std::string signalName(int sig);
 
-// The plan's worker heartbeat (200 ms where it sets none) and the beats that may be missed before a
-// worker counts as hung (3): for the supervisor's workers and for attached processes alike.
+// The plan's worker heartbeat and the beats that may be missed before a worker counts as hung (the
+// language's defaults where the plan sets none): for the supervisor's workers and attached processes.
 uint64_t heartbeatIntervalNs(const plan::FaultTolerance &ft);
 uint32_t heartbeatMisses(const plan::FaultTolerance &ft);
 // heartbeat x misses: the silence after which a worker that has beaten is hung.

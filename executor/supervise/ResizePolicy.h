@@ -12,6 +12,8 @@
 // below their limit.
 #pragma once
 
+#include "ir/FieldDefaults.h"
+
 #include <cstdint>
 #include <string>
 
@@ -21,14 +23,15 @@ class ScalingPolicy;
 
 namespace msc::exec {
 
+// Initialised with the language's defaults (ir/Fields.def); fromPlan takes the plan's values.
 struct ResizePolicyConfig {
   double targetDensity = 0;   // TFLOP/s per GB; 0: density never triggers a resize
-  double deviation = 0.15;    // fraction of the target
-  uint32_t windows = 3;
-  int64_t scaleUpBelowMc = 70000;
-  int64_t throttleAtMc = 75000;
-  int64_t hysteresisMc = 2000;
-  uint64_t cooldownNs = 60'000'000'000;
+  double deviation = double(ir::defaults::scaling::density_deviation) / 1e6; // fraction of the target
+  uint32_t windows = uint32_t(ir::defaults::scaling::windows);
+  int64_t scaleUpBelowMc = ir::defaults::scaling::scale_up_below;
+  int64_t throttleAtMc = ir::defaults::scaling::throttle_at;
+  int64_t hysteresisMc = ir::defaults::scaling::hysteresis;
+  uint64_t cooldownNs = uint64_t(ir::defaults::scaling::cooldown);
   unsigned minSlices = 1;
   unsigned maxSlices = 1;
 

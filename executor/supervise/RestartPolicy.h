@@ -12,6 +12,7 @@
 #pragma once
 
 #include "executor/supervise/Fault.h"
+#include "ir/FieldDefaults.h"
 
 #include <cstdint>
 #include <string>
@@ -21,7 +22,7 @@ namespace msc::exec {
 struct RestartPolicyConfig {
   bool recoverable = false;        // the plan has a recovery point (snapshots)
   uint32_t maxRestarts = 10;
-  uint64_t backoffBaseNs = 200'000'000;
+  uint64_t backoffBaseNs = uint64_t(ir::defaults::fault_tolerance::heartbeat); // one heartbeat
   uint64_t backoffMaxNs = 5'000'000'000;
   uint64_t stableAfterNs = 60'000'000'000;
 };

@@ -1,6 +1,6 @@
 """Contract source text from ``@mscale_contract``'s arguments, and where each line came from.
 
-The field list and each field's kind come from ``mscalec --list-fields``; this module only writes
+The field list and each field's kind come from ``mscalec --list-fields=json``; this module only writes
 values in the language's syntax, so every rule about what a value may be stays in the compiler.
 """
 
@@ -10,6 +10,7 @@ import ast
 import dataclasses
 import decimal
 import difflib
+import json
 import linecache
 import math
 import re
@@ -43,24 +44,14 @@ class SpecProblem(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class Field:
-    """One row of ``mscalec --list-fields``."""
+    """One field of ``mscalec --list-fields=json``."""
 
     section: str      # "contract", "role", "fault_tolerance", "scaling" or "policy"
     name: str
-    kind: str         # see _KINDS; "raw" for a description this module does not know
+    kind: str         # the compiler's kind id (ir/Schema.cpp: fieldKindId); a key of EXPECTED
     description: str  # the compiler's words for the value, e.g. "a duration (e.g. 10s)"
+    default: Optional[str] = None  # as the language writes it ("200ms"), when the field has one
 
-
-# The compiler's value descriptions (ir/Schema.cpp) to the ways Python values are written for them.
-# A description not listed here still works: its values are written as given ("raw").
-_KINDS = [
-    ("an integer", "int"), ("a number", "number"), ("true or false", "bool"), ("a string", "string"),
-    ("a size", "size"), ("a duration", "duration"), ("a temperature", "temperature"),
-    ("a percentage", "percentage"), ("a bandwidth", "bandwidth"), ("a list of cpu", "cpus"),
-    ("a list of names", "names"), ("one of the listed names", "name"), ("a gpu", "gpu"),
-    ("a pcie domain", "pcie_domain"), ("an rdma port", "rdma_port"), ("hugepages(", "pool"),
-    ("every(", "cadence"),
-]
 
 #: What ERR_PY_002 says a key of each kind takes, in Python terms.
 EXPECTED = {
@@ -92,18 +83,28 @@ _SECTION_OF_HEADER = {"contract/profile": "contract", "io_topology.<role>": "rol
                       "fault_tolerance": "fault_tolerance", "scaling": "scaling", "policy": "policy"}
 
 
-def parse_field_reference(markdown: str) -> Dict[str, Dict[str, Field]]:
-    """The fields of ``mscalec --list-fields`` (a Markdown table), by section and name."""
+def parse_field_reference(text: str) -> Dict[str, Dict[str, Field]]:
+    """The fields of ``mscalec --list-fields=json``, by section and name. A kind this module does not
+    know (a newer compiler's) is written as given ("raw"); anything that is not the array of field
+    objects gives no fields (the caller reports ERR_PY_009)."""
+    try:
+        rows = json.loads(text)
+    except ValueError:
+        return {}
     fields: Dict[str, Dict[str, Field]] = {}
-    row = re.compile(r"^\|\s*([^|]+?)\s*\|\s*`(\w+)`\s*\|\s*([^|]+?)\s*\|")
-    for line in markdown.splitlines():
-        m = row.match(line)
-        if not m or m.group(1) not in _SECTION_OF_HEADER:
+    if not isinstance(rows, list):
+        return {}
+    for row in rows:
+        if not isinstance(row, dict) or row.get("section") not in _SECTION_OF_HEADER:
             continue
-        section = _SECTION_OF_HEADER[m.group(1)]
-        description = m.group(3)
-        kind = next((k for prefix, k in _KINDS if description.lower().startswith(prefix)), "raw")
-        fields.setdefault(section, {})[m.group(2)] = Field(section, m.group(2), kind, description)
+        name, kind = row.get("name"), row.get("kind")
+        if not isinstance(name, str) or not isinstance(kind, str):
+            continue
+        section = _SECTION_OF_HEADER[row["section"]]
+        default = row.get("default")
+        fields.setdefault(section, {})[name] = Field(
+            section, name, kind if kind in EXPECTED else "raw", str(row.get("description", "")),
+            default if isinstance(default, str) else None)
     return fields
 
 

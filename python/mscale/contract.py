@@ -134,10 +134,10 @@ def _schema() -> Dict[str, Dict[str, gen.Field]]:
     mscalec = find_tool("mscalec")
     with _state_lock:
         if mscalec not in _schema_cache:
-            done = tools.run_tool([mscalec, "--list-fields"])
+            done = tools.run_tool([mscalec, "--list-fields=json"])
             fields = gen.parse_field_reference(done.stdout) if done.returncode == 0 else {}
             if not fields:
-                raise ContractError("ERR_PY_009", "mscalec --list-fields",
+                raise ContractError("ERR_PY_009", "mscalec --list-fields=json",
                                     "exit status %d, no field table" % done.returncode,
                                     notes=tools.coded_lines(done.stderr)[-10:])
             _schema_cache[mscalec] = fields

@@ -59,8 +59,10 @@ cl::opt<std::string> profileOverride("profile",
 cl::opt<bool> timePasses("time-passes", cl::desc("Report the time each pass took (stderr)"), cl::cat(category));
 cl::list<std::string> admittedPlans("admitted", cl::desc("Plans already admitted on the node (admission check)"),
                                     cl::value_desc("plan.msp"), cl::CommaSeparated, cl::cat(category));
-cl::opt<bool> listFields("list-fields", cl::desc("Print every field of the contract language (Markdown) and exit"),
-                         cl::cat(category));
+cl::opt<std::string> listFields("list-fields", cl::ValueOptional, cl::value_desc("markdown|json"),
+                                cl::desc("Print every field of the contract language (Markdown, or JSON for tools: "
+                                         "kinds, bounds, choices, defaults) and exit"),
+                                cl::cat(category));
 cl::opt<bool> listPasses("list-passes", cl::desc("List the passes with their summaries and exit"), cl::cat(category));
 
 // One contract: -o FILE. Several: -o DIR gets DIR/<contract>.msp each.
@@ -118,9 +120,18 @@ int main(int argc, char **argv) {
     diags.finish();
     return explained ? kAccepted : kUsageOrIo;
   }
-  if (listFields) {
-    msc::ir::printFieldReference(outs());
-    return kAccepted;
+  if (listFields.getNumOccurrences()) {
+    if (listFields.empty() || listFields == "markdown") {
+      msc::ir::printFieldReference(outs());
+      return kAccepted;
+    }
+    if (listFields == "json") {
+      msc::ir::printFieldReferenceJson(outs());
+      return kAccepted;
+    }
+    diags.report(msc::DiagCode::ERR_DRV_005) << ("--list-fields=" + listFields + " (expected markdown or json)");
+    diags.finish();
+    return kUsageOrIo;
   }
   if (listPasses) {
     for (const msc::passes::PassInfo &info : msc::passes::registeredPasses()) {
