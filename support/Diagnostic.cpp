@@ -1,5 +1,7 @@
 #include "support/Diagnostic.h"
 
+#include "support/DiagFormat.h"
+
 #include <llvm/ADT/StringMap.h>
 #include <llvm/Support/SourceMgr.h>
 
@@ -39,20 +41,7 @@ llvm::StringRef severityName(Severity s) {
 }
 
 std::string formatDiag(llvm::StringRef format, llvm::ArrayRef<std::string> args) {
-  std::string out;
-  out.reserve(format.size() + 32);
-  for (size_t i = 0; i < format.size(); ++i) {
-    char c = format[i];
-    if (c == '%' && i + 1 < format.size() && format[i + 1] >= '0' && format[i + 1] <= '9') {
-      size_t index = static_cast<size_t>(format[i + 1] - '0');
-      if (index < args.size())
-        out += args[index];
-      ++i;
-      continue;
-    }
-    out += c;
-  }
-  return out;
+  return fillDiagFormat(std::string_view(format.data(), format.size()), args);
 }
 
 DiagnosticConsumer::~DiagnosticConsumer() = default;

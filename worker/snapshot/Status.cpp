@@ -1,5 +1,7 @@
 #include "worker/snapshot/Snapshot.h"
 
+#include "support/DiagFormat.h"
+
 #include <cstring>
 
 namespace msc::snapshot {
@@ -23,17 +25,7 @@ int codeNumber(ErrorCode code) { return static_cast<int>(code); }
 Status Status::make(ErrorCode code, std::vector<std::string> args) {
   Status s;
   s.code = code;
-  const char *f = kCodes[static_cast<size_t>(code)].format;
-  for (; *f; ++f) {
-    if (f[0] == '%' && f[1] >= '0' && f[1] <= '9') {
-      size_t i = static_cast<size_t>(f[1] - '0');
-      if (i < args.size())
-        s.message += args[i];
-      ++f;
-    } else {
-      s.message += *f;
-    }
-  }
+  s.message = fillDiagFormat(kCodes[static_cast<size_t>(code)].format, args);
   return s;
 }
 
