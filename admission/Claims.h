@@ -20,6 +20,7 @@ namespace msc::admission {
 
 // Where each claim was written. Compile-side claims point into the contract source; claims read
 // from a plan have no range, and the rules fall back to the plan's name (RuleContext::fallback).
+// Equality compares every member: the test that both sides build the same claims relies on it.
 struct GpuClaim {
   PciAddress pci;
   std::string written;   // as the contract or plan names it, for messages (empty: the PCI address)
@@ -34,6 +35,7 @@ struct GpuClaim {
   // GPU, rather than the role's own: it counts once per GPU (gpuMemoryOf).
   bool memoryPerGpu = false;
   Location at;
+  bool operator==(const GpuClaim &) const = default;
 };
 
 struct HugepageClaim {
@@ -46,6 +48,7 @@ struct HugepageClaim {
     RefusedByNodeConfig // the plan would reserve, the node's config forbids it
   } shortfall = Shortfall::Refuse;
   Location at;
+  bool operator==(const HugepageClaim &) const = default;
 };
 
 struct BlockClaim {
@@ -53,12 +56,14 @@ struct BlockClaim {
   std::string written;              // "/dev/nvme0n1p1"
   uint32_t ioDepth = 0;             // 0: not asked for
   Location at, ioDepthAt;
+  bool operator==(const BlockClaim &) const = default;
 };
 
 struct RdmaPortClaim {
   std::string device;
   unsigned port = 0;                // 0: any port of the device (hwloc sources carry none)
   Location at;
+  bool operator==(const RdmaPortClaim &) const = default;
 };
 
 struct RdmaClaim {
@@ -67,6 +72,7 @@ struct RdmaClaim {
   uint32_t queuePairs = 1;
   std::string linkLayer;            // empty: any
   Location linkLayerAt;
+  bool operator==(const RdmaClaim &) const = default;
 };
 
 struct RoleClaims {
@@ -80,12 +86,14 @@ struct RoleClaims {
   std::optional<HugepageClaim> hugepages;
   std::optional<BlockClaim> block;
   std::optional<RdmaClaim> rdma;
+  bool operator==(const RoleClaims &) const = default;
 };
 
 struct Claims {
   std::string contract;
   Location contractAt;
   std::vector<RoleClaims> roles;
+  bool operator==(const Claims &) const = default;
 };
 
 // What the contracts already admitted on a node hold: their claims.

@@ -45,6 +45,9 @@ struct Location {
   unsigned line = 0; // 1-based, for file-only locations that still know their line
   static Location none() { return {}; }
   bool hasRange() const { return range.isValid(); }
+  bool operator==(const Location &o) const {
+    return range.Start == o.range.Start && range.End == o.range.End && file == o.file && line == o.line;
+  }
 };
 
 struct FixIt {
