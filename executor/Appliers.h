@@ -5,7 +5,7 @@
 // The node config's host_backend picks between these and their sim counterparts (SimHostAppliers.cpp).
 #pragma once
 
-#include "executor/Applier.h"
+#include "executor/core/Applier.h"
 #include "executor/Cgroups.h"
 #include "executor/NodeConfig.h"
 

@@ -3,7 +3,7 @@
 // its cgroups and pinned before it runs a single instruction of its own).
 #pragma once
 
-#include "executor/Applier.h"
+#include "executor/core/Applier.h"
 #include "executor/Appliers.h"
 #include "executor/gpu/GpuBackend.h"
 #include "hal/Topology.h"

@@ -8,7 +8,7 @@
 // MSCALE_CGROUP is not here: only an applier that made the contract's cgroup2 directory sets it.
 #pragma once
 
-#include "executor/Applier.h"
+#include "executor/core/Applier.h"
 
 #include <cstdint>
 #include <map>

@@ -9,7 +9,7 @@
 //   CUDA_MPS_ACTIVE_THREAD_PERCENTAGE / CUDA_MPS_PINNED_DEVICE_MEM_LIMIT for MPS slices
 #pragma once
 
-#include "executor/Applier.h"
+#include "executor/core/Applier.h"
 #include "executor/gpu/GpuBackend.h"
 
 #include <functional>
@@ -18,9 +18,6 @@
 #include <vector>
 
 namespace msc::exec {
-
-// Where appliers write their log lines until they get the agent's Logger.
-using LogSink = std::function<void(const std::string &)>;
 
 struct AppliedSlice {
   int planIndex = 0; // index in plan.gpu_slices()

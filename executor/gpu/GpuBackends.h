@@ -3,6 +3,7 @@
 // `cuda` that cannot be had is an error (ERR_GPU_001), never a silent fall-back to sim.
 #pragma once
 
+#include "executor/core/BackendOptions.h"
 #include "executor/gpu/GpuBackend.h"
 #include "support/Diagnostic.h"
 
@@ -12,32 +13,10 @@
 #include <string>
 #include <vector>
 
-namespace msc::hal {
-class Topology;
-}
-
 namespace msc::exec {
-
-struct SimGpuConfig;
 
 // Samples use this for a temperature nobody could read (no NVML).
 inline constexpr int64_t kUnknownTemperature = INT64_MIN;
-
-struct BackendOptions {
-  std::string gpu = "auto";  // "auto" | "cuda" | "sim"
-  std::string rdma = "auto"; // "auto" | "ibverbs" | "sim"
-  // The driver library to dlopen; empty: $MSCALE_CUDA_LIBRARY, else "libcuda.so.1".
-  std::string cudaLibrary;
-  // NVML for temperatures and utilisation; empty: $MSCALE_NVML_LIBRARY, else "libnvidia-ml.so.1".
-  std::string nvmlLibrary;
-  // What the sim backends model: explicit GPUs win over the topology's; with neither, sim GPU
-  // has no GPUs and sim RDMA accepts any device and port (all up).
-  const hal::Topology *topology = nullptr;
-  std::vector<SimGpuConfig> *simGpus = nullptr;
-  // A file other processes write to drive the sim backends (see SimGpuBackend.h); empty:
-  // $MSCALE_SIM_CONTROL, else none.
-  std::string simControlFile;
-};
 
 // What the probe of the CUDA driver found, without creating anything.
 struct CudaProbe {

@@ -4,9 +4,8 @@
 // MSCALE_RDMA=<role>@<device>:<port>:<queue pairs>:<max outstanding>;...
 #pragma once
 
-#include "executor/Applier.h"
+#include "executor/core/Applier.h"
 #include "executor/rdma/RdmaBackend.h"
-#include "executor/gpu/GpuApplier.h"
 
 #include <memory>
 

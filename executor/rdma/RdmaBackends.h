@@ -4,7 +4,7 @@
 #pragma once
 
 #include "executor/rdma/RdmaBackend.h"
-#include "executor/gpu/GpuBackends.h"
+#include "executor/core/BackendOptions.h"
 #include "support/Diagnostic.h"
 
 #include <cstdint>

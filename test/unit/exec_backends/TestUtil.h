@@ -1,7 +1,7 @@
 // Helpers shared by the backend tests: plan entries, a diagnostics sink, an apply context.
 #pragma once
 
-#include "executor/Applier.h"
+#include "executor/core/Applier.h"
 #include "support/Diagnostic.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,6 @@
 // One kind of node resource a plan asks for (CPU, IO, memory, GPU, RDMA). Appliers are applied
-// in order and rolled back in reverse: a failure part-way leaves the node as it was.
+// in order and rolled back in reverse: a failure part-way leaves the node as it was. The interface
+// every applier implements, the GPU's and the RDMA's below the executor as much as the host's.
 #pragma once
 
 #include "plan/plan.pb.h"
@@ -9,6 +10,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -17,6 +19,10 @@
 namespace msc::exec {
 
 class Logger;
+
+// Where an applier writes its log lines (the session's Logger, which adds the contract and the
+// applier's name); empty: nowhere.
+using LogSink = std::function<void(const std::string &)>;
 
 // What the worker process inherits: environment variables and file descriptors (hugepage pools,
 // the io_uring reader's socket, ...). Filled by appliers before the worker starts.
