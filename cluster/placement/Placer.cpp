@@ -97,6 +97,136 @@ std::string nameList(const std::vector<const NodeState *> &nodes) {
   return text;
 }
 
+using TurnedAway = std::map<std::string, std::vector<const NodeState *>>; // by the prefilter's reason
+
+// The prefilter: counts only, so that the full check runs on a handful of nodes, not all of them.
+// Best fit first (it keeps whole nodes free for the jobs that need them), the registry's name order
+// breaking ties; the nodes turned away go to `turnedAway`.
+std::vector<Candidate> candidatesFor(const JobShape &shape, const NodeRegistry &registry, TurnedAway &turnedAway,
+                                     PlacementResult &result) {
+  std::vector<Candidate> candidates;
+  for (const NodeState *node : registry.nodes()) {
+    std::string why = prefilter(shape, node->capacity);
+    if (!why.empty()) {
+      turnedAway[why].push_back(node);
+      ++result.prefiltered;
+      continue;
+    }
+    candidates.push_back({node, node->capacity.freeGpus - shape.anyGpus, node->capacity.freeCores - shape.localCores});
+  }
+  std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate &a, const Candidate &b) {
+    return std::tie(a.spareGpus, a.spareCores) < std::tie(b.spareGpus, b.spareCores);
+  });
+  return candidates;
+}
+
+// The full checks of one placement: each node's, and its plan when it accepts, once per class of
+// like nodes and variant of the contract; the nodes taken and the nodes that refused.
+class Search {
+public:
+  Search(passes::PassManager &pipeline, const std::string &version, DiagnosticEngine &diags,
+         PlacementResult &result)
+      : pipeline_(pipeline), version_(version), diags_(diags), result_(result) {}
+
+  const Verdict &check(const ir::Contract &variant, const NodeState &node) {
+    auto [it, fresh] = verdicts_.try_emplace(ClassKey{&variant, node.topology.get(), node.heldKey});
+    Verdict &v = it->second;
+    if (!fresh)
+      return v;
+    CollectingConsumer sink;
+    DiagnosticEngine scratch(diags_.sourceMgr(), sink);
+    ++result_.checked;
+    passes::CheckedContract checked = pipeline_.check(variant, node.topology.get(), node.held, scratch);
+    v.diags = std::move(sink.diags);
+    if (std::optional<ReservedUse> use = reservedUse(checked.placement, *node.topology, node.reservation)) {
+      v.reservedAt = requestOf(variant, *use);
+      v.reserved = std::move(use);
+      return v;
+    }
+    if (!checked.accepted)
+      return v;
+    NodePlacement &p = v.placed.emplace();
+    p.plan = passes::lowerToPlan(variant, checked.placement, checked.decisions, *node.topology, version_);
+    for (const passes::RolePlacement &r : checked.placement.roles)
+      p.roles.push_back({r.role, r.gpuBound, r.rdmaBound, r.cpusBound});
+    return v;
+  }
+
+  // Checks `node` with `variant`: taken when it accepts, else one more refusal.
+  void tryNode(const ir::Contract &variant, const NodeState &node, bool crossedDomains, std::vector<Refusal> &refused) {
+    const Verdict &v = check(variant, node);
+    if (!v.placed) {
+      refused.push_back({&node, &v});
+      return;
+    }
+    chosen.push_back(*v.placed);
+    chosen.back().node = &node;
+    chosen.back().crossedDomains = crossedDomains;
+    chosenDiags.push_back(&v.diags);
+  }
+
+  std::vector<NodePlacement> chosen;
+  std::vector<const std::vector<Diagnostic> *> chosenDiags;
+
+private:
+  using ClassKey = std::tuple<const ir::Contract *, const hal::Topology *, llvm::StringRef>;
+  passes::PassManager &pipeline_;
+  const std::string &version_;
+  DiagnosticEngine &diags_;
+  PlacementResult &result_;
+  std::map<ClassKey, Verdict> verdicts_; // std::map: Refusals point into it
+};
+
+// ERR_PLACE_001: fewer than `wanted` nodes could take the job. Names the node that came closest
+// (the checked node with the fewest errors, the first among equals; a node the prefilter turned
+// away is farther than any checked one), then each other refusal and each reason of the prefilter.
+void reportTooFewNodes(const ir::Contract &contract, const JobShape &shape, size_t placed, size_t registered,
+                       const std::vector<Refusal> &refused, const TurnedAway &turnedAway, DiagnosticEngine &diags) {
+  const Refusal *closest = nullptr;
+  for (const Refusal &r : refused)
+    if (!closest || r.errors() < closest->errors())
+      closest = &r;
+  std::string closestName, closestWhy;
+  Location firstAt = Location::none();
+  if (closest) {
+    closestName = closest->node->name;
+    closestWhy = firstErrorText(*closest);
+    firstAt = firstErrorAt(*closest);
+  } else {
+    // Every node was turned away: the one with the most free GPUs, then cores, came closest.
+    const NodeState *best = nullptr;
+    std::string bestWhy;
+    for (const auto &[why, nodes] : turnedAway)
+      for (const NodeState *n : nodes)
+        if (!best || std::make_tuple(n->capacity.freeGpus, n->capacity.freeCores, llvm::StringRef(best->name)) >
+                         std::make_tuple(best->capacity.freeGpus, best->capacity.freeCores, llvm::StringRef(n->name)))
+          best = n, bestWhy = why;
+    closestName = best ? best->name : std::string("none");
+    closestWhy = bestWhy;
+  }
+  DiagBuilder d = diags.report(DiagCode::ERR_PLACE_001, contract.nameRange);
+  d << contract.name << shape.nodes << static_cast<uint64_t>(placed) << static_cast<uint64_t>(registered) << closestName
+    << closestWhy;
+  if (firstAt.hasRange())
+    d.note(firstAt, "node '" + closestName + "' fails here");
+  if (shape.ioHeavy)
+    d.note(Location::none(), "IO-heavy job (" + shape.ioReason + "): every role's GPU, HCA and NVMe must share a "
+                                                                  "root complex; no fallback across PCIe domains");
+  size_t named = 0;
+  for (const Refusal &r : refused) {
+    if (&r == closest)
+      continue;
+    if (named++ == kNamedNodes) {
+      d.note(Location::none(), std::to_string(refused.size() - 1 - kNamedNodes) + " more nodes failed their check");
+      break;
+    }
+    d.note(Location::none(), "node '" + r.node->name + "': " + firstErrorText(r));
+  }
+  for (const auto &[why, nodes] : turnedAway)
+    d.note(Location::none(), std::to_string(nodes.size()) + (nodes.size() == 1 ? " node" : " nodes") + " with " + why +
+                                 ": " + nameList(nodes));
+}
+
 } // namespace
 
 Placer::Placer(const NodeRegistry &registry, std::string compilerVersion)
@@ -115,143 +245,38 @@ PlacementResult Placer::place(const ir::Contract &contract, DiagnosticEngine &di
     return result;
   }
 
-  // The prefilter: counts only, so that the full check runs on a handful of nodes, not all of them.
-  std::vector<Candidate> candidates;
-  std::map<std::string, std::vector<const NodeState *>> turnedAway; // by reason
-  for (const NodeState *node : registry_.nodes()) {
-    std::string why = prefilter(shape, node->capacity);
-    if (!why.empty()) {
-      turnedAway[why].push_back(node);
-      ++result.prefiltered;
-      continue;
-    }
-    candidates.push_back({node, node->capacity.freeGpus - shape.anyGpus, node->capacity.freeCores - shape.localCores});
-  }
-  // Best fit keeps whole nodes free for the jobs that need them; the registry's name order breaks ties.
-  std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate &a, const Candidate &b) {
-    return std::tie(a.spareGpus, a.spareCores) < std::tie(b.spareGpus, b.spareCores);
-  });
-
-  std::vector<NodePlacement> chosen;
-  std::vector<const std::vector<Diagnostic> *> chosenDiags;
+  TurnedAway turnedAway;
+  std::vector<Candidate> candidates = candidatesFor(shape, registry_, turnedAway, result);
+  Search search(pipeline_, version_, diags, result);
   std::vector<Refusal> refused;
-  // One node's full check, and its plan when it accepts, once per class of like nodes and variant.
-  using ClassKey = std::tuple<const ir::Contract *, const hal::Topology *, llvm::StringRef>;
-  std::map<ClassKey, Verdict> verdicts; // std::map: Refusals point into it
-  auto tryNode = [&](const ir::Contract &variant, const NodeState &node) -> const Verdict & {
-    auto [it, fresh] = verdicts.try_emplace(ClassKey{&variant, node.topology.get(), node.heldKey});
-    Verdict &v = it->second;
-    if (!fresh)
-      return v;
-    CollectingConsumer sink;
-    DiagnosticEngine scratch(diags.sourceMgr(), sink);
-    ++result.checked;
-    passes::CheckedContract checked = pipeline_.check(variant, node.topology.get(), node.held, scratch);
-    v.diags = std::move(sink.diags);
-    if (std::optional<ReservedUse> use = reservedUse(checked.placement, *node.topology, node.reservation)) {
-      v.reservedAt = requestOf(variant, *use);
-      v.reserved = std::move(use);
-      return v;
-    }
-    if (!checked.accepted)
-      return v;
-    NodePlacement &p = v.placed.emplace();
-    p.plan = passes::lowerToPlan(variant, checked.placement, checked.decisions, *node.topology, version_);
-    for (const passes::RolePlacement &r : checked.placement.roles)
-      p.roles.push_back({r.role, r.gpuBound, r.rdmaBound, r.cpusBound});
-    return v;
-  };
-  auto take = [&](const Verdict &v, const NodeState &node, bool crossed) {
-    chosen.push_back(*v.placed);
-    chosen.back().node = &node;
-    chosen.back().crossedDomains = crossed;
-    chosenDiags.push_back(&v.diags);
-  };
-
+  // Every role in one PCIe domain first; then, for a compute-heavy job, the nodes that could not keep
+  // them there, in the same order, with the contract's own policy.
   const ir::Contract strict = strictVariant(contract);
-  for (const Candidate &c : candidates) {
-    if (chosen.size() == wanted)
-      break;
-    const Verdict &v = tryNode(strict, *c.node);
-    if (v.placed)
-      take(v, *c.node, false);
-    else
-      refused.push_back({c.node, &v});
-  }
-  // Compute-heavy: the nodes that could not keep every role in one PCIe domain, in the same order,
-  // with the contract's own policy.
-  if (chosen.size() < wanted && !shape.ioHeavy) {
+  for (const Candidate &c : candidates)
+    if (search.chosen.size() < wanted)
+      search.tryNode(strict, *c.node, false, refused);
+  if (search.chosen.size() < wanted && !shape.ioHeavy) {
     std::vector<Refusal> still;
-    for (Refusal &r : refused) {
-      if (chosen.size() == wanted) {
+    for (const Refusal &r : refused) {
+      if (search.chosen.size() == wanted)
         still.push_back(r);
-        continue;
-      }
-      const Verdict &v = tryNode(contract, *r.node);
-      if (v.placed)
-        take(v, *r.node, true);
       else
-        still.push_back({r.node, &v});
+        search.tryNode(contract, *r.node, true, still);
     }
     refused = std::move(still);
   }
-
-  if (chosen.size() < wanted) {
-    // Closest: the checked node with the fewest errors (the first in the order above among equals);
-    // a node turned away by the prefilter is farther than any that was checked.
-    const Refusal *closest = nullptr;
-    for (const Refusal &r : refused)
-      if (!closest || r.errors() < closest->errors())
-        closest = &r;
-    std::string closestName, closestWhy;
-    Location firstAt = Location::none();
-    if (closest) {
-      closestName = closest->node->name;
-      closestWhy = firstErrorText(*closest);
-      firstAt = firstErrorAt(*closest);
-    } else {
-      // Every node was turned away: the one with the most free GPUs, then cores, came closest.
-      const NodeState *best = nullptr;
-      std::string bestWhy;
-      for (const auto &[why, nodes] : turnedAway)
-        for (const NodeState *n : nodes)
-          if (!best || std::make_tuple(n->capacity.freeGpus, n->capacity.freeCores, llvm::StringRef(best->name)) >
-                           std::make_tuple(best->capacity.freeGpus, best->capacity.freeCores, llvm::StringRef(n->name)))
-            best = n, bestWhy = why;
-      closestName = best ? best->name : std::string("none");
-      closestWhy = bestWhy;
-    }
-    DiagBuilder d = diags.report(DiagCode::ERR_PLACE_001, contract.nameRange);
-    d << contract.name << wanted << static_cast<uint64_t>(chosen.size()) << static_cast<uint64_t>(registry_.size())
-      << closestName << closestWhy;
-    if (firstAt.hasRange())
-      d.note(firstAt, "node '" + closestName + "' fails here");
-    if (shape.ioHeavy)
-      d.note(Location::none(), "IO-heavy job (" + shape.ioReason + "): every role's GPU, HCA and NVMe must share a "
-                                                                    "root complex; no fallback across PCIe domains");
-    size_t named = 0;
-    for (const Refusal &r : refused) {
-      if (&r == closest)
-        continue;
-      if (named++ == kNamedNodes) {
-        d.note(Location::none(), std::to_string(refused.size() - 1 - kNamedNodes) + " more nodes failed their check");
-        break;
-      }
-      d.note(Location::none(), "node '" + r.node->name + "': " + firstErrorText(r));
-    }
-    for (const auto &[why, nodes] : turnedAway)
-      d.note(Location::none(), std::to_string(nodes.size()) + (nodes.size() == 1 ? " node" : " nodes") + " with " +
-                                   why + ": " + nameList(nodes));
+  if (search.chosen.size() < wanted) {
+    reportTooFewNodes(contract, shape, search.chosen.size(), registry_.size(), refused, turnedAway, diags);
     return result;
   }
 
   // The chosen nodes' warnings, each once: the same contract warns the same way on like nodes.
   std::set<std::pair<DiagCode, std::string>> seen;
-  for (const std::vector<Diagnostic> *reported : chosenDiags)
+  for (const std::vector<Diagnostic> *reported : search.chosenDiags)
     for (const Diagnostic &w : *reported)
       if (w.severity != Severity::Error && seen.insert({w.code, w.message}).second)
         diags.emit(w);
-  result.nodes = std::move(chosen);
+  result.nodes = std::move(search.chosen);
   return result;
 }
 
