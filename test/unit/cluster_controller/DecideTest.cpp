@@ -71,6 +71,26 @@ ReconcileOptions options() {
   return o;
 }
 
+// A store and a leader's memory of it: nodes registered, contracts submitted, rounds decided.
+struct Cluster {
+  Store store;
+  ReconcileMemory memory;
+  Cluster(std::initializer_list<const char *> nodes, const std::string &contract = "pair", const char *source = kPair) {
+    for (const char *n : nodes)
+      store.node(n);
+    if (!contract.empty())
+      store.contract(contract, source);
+  }
+  Decision decideAt(uint64_t nowNs = 0) { return decide(store.read(memory), memory, nowNs, options(), kLeaderRev); }
+  // A round that places `contract`, its assignments then in the store as its agents would find them.
+  void placed(const std::string &contract = "pair") {
+    Decision d = decideAt();
+    for (const char *node : {"n1", "n2", "n3"})
+      store.assign(node, contract, d);
+  }
+  void lose(const std::string &node) { store.keys.erase(std::string(kNodesPrefix) + node); }
+};
+
 const ContractAction *actionFor(const Decision &d, const std::string &contract) {
   auto it = std::find_if(d.actions.begin(), d.actions.end(), [&](const ContractAction &a) { return a.contract == contract; });
   return it == d.actions.end() ? nullptr : &*it;
@@ -100,13 +120,8 @@ std::string statusOf(const ContractAction &a) {
 } // namespace
 
 TEST(Decide, AContractIsPlacedWholeOnAsManyNodesAsItAsks) {
-  Store store;
-  store.node("n1");
-  store.node("n2");
-  store.node("n3");
-  store.contract("pair", kPair);
-  ReconcileMemory memory;
-  Decision d = decide(store.read(memory), memory, 0, options(), kLeaderRev);
+  Cluster cluster({"n1", "n2", "n3"});
+  Decision d = cluster.decideAt();
   const ContractAction *a = actionFor(d, "pair");
   ASSERT_TRUE(a);
   EXPECT_EQ(a->kind, ContractAction::Kind::Place) << statusOf(*a);
@@ -129,11 +144,8 @@ TEST(Decide, AContractIsPlacedWholeOnAsManyNodesAsItAsks) {
 }
 
 TEST(Decide, AContractThatCannotBePlacedWholeIsRefusedWithTheReasonInItsStatus) {
-  Store store;
-  store.node("n1");
-  store.contract("pair", kPair);
-  ReconcileMemory memory;
-  Decision d = decide(store.read(memory), memory, 0, options(), kLeaderRev);
+  Cluster cluster({"n1"});
+  Decision d = cluster.decideAt();
   const ContractAction *a = actionFor(d, "pair");
   ASSERT_TRUE(a);
   EXPECT_EQ(a->kind, ContractAction::Kind::Refuse);
@@ -145,12 +157,10 @@ TEST(Decide, AContractThatCannotBePlacedWholeIsRefusedWithTheReasonInItsStatus) 
 }
 
 TEST(Decide, AContractNoNodeCanHonourIsRefusedWithTheCompilersCode) {
-  Store store;
-  store.node("n1");
-  store.contract("pinned", "import \"profiles/mlvm.msc\";\ncontract pinned uses profile mlvm_light {\n"
-                           "  io_topology { loader { cpu_cores = [100000]; } }\n}\n");
-  ReconcileMemory memory;
-  Decision d = decide(store.read(memory), memory, 0, options(), kLeaderRev);
+  Cluster cluster({"n1"}, "pinned",
+                  "import \"profiles/mlvm.msc\";\ncontract pinned uses profile mlvm_light {\n"
+                  "  io_topology { loader { cpu_cores = [100000]; } }\n}\n");
+  Decision d = cluster.decideAt();
   const ContractAction *a = actionFor(d, "pinned");
   ASSERT_TRUE(a);
   EXPECT_EQ(a->kind, ContractAction::Kind::Refuse);
@@ -158,21 +168,15 @@ TEST(Decide, AContractNoNodeCanHonourIsRefusedWithTheCompilersCode) {
 }
 
 TEST(Decide, ANodeLostWaitsOutTheGraceThenTheContractIsPlacedAgainWhole) {
-  Store store;
-  for (const char *n : {"n1", "n2", "n3"})
-    store.node(n);
-  store.contract("pair", kPair);
-  ReconcileMemory memory;
-  Decision first = decide(store.read(memory), memory, 0, options(), kLeaderRev);
-  store.assign("n1", "pair", first);
-  store.assign("n2", "pair", first);
-  store.keys.erase(std::string(kNodesPrefix) + "n2"); // its lease expired
-  Decision atLoss = decide(store.read(memory), memory, 10 * kSecond, options(), kLeaderRev);
+  Cluster cluster({"n1", "n2", "n3"});
+  cluster.placed();
+  cluster.lose("n2"); // its lease expired
+  Decision atLoss = cluster.decideAt(10 * kSecond);
   EXPECT_FALSE(actionFor(atLoss, "pair"));
   EXPECT_EQ(atLoss.report.waiting, std::vector<std::string>{"pair"});
-  Decision inGrace = decide(store.read(memory), memory, 12 * kSecond - 1, options(), kLeaderRev);
+  Decision inGrace = cluster.decideAt(12 * kSecond - 1);
   EXPECT_EQ(inGrace.report.waiting, std::vector<std::string>{"pair"});
-  Decision after = decide(store.read(memory), memory, 12 * kSecond, options(), kLeaderRev);
+  Decision after = cluster.decideAt(12 * kSecond);
   const ContractAction *a = actionFor(after, "pair");
   ASSERT_TRUE(a);
   EXPECT_EQ(a->kind, ContractAction::Kind::Place) << statusOf(*a);
@@ -180,21 +184,15 @@ TEST(Decide, ANodeLostWaitsOutTheGraceThenTheContractIsPlacedAgainWhole) {
                                                  std::string(kContractStatusPrefix) + "pair"}));
   EXPECT_EQ(removes(*a), std::vector<std::string>{assignmentKey("n2", "pair")}) << "the lost node's goes";
   EXPECT_EQ(after.report.replaced, std::vector<std::string>{"pair -> n1,n3"});
-  EXPECT_TRUE(memory.lostSinceNs.empty());
+  EXPECT_TRUE(cluster.memory.lostSinceNs.empty());
 }
 
 TEST(Decide, AJobThatCannotBePlacedWholeAgainRunsNowhere) {
-  Store store;
-  store.node("n1");
-  store.node("n2");
-  store.contract("pair", kPair);
-  ReconcileMemory memory;
-  Decision first = decide(store.read(memory), memory, 0, options(), kLeaderRev);
-  store.assign("n1", "pair", first);
-  store.assign("n2", "pair", first);
-  store.keys.erase(std::string(kNodesPrefix) + "n2");
-  decide(store.read(memory), memory, 0, options(), kLeaderRev);
-  Decision after = decide(store.read(memory), memory, 2 * kSecond, options(), kLeaderRev);
+  Cluster cluster({"n1", "n2"});
+  cluster.placed();
+  cluster.lose("n2");
+  cluster.decideAt(0);
+  Decision after = cluster.decideAt(2 * kSecond);
   const ContractAction *a = actionFor(after, "pair");
   ASSERT_TRUE(a);
   EXPECT_EQ(a->kind, ContractAction::Kind::Refuse);
@@ -203,75 +201,55 @@ TEST(Decide, AJobThatCannotBePlacedWholeAgainRunsNowhere) {
 }
 
 TEST(Decide, AWithdrawnContractsAssignmentsAndStatusGo) {
-  Store store;
-  store.node("n1");
-  store.node("n2");
-  store.contract("pair", kPair);
-  ReconcileMemory memory;
-  Decision first = decide(store.read(memory), memory, 0, options(), kLeaderRev);
-  store.assign("n1", "pair", first);
-  store.assign("n2", "pair", first);
-  store.keys.erase(std::string(kContractsPrefix) + "pair");
-  Decision d = decide(store.read(memory), memory, 0, options(), kLeaderRev);
+  Cluster cluster({"n1", "n2"});
+  cluster.placed();
+  cluster.store.keys.erase(std::string(kContractsPrefix) + "pair");
+  Decision d = cluster.decideAt();
   ASSERT_EQ(d.actions.size(), 1u);
   EXPECT_EQ(d.actions[0].kind, ContractAction::Kind::Withdraw);
   EXPECT_EQ(removes(d.actions[0]), (std::vector<std::string>{assignmentKey("n1", "pair"), assignmentKey("n2", "pair"),
                                                              std::string(kContractStatusPrefix) + "pair"}));
   EXPECT_EQ(d.report.withdrawn, std::vector<std::string>{"pair"});
-  EXPECT_TRUE(memory.compiled.empty()) << "a withdrawn contract's compile is forgotten";
+  EXPECT_TRUE(cluster.memory.compiled.empty()) << "a withdrawn contract's compile is forgotten";
 }
 
-TEST(Decide, TheConfigsScalingDefaultsFillWhatTheContractLeavesUnset) {
-  Store store;
-  store.node("n1");
-  store.node("n2");
-  store.contract("pair", kPair);
-  store.keys[kConfigKey] = encodeConfig({"test", "cluster: booster\nscaling: { affinity_policy: numa_first }\n"});
-  ReconcileMemory memory;
-  Decision d = decide(store.read(memory), memory, 0, options(), kLeaderRev);
+// The config in force decides each placement: its scaling defaults fill what the contract leaves
+// unset; one that does not read refuses every placement.
+TEST(Decide, TheConfigInForceDecidesEachPlacement) {
+  Cluster defaults({"n1", "n2"});
+  defaults.store.keys[kConfigKey] = encodeConfig({"test", "cluster: booster\nscaling: { affinity_policy: numa_first }\n"});
+  Decision d = defaults.decideAt();
   const ContractAction *a = actionFor(d, "pair");
   ASSERT_TRUE(a);
   EXPECT_EQ(a->kind, ContractAction::Kind::Place) << statusOf(*a);
   EXPECT_NE(statusOf(*a).find("defaults from "), std::string::npos) << statusOf(*a);
   EXPECT_NE(statusOf(*a).find("affinity_policy = numa_first"), std::string::npos) << statusOf(*a);
-}
 
-TEST(Decide, AConfigThatDoesNotReadRefusesEveryPlacement) {
-  Store store;
-  store.node("n1");
-  store.node("n2");
-  store.contract("pair", kPair);
-  store.keys[kConfigKey] = "not a published config";
-  ReconcileMemory memory;
-  Decision d = decide(store.read(memory), memory, 0, options(), kLeaderRev);
-  const ContractAction *a = actionFor(d, "pair");
-  ASSERT_TRUE(a);
-  EXPECT_EQ(a->kind, ContractAction::Kind::Refuse);
-  EXPECT_NE(statusOf(*a).find("ERR_CLUSTER_010"), std::string::npos) << statusOf(*a);
+  Cluster unreadable({"n1", "n2"});
+  unreadable.store.keys[kConfigKey] = "not a published config";
+  Decision refused = unreadable.decideAt();
+  const ContractAction *r = actionFor(refused, "pair");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->kind, ContractAction::Kind::Refuse);
+  EXPECT_NE(statusOf(*r).find("ERR_CLUSTER_010"), std::string::npos) << statusOf(*r);
 }
 
 TEST(Decide, ASubmissionIsCompiledOnceWhileItsBytesAreTheSame) {
-  Store store;
-  store.node("n1");
-  store.contract("pair", kPair); // waits: one node for two
-  ReconcileMemory memory;
-  decide(store.read(memory), memory, 0, options(), kLeaderRev);
-  ASSERT_EQ(memory.compiled.count("pair"), 1u);
-  std::shared_ptr<llvm::SourceMgr> first = memory.compiled["pair"].sources; // kept: no address reuse
-  Decision again = decide(store.read(memory), memory, kSecond, options(), kLeaderRev);
-  EXPECT_EQ(memory.compiled["pair"].sources, first);
+  Cluster cluster({"n1"}); // waits: one node for two
+  cluster.decideAt();
+  ASSERT_EQ(cluster.memory.compiled.count("pair"), 1u);
+  std::shared_ptr<llvm::SourceMgr> first = cluster.memory.compiled["pair"].sources; // kept: no address reuse
+  Decision again = cluster.decideAt(kSecond);
+  EXPECT_EQ(cluster.memory.compiled["pair"].sources, first);
   EXPECT_NE(statusOf(*actionFor(again, "pair")).find("ERR_PLACE_002"), std::string::npos);
-  store.contract("pair", std::string(kPair) + "// changed\n");
-  decide(store.read(memory), memory, 2 * kSecond, options(), kLeaderRev);
-  EXPECT_NE(memory.compiled["pair"].sources, first);
+  cluster.store.contract("pair", std::string(kPair) + "// changed\n");
+  cluster.decideAt(2 * kSecond);
+  EXPECT_NE(cluster.memory.compiled["pair"].sources, first);
 }
 
 TEST(Decide, ASubmissionThatDoesNotCompileIsRefusedWithTheFrontendsCaret) {
-  Store store;
-  store.node("n1");
-  store.contract("broken", "contract broken uses profile no_such { }\n");
-  ReconcileMemory memory;
-  Decision d = decide(store.read(memory), memory, 0, options(), kLeaderRev);
+  Cluster cluster({"n1"}, "broken", "contract broken uses profile no_such { }\n");
+  Decision d = cluster.decideAt();
   const ContractAction *a = actionFor(d, "broken");
   ASSERT_TRUE(a);
   EXPECT_EQ(a->kind, ContractAction::Kind::Refuse);
@@ -280,45 +258,40 @@ TEST(Decide, ASubmissionThatDoesNotCompileIsRefusedWithTheFrontendsCaret) {
 }
 
 TEST(Decide, AnUnreadableRegistrationIsReportedOncePerValueAndPlacesNothing) {
-  Store store;
-  store.keys[std::string(kNodesPrefix) + "bad"] = "garbage";
-  store.contract("pair", kPair);
-  ReconcileMemory memory;
-  ClusterState state = store.read(memory);
+  Cluster cluster({});
+  cluster.store.keys[std::string(kNodesPrefix) + "bad"] = "garbage";
+  ClusterState state = cluster.store.read(cluster.memory);
   ASSERT_EQ(state.unreadableNodes.size(), 1u);
   EXPECT_NE(state.unreadableNodes[0].find("ERR_CLUSTER_012"), std::string::npos);
-  Decision d = decide(state, memory, 0, options(), kLeaderRev);
+  Decision d = decide(state, cluster.memory, 0, options(), kLeaderRev);
   EXPECT_EQ(actionFor(d, "pair")->kind, ContractAction::Kind::Refuse);
-  EXPECT_TRUE(store.read(memory).unreadableNodes.empty()) << "the same value again is not news";
+  EXPECT_TRUE(cluster.store.read(cluster.memory).unreadableNodes.empty()) << "the same value again is not news";
 }
 
 TEST(Commit, EachActionIsOneFencedTransactionGuardedByItsKindAndARefusalStopsTheRest) {
-  Store store;
-  store.node("n1");
-  store.node("n2");
-  store.contract("pair", kPair);
-  store.contract("solo", "import \"profiles/mlvm.msc\";\ncontract solo uses profile mlvm_light {\n"
-                         "  io_topology { r0 { gpu = any; } }\n}\n");
-  store.keys[assignmentKey("n1", "gone")] = encodeAssignment({3, "plan", {}, {}});
-  ReconcileMemory memory;
-  Decision d = decide(store.read(memory), memory, 0, options(), kLeaderRev);
+  Cluster cluster({"n1", "n2"});
+  cluster.store.contract("solo", "import \"profiles/mlvm.msc\";\ncontract solo uses profile mlvm_light {\n"
+                                 "  io_topology { r0 { gpu = any; } }\n}\n");
+  cluster.store.keys[assignmentKey("n1", "gone")] = encodeAssignment({3, "plan", {}, {}});
+  Decision d = cluster.decideAt();
   ASSERT_EQ(d.actions.size(), 3u);
   EXPECT_EQ(d.actions[0].kind, ContractAction::Kind::Withdraw);
   std::vector<etcd::Txn> written;
   etcd::Status refused = etcd::Status::make(etcd::ErrorCode::ERR_CLUSTER_001, {"test"});
-  etcd::Status s = commitActions(d.actions, store.revision, [&](const etcd::Txn &txn) -> etcd::Result<etcd::TxnResult> {
-    written.push_back(txn);
-    if (written.size() == 2)
-      return refused; // deposed between two writes
-    return etcd::TxnResult{};
-  });
+  etcd::Status s = commitActions(d.actions, cluster.store.revision,
+                                 [&](const etcd::Txn &txn) -> etcd::Result<etcd::TxnResult> {
+                                   written.push_back(txn);
+                                   if (written.size() == 2)
+                                     return refused; // deposed between two writes
+                                   return etcd::TxnResult{};
+                                 });
   EXPECT_EQ(s.code, etcd::ErrorCode::ERR_CLUSTER_001);
   ASSERT_EQ(written.size(), 2u) << "nothing is written after the leadership is gone";
   ASSERT_EQ(written[0].compares.size(), 1u);
   EXPECT_EQ(written[0].compares[0].key, std::string(kContractsPrefix) + "gone");
   ASSERT_EQ(written[1].compares.size(), 1u);
   EXPECT_EQ(written[1].compares[0].key, std::string(kContractsPrefix) + "pair");
-  EXPECT_EQ(written[1].compares[0].number, store.revision + 1) << "placed only while the contract is as read";
+  EXPECT_EQ(written[1].compares[0].number, cluster.store.revision + 1) << "placed only while the contract is as read";
 }
 
 } // namespace msc::cluster

@@ -34,6 +34,18 @@ struct Ranks final : BeatSource {
   }
 };
 
+// One rank that beat once, at 0 (as `finishing` says).
+struct OneBeat {
+  Ranks ranks{1};
+  Liveness live;
+  explicit OneBeat(bool finishing = false) {
+    live.restart(1, 0);
+    ranks.pages[0].beats = 1;
+    ranks.pages[0].finishing = finishing;
+    live.observe(ranks, 0);
+  }
+};
+
 } // namespace
 
 TEST(Liveness, HungAtExactlyHeartbeatTimesMissesAfterTheLastBeat) {
@@ -80,32 +92,21 @@ TEST(Liveness, TheFirstSilentRankInRankOrderAndARestartForgetsTheBeats) {
 }
 
 TEST(Liveness, ARankThatEndedIsNotHung) {
-  Ranks ranks(1);
-  Liveness live;
-  live.restart(1, 0);
-  ranks.pages[0].beats = 1;
-  live.observe(ranks, 0);
-  ranks.pages[0].running = false;
-  EXPECT_FALSE(live.hung(ranks, 10 * kBudget, kBudget));
+  OneBeat one;
+  one.ranks.pages[0].running = false;
+  EXPECT_FALSE(one.live.hung(one.ranks, 10 * kBudget, kBudget));
 }
 
 TEST(Liveness, AFinishingRankHasTheExitGrace) {
-  Ranks ranks(1);
-  Liveness live;
-  live.restart(1, 0);
-  ranks.pages[0].beats = 1;
-  ranks.pages[0].finishing = true;
-  live.observe(ranks, 0);
-  EXPECT_FALSE(live.hung(ranks, kExitGraceNs - 1, kBudget));
-  EXPECT_TRUE(live.hung(ranks, kExitGraceNs, kBudget));
+  OneBeat one(/*finishing=*/true);
+  EXPECT_FALSE(one.live.hung(one.ranks, kExitGraceNs - 1, kBudget));
+  EXPECT_TRUE(one.live.hung(one.ranks, kExitGraceNs, kBudget));
 }
 
 TEST(Liveness, ARankTheKernelTearsDownIsACrashOnItsWayNotAHang) {
-  Ranks ranks(1);
-  Liveness live;
-  live.restart(1, 0);
-  ranks.pages[0].beats = 1;
-  live.observe(ranks, 0);
+  OneBeat one;
+  Ranks &ranks = one.ranks;
+  Liveness &live = one.live;
   EXPECT_FALSE(live.hung(ranks, kBudget - 1, kBudget));
   EXPECT_EQ(ranks.exitingAsked, 0u) << "the kernel is asked only once the budget is spent";
   ranks.pages[0].exiting = true;
