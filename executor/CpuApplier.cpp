@@ -37,6 +37,7 @@ public:
         return fail(ctx, opts_.cgroups.v2Dir(ctx.contractId), error);
       dirs_.push_back(d);
       ctx.worker.variables["MSCALE_CGROUP"] = d.path;
+      cgroup2_ = d.path;
       described_.push_back("cgroup2 " + d.path);
     }
     if (!cpus_.empty()) {
@@ -108,6 +109,7 @@ public:
   }
 
   std::vector<std::string> describe() const override { return described_; }
+  void state(AppliedState &out) const override { out.cgroup2Dir = cgroup2_; }
 
 private:
   bool fail(ApplyContext &ctx, const std::string &path, const std::string &error) {
@@ -124,10 +126,12 @@ private:
     }
     dirs_.clear();
     described_.clear();
+    cgroup2_.clear();
   }
 
   ApplierOptions opts_;
   std::vector<unsigned> cpus_;
+  std::string cgroup2_; // the contract's cgroup2 directory, once made
   std::vector<CgroupDir> dirs_;
   std::vector<std::string> described_;
 };

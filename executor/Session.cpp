@@ -135,9 +135,11 @@ std::vector<std::pair<std::string, std::vector<std::string>>> Session::resources
   return out;
 }
 
-std::string Session::cgroupV2() const {
-  auto it = env_.variables.find("MSCALE_CGROUP");
-  return it == env_.variables.end() ? std::string() : it->second;
+AppliedState Session::appliedState() const {
+  AppliedState state;
+  for (size_t i = 0; i < appliedCount_; ++i)
+    appliers_[i]->state(state);
+  return state;
 }
 
 double Session::ioWaitRatio() const {

@@ -84,7 +84,9 @@ public:
   const WorkerEnvironment &environment() const { return env_; }
   // applier name -> what it applied
   std::vector<std::pair<std::string, std::vector<std::string>>> resources() const;
-  std::string cgroupV2() const;
+  // What the applied appliers made, typed (core/Applier.h); empty parts before apply.
+  AppliedState appliedState() const;
+  std::string cgroupV2() const { return appliedState().cgroup2Dir; }
   // PSI 'some avg10' of the contract's cgroup2 directory as a ratio, -1 when unknown.
   double ioWaitRatio() const;
   struct GpuSample {

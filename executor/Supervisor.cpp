@@ -396,9 +396,7 @@ bool Supervisor::handOverTo(const plan::Plan &next, const std::optional<hal::Top
   handOver_.retiring = std::move(retiring);
   handOver_.deadlineNs = after(now, std::max<uint64_t>(after(windowNs_, windowNs_), 2'000'000'000));
   if (group_.hasPages()) {
-    auto it = session_.environment().variables.find("MSCALE_GPU_SLICES");
-    handOver_.generation =
-        group_.publishSlices(it == session_.environment().variables.end() ? std::string() : it->second);
+    handOver_.generation = group_.publishSlices(session_.appliedState().gpuSlices);
     if (!handOver_.generation)
       log_.warn(session_.contract(), "the new MSCALE_GPU_SLICES does not fit the control page; the worker is not told");
   }

@@ -46,6 +46,13 @@ struct ApplyContext {
   bool injected(llvm::StringRef applier) const { return inject && inject->failIn == applier; }
 };
 
+// What appliers made that the rest of the executor acts on, typed, so that nothing has to read it
+// back out of the worker's environment. Each applier fills its part (state()).
+struct AppliedState {
+  std::string cgroup2Dir; // cpu: the contract's cgroup2 directory (PSI, cgroup.kill, tracing)
+  std::string gpuSlices;  // gpu: the slices as the worker is told of them (MSCALE_GPU_SLICES syntax)
+};
+
 class Applier {
 public:
   virtual ~Applier() = default;
@@ -60,6 +67,8 @@ public:
   // What is applied now, one line per thing ("cgroup v1 cpuset /sys/fs/cgroup/cpuset/mscale/t1: cpus 0"),
   // for `mscale-cli contract status` and the log. Empty before apply and after rollback.
   virtual std::vector<std::string> describe() const { return {}; }
+  // Its part of what is applied now (nothing before apply and after rollback).
+  virtual void state(AppliedState &out) const {}
 };
 
 } // namespace msc::exec

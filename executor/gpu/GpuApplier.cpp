@@ -53,6 +53,7 @@ public:
   }
 
   void rollback(ApplyContext &ctx) override { undo(ctx); }
+  void state(AppliedState &out) const override { out.gpuSlices = specs_; }
 
   const std::vector<AppliedSlice> &slices() const { return applied_; }
 
@@ -143,6 +144,7 @@ private:
     for (const std::string &key : envKeys_)
       ctx.worker.variables.erase(key);
     envKeys_.clear();
+    specs_.clear();
   }
 
   void setEnv(ApplyContext &ctx, const std::string &key, const std::string &value) {
@@ -192,6 +194,7 @@ private:
     setEnv(ctx, "CUDA_VISIBLE_DEVICES", list);
     setEnv(ctx, "MSCALE_GPU_BACKEND", backend_.name().str());
     setEnv(ctx, "MSCALE_GPU_SLICES", specs);
+    specs_ = specs;
     setEnv(ctx, "MSCALE_GPU_SLICE_IDS", ids);
     if (mpsPercent) {
       setEnv(ctx, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", std::to_string(mpsPercent));
@@ -213,6 +216,7 @@ private:
   std::vector<AppliedSlice> applied_;
   std::vector<plan::GpuSlice> madeFrom_; // the plan entry each held slice was created from
   std::vector<std::string> envKeys_;
+  std::string specs_; // what the worker is told of its slices (MSCALE_GPU_SLICES), after apply or a hand-over
 };
 
 } // namespace

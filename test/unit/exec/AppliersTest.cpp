@@ -56,6 +56,8 @@ TEST(Appliers, ApplyAttachRelease) {
     EXPECT_EQ(meminfo("HugePages_Free:"), before.hugeFree); // reserved 2, taken 2 by the pool
     EXPECT_EQ(meminfo("HugePages_Total:"), before.hugeTotal + 2);
     EXPECT_TRUE(pathExists(o.appliers.cgroups.v2Dir(contract)));
+    EXPECT_EQ(s.appliedState().cgroup2Dir, o.appliers.cgroups.v2Dir(contract)) << "typed, from the cpu applier";
+    EXPECT_EQ(s.environment().variables.at("MSCALE_CGROUP"), s.cgroupV2()) << "and the same for the worker";
     ASSERT_TRUE(s.startWorker({MSC_EXEC_TEST_WORKER, "sleep", "5"}, {}, diags));
     pid_t pid = s.workerPid();
     std::optional<std::string> status = readFileText("/proc/" + std::to_string(pid) + "/status");
@@ -69,6 +71,7 @@ TEST(Appliers, ApplyAttachRelease) {
     EXPECT_TRUE(sawData);
     s.release(diags);
     EXPECT_NE(::kill(pid, 0), 0); // the worker is gone with its contract
+    EXPECT_TRUE(s.appliedState().cgroup2Dir.empty());
   }
   Snapshot after = snapshot(o.appliers.cgroups, contract);
   EXPECT_EQ(after.fds, before.fds);

@@ -37,6 +37,9 @@ TEST(GpuApplier, AppliesEverySliceAndTellsTheWorker) {
   EXPECT_EQ(f.env("CUDA_VISIBLE_DEVICES"), "0,1");
   EXPECT_EQ(f.env("MSCALE_GPU_BACKEND"), "sim");
   EXPECT_EQ(f.env("MSCALE_GPU_SLICES"), "trainer@0:64:42949672960:0;decoder@1:64:21474836480:-2");
+  AppliedState state;
+  applier->state(state);
+  EXPECT_EQ(state.gpuSlices, f.env("MSCALE_GPU_SLICES")) << "the same, typed, for the executor's own use";
   EXPECT_EQ(f.env("MSCALE_GPU_SLICE_IDS"), "1,2");
   EXPECT_EQ(f.env("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "<unset>");
   ASSERT_FALSE(f.log.empty());
@@ -168,10 +171,16 @@ TEST(GpuApplier, HandOverCreatesTheNewSliceFirstAndKeepsTheOldUntilRetired) {
   EXPECT_NE(now, old);
   EXPECT_EQ(backend->sliceSms(now), 64u);
   EXPECT_EQ(f.env("MSCALE_GPU_SLICES"), "trainer@0:64:0:0");
+  AppliedState handedOver;
+  applier->state(handedOver);
+  EXPECT_EQ(handedOver.gpuSlices, "trainer@0:64:0:0") << "the hand-over's slices, as the worker is told of them";
   retireGpuSlices(*applier, retiring);
   EXPECT_EQ(backend->liveSlices(), 1u);
   applier->rollback(ctx);
   EXPECT_EQ(backend->liveSlices(), 0u);
+  AppliedState released;
+  applier->state(released);
+  EXPECT_TRUE(released.gpuSlices.empty());
 }
 
 TEST(GpuApplier, HandOverWithoutRoomForBothResizesInPlace) {
