@@ -156,85 +156,83 @@ private:
   std::thread thread_;
 };
 
-} // namespace
+// One run of the simulated trainer: its state, and the phases runTrainer takes it through. A phase
+// that ends the run returns the exit status; nullopt goes on.
+class Run {
+public:
+  explicit Run(const TrainerOptions &o) : o(o) {}
 
-int runTrainer(const TrainerOptions &o) {
-  auto say = [&o](const std::string &s) {
-    if (!o.quiet)
-      std::fprintf(stderr, "mscale-train-sim: %s\n", s.c_str());
-  };
-  std::vector<std::string> files = datasetFiles(o.dataDir);
-  if (files.empty()) {
-    std::fprintf(stderr, "mscale-train-sim: error: no shard-*.dat files in '%s'\n", o.dataDir.c_str());
-    return kExitUsage;
-  }
-  Log log;
-  if (!log.open(o.logPath)) {
-    std::fprintf(stderr, "mscale-train-sim: error: cannot open log '%s': %s\n", o.logPath.c_str(),
-                 std::strerror(errno));
-    return kExitUsage;
-  }
-
-  snapshot::StoreOptions so;
-  so.diskDir = o.snapshotDir;
-  so.memoryTier = o.memoryTier;
-  so.memorySlots = o.memorySlots;
-  so.memoryName = o.memoryName;
-  so.keep = o.keep;
-  so.backgroundDisk = o.backgroundDisk;
-  std::unique_ptr<snapshot::Store> store;
-  const char *memfdEnv = std::getenv("MSCALE_SNAPSHOT_MEMFD");
-  bool anyTier = !o.snapshotDir.empty() || (o.memoryTier && (!o.memoryName.empty() || (memfdEnv && *memfdEnv)));
-  if (o.resume && !anyTier) {
-    std::fprintf(stderr, "mscale-train-sim: error[ERR_DRV_005]: invalid option value: --resume needs "
-                         "--snapshot-dir, --mem-name or MSCALE_SNAPSHOT_MEMFD\n");
-    return kExitUsage;
-  }
-
-  // Data reads go through io_uring; pread only where the kernel refuses it (said once on stderr).
-  PreadReader pread;
-  std::unique_ptr<UringReader> uring;
-  if (o.reader == "io_uring") {
-    std::string why;
-    uring = UringReader::create(8, scanRecords, why);
-    if (!uring)
-      std::fprintf(stderr, "mscale-train-sim: io_uring unavailable (%s); reading with pread\n", why.c_str());
-  }
-  FaultInjectingReader reader(uring ? static_cast<DataReader &>(*uring) : pread);
-  Loader loader(files, o.seed, reader);
-  Model model;
-  uint64_t initRng = o.seed * 7919 + 1;
-  for (float &p : model.params)
-    p = (static_cast<float>(splitmix64(initRng) >> 40) / static_cast<float>(1 << 24) - 0.5f) * 0.5f;
-  uint64_t noiseRng = o.seed * 104729 + 3;
-  snapshot::LossScaleState ls;
-  ls.scale = 4096;
-  ls.history.push_back({0, ls.scale});
-  StateBuffer extra(o.stateMiB << 20);
-  if (!extra.ok()) {
-    std::fprintf(stderr, "mscale-train-sim: error: cannot map %llu MiB of optimizer state: %s\n",
-                 static_cast<unsigned long long>(o.stateMiB), std::strerror(errno));
-    return kExitError;
-  }
-  for (size_t i = 0; i < extra.size(); i += 4096)
-    extra.data()[i] = static_cast<uint8_t>(i >> 12);
-  uint64_t step = 0;
-
-  // A warm standby has started up and allocated its state: here it waits until the executor hands
-  // it the job after a fault. Everything below touches what the running worker still owns.
-  mscale::worker::takeOver();
-  std::string restartReason = o.restartReason;
-  if (const char *why = std::getenv("MSCALE_RESTART_REASON"); restartReason.empty() && why)
-    restartReason = why;
-  if (anyTier) {
-    if (Status s = snapshot::Store::open(so, store); !s) {
-      std::fprintf(stderr, "mscale-train-sim: %s\n", s.str().c_str());
+  // The data, the log, the snapshot tiers asked for, the reader, the model, the optimizer state.
+  std::optional<int> setUp() {
+    std::vector<std::string> files = datasetFiles(o.dataDir);
+    if (files.empty()) {
+      std::fprintf(stderr, "mscale-train-sim: error: no shard-*.dat files in '%s'\n", o.dataDir.c_str());
+      return kExitUsage;
+    }
+    if (!log.open(o.logPath)) {
+      std::fprintf(stderr, "mscale-train-sim: error: cannot open log '%s': %s\n", o.logPath.c_str(),
+                   std::strerror(errno));
+      return kExitUsage;
+    }
+    so.diskDir = o.snapshotDir;
+    so.memoryTier = o.memoryTier;
+    so.memorySlots = o.memorySlots;
+    so.memoryName = o.memoryName;
+    so.keep = o.keep;
+    so.backgroundDisk = o.backgroundDisk;
+    const char *memfdEnv = std::getenv("MSCALE_SNAPSHOT_MEMFD");
+    anyTier = !o.snapshotDir.empty() || (o.memoryTier && (!o.memoryName.empty() || (memfdEnv && *memfdEnv)));
+    if (o.resume && !anyTier) {
+      std::fprintf(stderr, "mscale-train-sim: error[ERR_DRV_005]: invalid option value: --resume needs "
+                           "--snapshot-dir, --mem-name or MSCALE_SNAPSHOT_MEMFD\n");
+      return kExitUsage;
+    }
+    // Data reads go through io_uring; pread only where the kernel refuses it (said once on stderr).
+    if (o.reader == "io_uring") {
+      std::string why;
+      uring = UringReader::create(8, scanRecords, why);
+      if (!uring)
+        std::fprintf(stderr, "mscale-train-sim: io_uring unavailable (%s); reading with pread\n", why.c_str());
+    }
+    reader = std::make_unique<FaultInjectingReader>(uring ? static_cast<DataReader &>(*uring) : pread);
+    loader = std::make_unique<Loader>(files, o.seed, *reader);
+    uint64_t initRng = o.seed * 7919 + 1;
+    for (float &p : model.params)
+      p = (static_cast<float>(splitmix64(initRng) >> 40) / static_cast<float>(1 << 24) - 0.5f) * 0.5f;
+    noiseRng = o.seed * 104729 + 3;
+    ls.scale = 4096;
+    ls.history.push_back({0, ls.scale});
+    extra = std::make_unique<StateBuffer>(o.stateMiB << 20);
+    if (!extra->ok()) {
+      std::fprintf(stderr, "mscale-train-sim: error: cannot map %llu MiB of optimizer state: %s\n",
+                   static_cast<unsigned long long>(o.stateMiB), std::strerror(errno));
       return kExitError;
     }
+    for (size_t i = 0; i < extra->size(); i += 4096)
+      extra->data()[i] = static_cast<uint8_t>(i >> 12);
+    return std::nullopt;
   }
-  if (!restartReason.empty())
-    log.line("# restart after fault " + restartReason);
-  if (store) {
+
+  // Resumes from the newest snapshot that holds this model, or starts at step 1 where that is allowed.
+  std::optional<int> restore() {
+    // A warm standby has started up and allocated its state: here it waits until the executor hands
+    // it the job after a fault. Everything below touches what the running worker still owns.
+    mscale::worker::takeOver();
+    std::string restartReason = o.restartReason;
+    if (const char *why = std::getenv("MSCALE_RESTART_REASON"); restartReason.empty() && why)
+      restartReason = why;
+    if (anyTier) {
+      if (Status s = snapshot::Store::open(so, store); !s) {
+        std::fprintf(stderr, "mscale-train-sim: %s\n", s.str().c_str());
+        return kExitError;
+      }
+    }
+    if (!restartReason.empty())
+      log.line("# restart after fault " + restartReason);
+    if (!store) {
+      log.line("# start step 1 (snapshots off)");
+      return std::nullopt;
+    }
     snapshot::Restored r;
     std::optional<BeatWhileBusy> busy(std::in_place, mscale::worker::kStepRestoring);
     Status s = store->restoreLatest(r, [&](const std::string &name, snapshot::BlobKind, uint64_t size) -> void * {
@@ -242,8 +240,8 @@ int runTrainer(const TrainerOptions &o) {
         return model.params.data();
       if (name == "optimizer.momentum" && size == model.momentum.size() * sizeof(float))
         return model.momentum.data();
-      if (name == "optimizer.extra" && size == extra.size())
-        return extra.data();
+      if (name == "optimizer.extra" && size == extra->size())
+        return extra->data();
       return nullptr;
     });
     busy.reset();
@@ -253,58 +251,25 @@ int runTrainer(const TrainerOptions &o) {
       say("skipped " + std::string(snapshot::tierName(k.tier)) + " snapshot of step " + std::to_string(k.step) +
           ": " + k.reason.str());
     }
-    if (s) {
-      std::string err;
-      if (!loader.restore(r.meta.loader, err)) {
-        std::fprintf(stderr, "mscale-train-sim: error: %s\n", err.c_str());
-        return kExitError;
-      }
-      const snapshot::RestoredBlob *rng = r.find("rng.noise");
-      const snapshot::RestoredBlob *p = r.find("model.params");
-      const snapshot::RestoredBlob *mo = r.find("optimizer.momentum");
-      if (!rng || rng->size != sizeof noiseRng || !p || p->data != model.params.data() || !mo ||
-          mo->data != model.momentum.data()) {
-        std::fprintf(stderr, "mscale-train-sim: error: snapshot of step %llu does not hold this model\n",
-                     static_cast<unsigned long long>(r.meta.step));
-        return kExitError;
-      }
-      std::memcpy(&noiseRng, rng->data, sizeof noiseRng);
-      if (Status c = r.copyBlob("optimizer.extra", extra.data(), extra.size()); !c && o.stateMiB) {
-        std::fprintf(stderr, "mscale-train-sim: %s\n", c.str().c_str());
-        return kExitError;
-      }
-      ls = r.meta.lossScale;
-      step = r.meta.step;
-      if (r.meta.lr.lastStep != step || r.meta.lr.currentLr != lrAt(step, o.steps)) {
-        std::fprintf(stderr, "mscale-train-sim: error: the snapshot's LR schedule does not continue this run's\n");
-        return kExitError;
-      }
-      std::string line = "# resume step " + std::to_string(step + 1) + " from " + snapshot::tierName(r.tier) +
-                         " snapshot " + std::to_string(step) + " epoch " + std::to_string(r.meta.loader.epoch) +
-                         " file " + r.meta.loader.file.substr(r.meta.loader.file.rfind('/') + 1) + " offset " +
-                         std::to_string(r.meta.loader.byteOffset);
-      log.line(line);
-      say(line.substr(2) + " (" + r.source + ")");
-    } else if (s.code == snapshot::ErrorCode::ERR_SNAP_003 && !o.resume) {
+    if (s)
+      return resumeFrom(r);
+    if (s.code == snapshot::ErrorCode::ERR_SNAP_003 && !o.resume) {
       log.line("# start step 1 (no snapshot)");
-    } else {
-      std::fprintf(stderr, "mscale-train-sim: %s\n", s.str().c_str());
-      log.line("# " + s.str());
-      return kExitNoSnapshot;
+      return std::nullopt;
     }
-  } else {
-    log.line("# start step 1 (snapshots off)");
+    std::fprintf(stderr, "mscale-train-sim: %s\n", s.str().c_str());
+    log.line("# " + s.str());
+    return kExitNoSnapshot;
   }
 
-  mscale::worker::heartbeat(step); // restored (or starting): the executor times the resume from here
-  std::vector<Sample> batch;
-  std::vector<float> grad;
-  for (++step; step <= o.steps; ++step) {
+  // One step: a batch, its gradients, the update with loss scaling, the log line; then the
+  // snapshot it is due for, the heartbeat and any slice hand-over.
+  std::optional<int> trainStep() {
     if (step == o.eioAtStep)
-      reader.arm();
-    if (int rc = loader.next(o.batch, batch); rc != 0) {
+      reader->arm();
+    if (int rc = loader->next(o.batch, batch); rc != 0) {
       Status s = Status::make(snapshot::ErrorCode::ERR_SNAP_012,
-                              {loader.failedFile, std::to_string(loader.failedOffset), std::strerror(-rc)});
+                              {loader->failedFile, std::to_string(loader->failedOffset), std::strerror(-rc)});
       std::fprintf(stderr, "mscale-train-sim: fault nvme-io-error at step %llu: %s\n",
                    static_cast<unsigned long long>(step), s.str().c_str());
       return kExitIoError;
@@ -338,7 +303,7 @@ int runTrainer(const TrainerOptions &o) {
     char tail[160];
     std::snprintf(tail, sizeof tail, " loss %a lr %a scale %g%s", static_cast<double>(loss), lr, scale,
                   overflow ? " overflow" : "");
-    log.line("step " + std::to_string(step) + " epoch " + std::to_string(loader.state().epoch) + " ids " + ids +
+    log.line("step " + std::to_string(step) + " epoch " + std::to_string(loader->state().epoch) + " ids " + ids +
              tail);
     if (step == o.failAtStep) {
       say("failing at step " + std::to_string(step) + " (--fail-at-step)");
@@ -346,34 +311,9 @@ int runTrainer(const TrainerOptions &o) {
       ::setrlimit(RLIMIT_CORE, &none);
       std::abort();
     }
-    if (store && o.snapshotEvery && step % o.snapshotEvery == 0) {
-      snapshot::SnapshotMeta meta;
-      meta.step = step;
-      meta.loader = loader.state();
-      meta.lr = {"warmup-cosine", kBaseLr, lr, step, {double(kWarmup), double(o.steps), kMinLr}};
-      meta.lossScale = ls;
-      std::vector<snapshot::BlobView> blobs = {
-          {"model.params", snapshot::BlobKind::Model, model.params.data(), model.params.size() * sizeof(float)},
-          {"optimizer.momentum", snapshot::BlobKind::Optimizer, model.momentum.data(),
-           model.momentum.size() * sizeof(float)},
-          {"rng.noise", snapshot::BlobKind::Rng, &noiseRng, sizeof noiseRng}};
-      if (o.stateMiB)
-        blobs.push_back({"optimizer.extra", snapshot::BlobKind::Optimizer, extra.data(), extra.size()});
-      if (step == o.crashInSnapshotAtStep) {
-        snapshot::StoreOptions crashing = so;
-        crashing.crashAfterBytes = model.params.size() * sizeof(float) / 2;
-        std::unique_ptr<snapshot::Store> c;
-        if (Status s = snapshot::Store::open(crashing, c); s) {
-          say("crashing half-way through the snapshot of step " + std::to_string(step));
-          (void)c->save(meta, blobs, static_cast<uint32_t>(snapshot::Tier::Disk));
-        }
-      }
-      BeatWhileBusy busy(step);
-      if (Status s = store->save(meta, blobs); !s) {
-        std::fprintf(stderr, "mscale-train-sim: %s\n", s.str().c_str());
-        return s.str().find(std::strerror(ENOSPC)) != std::string::npos ? kExitDiskFull : kExitError;
-      }
-    }
+    if (store && o.snapshotEvery && step % o.snapshotEvery == 0)
+      if (std::optional<int> stop = save(lr))
+        return stop;
     mscale::worker::heartbeat(step);
     uint64_t generation = 0;
     if (std::string slices; mscale::worker::pendingSliceUpdate(generation, slices)) {
@@ -385,22 +325,133 @@ int runTrainer(const TrainerOptions &o) {
     }
     if (o.stepDelayMs)
       std::this_thread::sleep_for(std::chrono::milliseconds(o.stepDelayMs));
+    return std::nullopt;
   }
-  // A disk-tier write still running in the background (StoreOptions::backgroundDisk) must not fail
-  // unseen after the last step: its error decides the exit status like a save's.
-  if (store) {
-    if (Status s = store->flush(); !s) {
+
+  // The last step is done: flushes the snapshot tiers, prints the final line.
+  int finish() {
+    // A disk-tier write still running in the background (StoreOptions::backgroundDisk) must not fail
+    // unseen after the last step: its error decides the exit status like a save's.
+    if (store) {
+      if (Status s = store->flush(); !s) {
+        std::fprintf(stderr, "mscale-train-sim: %s\n", s.str().c_str());
+        return s.str().find(std::strerror(ENOSPC)) != std::string::npos ? kExitDiskFull : kExitError;
+      }
+    }
+    uint64_t h = snapshot::hash64(model.params.data(), model.params.size() * sizeof(float));
+    h = snapshot::hash64(model.momentum.data(), model.momentum.size() * sizeof(float), h);
+    std::string fin = "final step " + std::to_string(o.steps) + " params " + hex(h) + " scale " +
+                      std::to_string(ls.scale) + " scale-changes " + std::to_string(ls.history.size());
+    log.line(fin);
+    std::printf("%s\n", fin.c_str());
+    return kExitOk;
+  }
+
+  uint64_t step = 0;
+
+private:
+  void say(const std::string &s) const {
+    if (!o.quiet)
+      std::fprintf(stderr, "mscale-train-sim: %s\n", s.c_str());
+  }
+
+  // A snapshot restored: the loader's position, the RNG, the optimizer state, the loss scale and
+  // the step, each checked to belong to this run.
+  std::optional<int> resumeFrom(const snapshot::Restored &r) {
+    std::string err;
+    if (!loader->restore(r.meta.loader, err)) {
+      std::fprintf(stderr, "mscale-train-sim: error: %s\n", err.c_str());
+      return kExitError;
+    }
+    const snapshot::RestoredBlob *rng = r.find("rng.noise");
+    const snapshot::RestoredBlob *p = r.find("model.params");
+    const snapshot::RestoredBlob *mo = r.find("optimizer.momentum");
+    if (!rng || rng->size != sizeof noiseRng || !p || p->data != model.params.data() || !mo ||
+        mo->data != model.momentum.data()) {
+      std::fprintf(stderr, "mscale-train-sim: error: snapshot of step %llu does not hold this model\n",
+                   static_cast<unsigned long long>(r.meta.step));
+      return kExitError;
+    }
+    std::memcpy(&noiseRng, rng->data, sizeof noiseRng);
+    if (Status c = r.copyBlob("optimizer.extra", extra->data(), extra->size()); !c && o.stateMiB) {
+      std::fprintf(stderr, "mscale-train-sim: %s\n", c.str().c_str());
+      return kExitError;
+    }
+    ls = r.meta.lossScale;
+    step = r.meta.step;
+    if (r.meta.lr.lastStep != step || r.meta.lr.currentLr != lrAt(step, o.steps)) {
+      std::fprintf(stderr, "mscale-train-sim: error: the snapshot's LR schedule does not continue this run's\n");
+      return kExitError;
+    }
+    std::string line = "# resume step " + std::to_string(step + 1) + " from " + snapshot::tierName(r.tier) +
+                       " snapshot " + std::to_string(step) + " epoch " + std::to_string(r.meta.loader.epoch) +
+                       " file " + r.meta.loader.file.substr(r.meta.loader.file.rfind('/') + 1) + " offset " +
+                       std::to_string(r.meta.loader.byteOffset);
+    log.line(line);
+    say(line.substr(2) + " (" + r.source + ")");
+    return std::nullopt;
+  }
+
+  std::optional<int> save(double lr) {
+    snapshot::SnapshotMeta meta;
+    meta.step = step;
+    meta.loader = loader->state();
+    meta.lr = {"warmup-cosine", kBaseLr, lr, step, {double(kWarmup), double(o.steps), kMinLr}};
+    meta.lossScale = ls;
+    std::vector<snapshot::BlobView> blobs = {
+        {"model.params", snapshot::BlobKind::Model, model.params.data(), model.params.size() * sizeof(float)},
+        {"optimizer.momentum", snapshot::BlobKind::Optimizer, model.momentum.data(),
+         model.momentum.size() * sizeof(float)},
+        {"rng.noise", snapshot::BlobKind::Rng, &noiseRng, sizeof noiseRng}};
+    if (o.stateMiB)
+      blobs.push_back({"optimizer.extra", snapshot::BlobKind::Optimizer, extra->data(), extra->size()});
+    if (step == o.crashInSnapshotAtStep) {
+      snapshot::StoreOptions crashing = so;
+      crashing.crashAfterBytes = model.params.size() * sizeof(float) / 2;
+      std::unique_ptr<snapshot::Store> c;
+      if (Status s = snapshot::Store::open(crashing, c); s) {
+        say("crashing half-way through the snapshot of step " + std::to_string(step));
+        (void)c->save(meta, blobs, static_cast<uint32_t>(snapshot::Tier::Disk));
+      }
+    }
+    BeatWhileBusy busy(step);
+    if (Status s = store->save(meta, blobs); !s) {
       std::fprintf(stderr, "mscale-train-sim: %s\n", s.str().c_str());
       return s.str().find(std::strerror(ENOSPC)) != std::string::npos ? kExitDiskFull : kExitError;
     }
+    return std::nullopt;
   }
-  uint64_t h = snapshot::hash64(model.params.data(), model.params.size() * sizeof(float));
-  h = snapshot::hash64(model.momentum.data(), model.momentum.size() * sizeof(float), h);
-  std::string fin = "final step " + std::to_string(o.steps) + " params " + hex(h) + " scale " +
-                    std::to_string(ls.scale) + " scale-changes " + std::to_string(ls.history.size());
-  log.line(fin);
-  std::printf("%s\n", fin.c_str());
-  return kExitOk;
+
+  const TrainerOptions &o;
+  Log log;
+  snapshot::StoreOptions so;
+  bool anyTier = false;
+  std::unique_ptr<snapshot::Store> store;
+  PreadReader pread;
+  std::unique_ptr<UringReader> uring;
+  std::unique_ptr<FaultInjectingReader> reader;
+  std::unique_ptr<Loader> loader;
+  Model model;
+  uint64_t noiseRng = 0;
+  snapshot::LossScaleState ls;
+  std::unique_ptr<StateBuffer> extra;
+  std::vector<Sample> batch;
+  std::vector<float> grad;
+};
+
+} // namespace
+
+int runTrainer(const TrainerOptions &o) {
+  Run run(o);
+  if (std::optional<int> stop = run.setUp())
+    return *stop;
+  if (std::optional<int> stop = run.restore())
+    return *stop;
+  mscale::worker::heartbeat(run.step); // restored (or starting): the executor times the resume from here
+  for (++run.step; run.step <= o.steps; ++run.step)
+    if (std::optional<int> stop = run.trainStep())
+      return *stop;
+  return run.finish();
 }
 
 } // namespace msc::workload
