@@ -38,7 +38,9 @@ void SessionWorkerHost::reap(pid_t pid) {
   }
 }
 
-void SessionWorkerHost::setScheduling(pid_t pid, int policy, int priority) { setProcessScheduling(pid, policy, priority); }
+void SessionWorkerHost::setScheduling(pid_t pid, int policy, int priority) {
+  setProcessScheduling(pid, policy, priority);
+}
 
 void SessionWorkerHost::exited(pid_t pid) { session_.workerExited(pid); }
 

@@ -184,12 +184,15 @@ void Supervisor::probeDevices(uint64_t now) {
     devices.push_back({ProbedKind::RdmaQpGroup, g.id});
   std::optional<DeviceLoss> loss = probes_.probe(
       devices,
-      [&](const ProbedDevice &d) { return d.kind == ProbedKind::GpuSlice ? gpu->heartbeat(d.id) : rdma->portActive(d.id); },
+      [&](const ProbedDevice &d) {
+        return d.kind == ProbedKind::GpuSlice ? gpu->heartbeat(d.id) : rdma->portActive(d.id);
+      },
       now);
   if (!loss)
     return;
   if (loss->device.kind == ProbedKind::GpuSlice) {
-    const HeldSlice &h = *std::find_if(slices.begin(), slices.end(), [&](const HeldSlice &x) { return x.id == loss->device.id; });
+    const HeldSlice &h =
+        *std::find_if(slices.begin(), slices.end(), [&](const HeldSlice &x) { return x.id == loss->device.id; });
     raise({FaultClass::GpuLost,
            gpu->name().str() + " slice " + std::to_string(h.id) + " on gpu " + std::to_string(h.gpu) + " of role '" +
                h.role + "' missed " + detectionPeriod(),
@@ -197,7 +200,8 @@ void Supervisor::probeDevices(uint64_t now) {
           now, loss->lastGoodNs);
     return;
   }
-  const HeldQpGroup &g = *std::find_if(groups.begin(), groups.end(), [&](const HeldQpGroup &x) { return x.id == loss->device.id; });
+  const HeldQpGroup &g =
+      *std::find_if(groups.begin(), groups.end(), [&](const HeldQpGroup &x) { return x.id == loss->device.id; });
   raise({FaultClass::RdmaPortDown, rdma->name().str() + " port '" + g.device + "' port " + std::to_string(g.port) +
                                        " of role '" + g.role + "' down for " + detectionPeriod()},
         now, loss->lastGoodNs);

@@ -361,7 +361,9 @@ bool WorkerGroup::finishing(unsigned r) const {
   return r < ranks_.size() && ranks_[r].control && ranks_[r].control->finishing();
 }
 
-bool WorkerGroup::exiting(unsigned r) const { return r < ranks_.size() && ranks_[r].pid > 0 && host_.exiting(ranks_[r].pid); }
+bool WorkerGroup::exiting(unsigned r) const {
+  return r < ranks_.size() && ranks_[r].pid > 0 && host_.exiting(ranks_[r].pid);
+}
 
 bool WorkerGroup::hasPages() const {
   return std::any_of(ranks_.begin(), ranks_.end(), [](const Rank &r) { return r.control != nullptr; });

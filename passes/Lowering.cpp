@@ -134,7 +134,8 @@ plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement,
     pft->set_snapshot_every_steps(ft.recovery_point->value.steps);
     pft->set_snapshot_interval_ns(ft.recovery_point->value.interval.value);
   }
-  pft->set_keep_snapshots(static_cast<uint32_t>(valueOr(ft.keep_snapshots, ir::defaults::fault_tolerance::keep_snapshots)));
+  pft->set_keep_snapshots(
+      static_cast<uint32_t>(valueOr(ft.keep_snapshots, ir::defaults::fault_tolerance::keep_snapshots)));
   pft->set_data_loader_offsets(valueOr(ft.stateful_io, bool(ir::defaults::fault_tolerance::stateful_io)));
   pft->set_rng_state(valueOr(ft.rng_state, bool(ir::defaults::fault_tolerance::rng_state)));
   pft->set_loss_scale(valueOr(ft.loss_scale, bool(ir::defaults::fault_tolerance::loss_scale)));
@@ -149,8 +150,9 @@ plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement,
   const ir::ScalingFields &sc = contract.body.scaling;
   plan::ScalingPolicy *ps = out.mutable_scaling();
   ps->set_target_density(valueOr(compute.target_density, 0.0));
-  ps->set_deviation_ppm(
-      static_cast<uint32_t>(sc.density_deviation ? sc.density_deviation->value.value : uint64_t(ir::defaults::scaling::density_deviation)));
+  uint64_t deviation = sc.density_deviation ? sc.density_deviation->value.value
+                                            : uint64_t(ir::defaults::scaling::density_deviation);
+  ps->set_deviation_ppm(static_cast<uint32_t>(deviation));
   ps->set_scale_up_below_mc(sc.scale_up_below ? sc.scale_up_below->value.value : ir::defaults::scaling::scale_up_below);
   ps->set_throttle_at_mc(sc.throttle_at ? sc.throttle_at->value.value : ir::defaults::scaling::throttle_at);
   ps->set_hysteresis_mc(sc.hysteresis ? sc.hysteresis->value.value : ir::defaults::scaling::hysteresis);

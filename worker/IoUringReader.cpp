@@ -111,6 +111,219 @@ struct Block {
 
 } // namespace
 
+namespace {
+
+// One readFiles call: the files in order, a block per buffer, the buffers free and the blocks to
+// read again. Each file's bytes are handed over in order, whatever order the reads complete in.
+class BatchRead {
+public:
+  BatchRead(UringQueue &queue, const IoUringReader::Streaming &streaming, size_t blockSize, unsigned bufferCount,
+            const std::vector<std::string> &paths, const IoUringReader::Consumer &consume,
+            std::vector<IoUringReader::FileOffset> &offsets, uint64_t &bytes, std::string &error)
+      : queue_(queue), streaming_(streaming), blockSize_(blockSize), paths_(paths), consume_(consume),
+        offsets_(offsets), bytes_(bytes), error_(error), direct_(streaming.direct && blockSize % kDirectAlign == 0),
+        files_(paths.size()), blocks_(bufferCount) {
+    for (unsigned i = bufferCount; i-- > 0;)
+      freeBuffers_.push_back(i);
+  }
+  ~BatchRead() {
+    for (FileState &f : files_)
+      if (f.fd >= 0)
+        ::close(f.fd);
+  }
+
+  // After an error nothing more is queued, but what is in flight is waited for (it lands in the
+  // buffers) and delivered where it is next in its file: the caller keeps every block read correctly.
+  bool run() {
+    for (;;) {
+      fillQueue();
+      if (queue_.inFlight() == 0)
+        break; // everything delivered, or an error with nothing left in flight
+      if (int rc = queue_.submitAndWait(completions_); rc < 0) {
+        fail("io_uring_submit_and_wait: " + errnoText(-rc));
+        break; // the queue waited for what the kernel had taken; nothing is in flight
+      }
+      for (const UringQueue::Completion &c : completions_)
+        complete(c);
+      for (size_t i : active_)
+        deliver(i);
+      std::erase_if(active_, [&](size_t i) { return files_[i].done; });
+    }
+    return ok_;
+  }
+
+private:
+  // The rest of short reads first, then new blocks in file order.
+  void fillQueue() {
+    while (ok_ && !queue_.full() && !retries_.empty()) {
+      queueBlock(retries_.back());
+      retries_.pop_back();
+    }
+    while (ok_ && !freeBuffers_.empty() && !queue_.full() && next_ < files_.size()) {
+      FileState &f = files_[next_];
+      if (f.fd < 0 && !f.done && !open(next_))
+        break;
+      if (f.submitAt >= f.size) {
+        if (f.deliverAt >= f.size && !f.done)
+          finishFile(next_);
+        ++next_;
+        continue;
+      }
+      unsigned b = freeBuffers_.back();
+      freeBuffers_.pop_back();
+      uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(blockSize_, f.size - f.submitAt));
+      // O_DIRECT reads whole 4 KiB units; the last one returns what the file holds.
+      uint32_t readLen = f.direct ? static_cast<uint32_t>((len + kDirectAlign - 1) / kDirectAlign * kDirectAlign) : len;
+      uint32_t skip = static_cast<uint32_t>(f.deliverAt > f.submitAt ? f.deliverAt - f.submitAt : 0);
+      blocks_[b] = {next_, f.submitAt, len, readLen, skip, 0};
+      f.submitAt += len;
+      if (f.noWait && readCached(b)) {
+        f.ready.push_back(b);
+        deliver(next_); // in order unless earlier blocks of the file are still in flight
+        continue;
+      }
+      queueBlock(b);
+    }
+  }
+
+  // One completed read: the block is whole (ready), partly read (again), or failed.
+  void complete(const UringQueue::Completion &c) {
+    unsigned b = static_cast<unsigned>(c.tag);
+    Block &k = blocks_[b];
+    if (c.result == -EAGAIN || c.result == -EINTR) {
+      retries_.push_back(b);
+      return;
+    }
+    if (c.result < 0) {
+      fail("read of '" + paths_[k.file] + "' at offset " + std::to_string(k.offset + k.got) + ": " +
+           errnoText(-c.result));
+      freeBuffers_.push_back(b);
+      return;
+    }
+    if (c.result == 0 && k.got < k.length) {
+      fail("read of '" + paths_[k.file] + "' at offset " + std::to_string(k.offset + k.got) +
+           ": the file ended before its size, " + std::to_string(files_[k.file].size) + " bytes");
+      freeBuffers_.push_back(b);
+      return;
+    }
+    k.got += static_cast<uint32_t>(c.result);
+    if (k.got < k.length) {
+      // Short read (an interrupted one): read the rest; O_DIRECT again from a 4 KiB boundary.
+      if (files_[k.file].direct)
+        k.got = static_cast<uint32_t>(k.got / kDirectAlign * kDirectAlign);
+      retries_.push_back(b);
+      return;
+    }
+    files_[k.file].ready.push_back(b);
+  }
+
+  void finishFile(size_t i) {
+    FileState &f = files_[i];
+    ::close(f.fd);
+    f.fd = -1;
+    f.done = true;
+    offsets_[i].done = true;
+  }
+
+  void fail(std::string message) {
+    if (ok_)
+      error_ = std::move(message);
+    ok_ = false;
+  }
+
+  void queueBlock(unsigned b) {
+    Block &k = blocks_[b];
+    const FileState &f = files_[k.file];
+    queue_.queueRead(f.fd, queue_.buffer(b) + k.got, k.readLength - k.got, k.offset + k.got, b, static_cast<int>(b),
+                     streaming_.asyncBuffered && !f.direct);
+  }
+
+  // Hands over the blocks of file `i` that are next in order; closes the file once it is all delivered.
+  void deliver(size_t i) {
+    FileState &f = files_[i];
+    if (f.done)
+      return;
+    for (bool found = true; found && !f.ready.empty();) {
+      found = false;
+      for (size_t r = 0; r < f.ready.size(); ++r) {
+        unsigned b = f.ready[r];
+        const Block &k = blocks_[b];
+        if (k.offset + k.skip != f.deliverAt)
+          continue;
+        uint32_t n = k.length - k.skip;
+        consume_(i, f.deliverAt, std::string_view(queue_.buffer(b) + k.skip, n));
+        f.deliverAt += n;
+        bytes_ += n;
+        offsets_[i].offset = f.deliverAt;
+        f.ready[r] = f.ready.back();
+        f.ready.pop_back();
+        freeBuffers_.push_back(b);
+        found = true;
+        break;
+      }
+    }
+    if (f.deliverAt >= f.size && f.submitAt >= f.size)
+      finishFile(i);
+  }
+
+  // What the page cache already holds is a copy away: read it now, without blocking (RWF_NOWAIT), and
+  // leave only the rest to the ring. True when the block is complete.
+  bool readCached(unsigned b) {
+    Block &k = blocks_[b];
+    FileState &f = files_[k.file];
+    iovec iov{queue_.buffer(b), k.readLength};
+    ssize_t n = ::preadv2(f.fd, &iov, 1, static_cast<off_t>(k.offset), RWF_NOWAIT);
+    if (n < 0 && errno == EOPNOTSUPP)
+      f.noWait = false; // this file system cannot say "not cached"; the ring reads all of it
+    if (n <= 0)
+      return false;
+    k.got = static_cast<uint32_t>(n);
+    return k.got >= k.length;
+  }
+
+  bool open(size_t i) {
+    FileState &f = files_[i];
+    if (direct_) {
+      f.fd = ::open(paths_[i].c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
+      f.direct = f.fd >= 0;
+    }
+    if (f.fd < 0) // not asked for O_DIRECT, or the file system refuses it (tmpfs: EINVAL)
+      f.fd = ::open(paths_[i].c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (f.fd < 0 || ::fstat(f.fd, &st) != 0) {
+      fail("cannot open '" + paths_[i] + "': " + errnoText(errno));
+      return false;
+    }
+    f.size = static_cast<uint64_t>(st.st_size);
+    f.noWait = streaming_.pageCacheFirst && !f.direct;
+    f.deliverAt = std::min(offsets_[i].offset, f.size);
+    f.submitAt = f.direct && f.deliverAt < f.size ? f.deliverAt / kDirectAlign * kDirectAlign : f.deliverAt;
+    offsets_[i].offset = f.deliverAt;
+    offsets_[i].size = f.size;
+    active_.push_back(i);
+    return true;
+  }
+
+  UringQueue &queue_;
+  const IoUringReader::Streaming &streaming_;
+  const size_t blockSize_;
+  const std::vector<std::string> &paths_;
+  const IoUringReader::Consumer &consume_;
+  std::vector<IoUringReader::FileOffset> &offsets_;
+  uint64_t &bytes_;
+  std::string &error_;
+  const bool direct_;
+  std::vector<FileState> files_;
+  std::vector<Block> blocks_;
+  std::vector<unsigned> freeBuffers_, retries_;
+  std::vector<size_t> active_; // files opened and not done, in order
+  std::vector<UringQueue::Completion> completions_;
+  size_t next_ = 0; // the first file not fully queued
+  bool ok_ = true;
+};
+
+} // namespace
+
 bool IoUringReader::readFiles(const std::vector<std::string> &paths, const Consumer &consume, std::string &error) {
   offsets_.clear();
   for (const std::string &p : paths) {
@@ -128,175 +341,7 @@ bool IoUringReader::readFiles(const std::vector<std::string> &paths, const Consu
     error = "cannot allocate " + std::to_string(bufferCount) + " buffers of " + std::to_string(blockSize_) + " bytes";
     return false;
   }
-  const bool direct = streaming_.direct && blockSize_ % kDirectAlign == 0;
-  std::vector<FileState> files(paths.size());
-  std::vector<Block> blocks(bufferCount);
-  std::vector<unsigned> freeBuffers, retries;
-  for (unsigned i = bufferCount; i-- > 0;)
-    freeBuffers.push_back(i);
-  std::vector<size_t> active; // files opened and not done, in order
-  std::vector<UringQueue::Completion> completions;
-  size_t next = 0; // the first file not fully queued
-  bool ok = true;
-
-  auto finishFile = [&](size_t i) {
-    FileState &f = files[i];
-    ::close(f.fd);
-    f.fd = -1;
-    f.done = true;
-    offsets_[i].done = true;
-  };
-  auto fail = [&](std::string message) {
-    if (ok)
-      error = std::move(message);
-    ok = false;
-  };
-  auto queueBlock = [&](unsigned b) {
-    Block &k = blocks[b];
-    const FileState &f = files[k.file];
-    queue_->queueRead(f.fd, queue_->buffer(b) + k.got, k.readLength - k.got, k.offset + k.got, b, static_cast<int>(b),
-                      streaming_.asyncBuffered && !f.direct);
-  };
-  // Hands over the blocks of file `i` that are next in order; closes the file once it is all delivered.
-  auto deliver = [&](size_t i) {
-    FileState &f = files[i];
-    if (f.done)
-      return;
-    for (bool found = true; found && !f.ready.empty();) {
-      found = false;
-      for (size_t r = 0; r < f.ready.size(); ++r) {
-        unsigned b = f.ready[r];
-        const Block &k = blocks[b];
-        if (k.offset + k.skip != f.deliverAt)
-          continue;
-        uint32_t n = k.length - k.skip;
-        consume(i, f.deliverAt, std::string_view(queue_->buffer(b) + k.skip, n));
-        f.deliverAt += n;
-        bytes_ += n;
-        offsets_[i].offset = f.deliverAt;
-        f.ready[r] = f.ready.back();
-        f.ready.pop_back();
-        freeBuffers.push_back(b);
-        found = true;
-        break;
-      }
-    }
-    if (f.deliverAt >= f.size && f.submitAt >= f.size)
-      finishFile(i);
-  };
-  // What the page cache already holds is a copy away: read it now, without blocking (RWF_NOWAIT), and
-  // leave only the rest to the ring. True when the block is complete.
-  auto readCached = [&](unsigned b) {
-    Block &k = blocks[b];
-    FileState &f = files[k.file];
-    iovec iov{queue_->buffer(b), k.readLength};
-    ssize_t n = ::preadv2(f.fd, &iov, 1, static_cast<off_t>(k.offset), RWF_NOWAIT);
-    if (n < 0 && errno == EOPNOTSUPP)
-      f.noWait = false; // this file system cannot say "not cached"; the ring reads all of it
-    if (n <= 0)
-      return false;
-    k.got = static_cast<uint32_t>(n);
-    return k.got >= k.length;
-  };
-  auto open = [&](size_t i) {
-    FileState &f = files[i];
-    if (direct) {
-      f.fd = ::open(paths[i].c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
-      f.direct = f.fd >= 0;
-    }
-    if (f.fd < 0) // not asked for O_DIRECT, or the file system refuses it (tmpfs: EINVAL)
-      f.fd = ::open(paths[i].c_str(), O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (f.fd < 0 || ::fstat(f.fd, &st) != 0) {
-      fail("cannot open '" + paths[i] + "': " + errnoText(errno));
-      return false;
-    }
-    f.size = static_cast<uint64_t>(st.st_size);
-    f.noWait = streaming_.pageCacheFirst && !f.direct;
-    f.deliverAt = std::min(offsets_[i].offset, f.size);
-    f.submitAt = f.direct && f.deliverAt < f.size ? f.deliverAt / kDirectAlign * kDirectAlign : f.deliverAt;
-    offsets_[i].offset = f.deliverAt;
-    offsets_[i].size = f.size;
-    active.push_back(i);
-    return true;
-  };
-
-  // After an error nothing more is queued, but what is in flight is waited for (it lands in the
-  // buffers) and delivered where it is next in its file: the caller keeps every block read correctly.
-  for (;;) {
-    // Fill the queue: the rest of short reads first, then new blocks in file order.
-    while (ok && !queue_->full() && !retries.empty()) {
-      queueBlock(retries.back());
-      retries.pop_back();
-    }
-    while (ok && !freeBuffers.empty() && !queue_->full() && next < files.size()) {
-      FileState &f = files[next];
-      if (f.fd < 0 && !f.done && !open(next))
-        break;
-      if (f.submitAt >= f.size) {
-        if (f.deliverAt >= f.size && !f.done)
-          finishFile(next);
-        ++next;
-        continue;
-      }
-      unsigned b = freeBuffers.back();
-      freeBuffers.pop_back();
-      uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(blockSize_, f.size - f.submitAt));
-      // O_DIRECT reads whole 4 KiB units; the last one returns what the file holds.
-      uint32_t readLen = f.direct ? static_cast<uint32_t>((len + kDirectAlign - 1) / kDirectAlign * kDirectAlign) : len;
-      uint32_t skip = static_cast<uint32_t>(f.deliverAt > f.submitAt ? f.deliverAt - f.submitAt : 0);
-      blocks[b] = {next, f.submitAt, len, readLen, skip, 0};
-      f.submitAt += len;
-      if (f.noWait && readCached(b)) {
-        f.ready.push_back(b);
-        deliver(next); // in order unless earlier blocks of the file are still in flight
-        continue;
-      }
-      queueBlock(b);
-    }
-    if (queue_->inFlight() == 0)
-      break; // everything delivered, or an error with nothing left in flight
-    if (int rc = queue_->submitAndWait(completions); rc < 0) {
-      fail("io_uring_submit_and_wait: " + errnoText(-rc));
-      break; // the queue waited for what the kernel had taken; nothing is in flight
-    }
-    for (const UringQueue::Completion &c : completions) {
-      unsigned b = static_cast<unsigned>(c.tag);
-      Block &k = blocks[b];
-      if (c.result == -EAGAIN || c.result == -EINTR) {
-        retries.push_back(b);
-        continue;
-      }
-      if (c.result < 0) {
-        fail("read of '" + paths[k.file] + "' at offset " + std::to_string(k.offset + k.got) + ": " +
-             errnoText(-c.result));
-        freeBuffers.push_back(b);
-        continue;
-      }
-      if (c.result == 0 && k.got < k.length) {
-        fail("read of '" + paths[k.file] + "' at offset " + std::to_string(k.offset + k.got) +
-             ": the file ended before its size, " + std::to_string(files[k.file].size) + " bytes");
-        freeBuffers.push_back(b);
-        continue;
-      }
-      k.got += static_cast<uint32_t>(c.result);
-      if (k.got < k.length) {
-        // Short read (an interrupted one): read the rest; O_DIRECT again from a 4 KiB boundary.
-        if (files[k.file].direct)
-          k.got = static_cast<uint32_t>(k.got / kDirectAlign * kDirectAlign);
-        retries.push_back(b);
-        continue;
-      }
-      files[k.file].ready.push_back(b);
-    }
-    for (size_t i : active)
-      deliver(i);
-    std::erase_if(active, [&](size_t i) { return files[i].done; });
-  }
-  for (FileState &f : files)
-    if (f.fd >= 0)
-      ::close(f.fd);
-  return ok;
+  return BatchRead(*queue_, streaming_, blockSize_, bufferCount, paths, consume, offsets_, bytes_, error).run();
 }
 
 int64_t IoUringReader::readAt(const std::string &path, uint64_t offset, void *buf, size_t size) {

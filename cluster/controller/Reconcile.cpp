@@ -4,7 +4,8 @@
 
 namespace msc::cluster {
 
-etcd::Status commitActions(const std::vector<ContractAction> &actions, int64_t readRevision, const FencedCommit &commit) {
+etcd::Status commitActions(const std::vector<ContractAction> &actions, int64_t readRevision,
+                           const FencedCommit &commit) {
   for (const ContractAction &a : actions) {
     etcd::Txn txn;
     std::string contractKey = std::string(kContractsPrefix) + a.contract;

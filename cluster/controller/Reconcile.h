@@ -20,7 +20,8 @@ using FencedCommit = std::function<etcd::Result<etcd::TxnResult>(const etcd::Txn
 
 // Writes `actions` in order, each in one transaction guarded as its kind says (Decide.h), against
 // the state read at `readRevision`. Stops at the first write the store refuses and returns why.
-etcd::Status commitActions(const std::vector<ContractAction> &actions, int64_t readRevision, const FencedCommit &commit);
+etcd::Status commitActions(const std::vector<ContractAction> &actions, int64_t readRevision,
+                           const FencedCommit &commit);
 
 // Reads, decides, writes. Returns ERR_CLUSTER_001 (through Fencing) when the leadership was lost:
 // the caller stops leading.

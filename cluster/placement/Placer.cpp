@@ -241,7 +241,8 @@ PlacementResult Placer::place(const ir::Contract &contract, DiagnosticEngine &di
     DiagBuilder d = diags.report(DiagCode::ERR_PLACE_002, contract.nameRange);
     d << contract.name << wanted << static_cast<uint64_t>(registry_.size());
     if (contract.body.compute.nodes)
-      d.note(Location{contract.body.compute.nodes->origin.range, {}, 0}, "nodes = " + std::to_string(wanted) + " set here");
+      d.note(Location{contract.body.compute.nodes->origin.range, {}, 0},
+             "nodes = " + std::to_string(wanted) + " set here");
     return result;
   }
 

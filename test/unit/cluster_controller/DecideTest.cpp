@@ -39,7 +39,9 @@ const char *kPair = "import \"profiles/mlvm.msc\";\ncontract pair uses profile m
 struct Store {
   std::map<std::string, std::string> keys;
   int64_t revision = 40;
-  void node(const std::string &name) { keys[std::string(kNodesPrefix) + name] = encodeRegistration({"test", machineYaml()}); }
+  void node(const std::string &name) {
+    keys[std::string(kNodesPrefix) + name] = encodeRegistration({"test", machineYaml()});
+  }
   void contract(const std::string &name, const std::string &source) {
     keys[std::string(kContractsPrefix) + name] = encodeSubmission({name, source, {"/bin/true"}, {}});
   }
@@ -92,7 +94,8 @@ struct Cluster {
 };
 
 const ContractAction *actionFor(const Decision &d, const std::string &contract) {
-  auto it = std::find_if(d.actions.begin(), d.actions.end(), [&](const ContractAction &a) { return a.contract == contract; });
+  auto it = std::find_if(d.actions.begin(), d.actions.end(),
+                         [&](const ContractAction &a) { return a.contract == contract; });
   return it == d.actions.end() ? nullptr : &*it;
 }
 
@@ -217,7 +220,8 @@ TEST(Decide, AWithdrawnContractsAssignmentsAndStatusGo) {
 // unset; one that does not read refuses every placement.
 TEST(Decide, TheConfigInForceDecidesEachPlacement) {
   Cluster defaults({"n1", "n2"});
-  defaults.store.keys[kConfigKey] = encodeConfig({"test", "cluster: booster\nscaling: { affinity_policy: numa_first }\n"});
+  defaults.store.keys[kConfigKey] =
+      encodeConfig({"test", "cluster: booster\nscaling: { affinity_policy: numa_first }\n"});
   Decision d = defaults.decideAt();
   const ContractAction *a = actionFor(d, "pair");
   ASSERT_TRUE(a);

@@ -387,7 +387,8 @@ TEST_F(FrontendFiles, UnreadableInputs) {
 TEST_F(FrontendFiles, AFileInMemoryIsReadFirstAndImportsThroughTheSearchPathOnly) {
   write("lib.msc", "profile from_disk { cpu_cores = 2; }\n");
   std::map<std::string, std::string> memory = {
-      {"job.msc", "import \"lib.msc\";\ncontract job uses profile from_disk { io_topology { r { cpu_cores = [1]; } } }\n"}};
+      {"job.msc", "import \"lib.msc\";\n"
+                  "contract job uses profile from_disk { io_topology { r { cpu_cores = [1]; } } }\n"}};
   FrontendOptions options;
   options.memoryFiles = &memory;
   options.includeDirs = {dir.str().str()};

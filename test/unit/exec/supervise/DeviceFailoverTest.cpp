@@ -119,7 +119,8 @@ TEST(DeviceFailover, ASliceMovedOntoAMigGpuIsAMigSlice) {
 
 TEST(DeviceFailover, RefusedCandidatesAreTriedInTurnAndEachRefusalIsKept) {
   GpuFailover moved = moveOffLostGpu(planOnGpu0(), 0, mixedNode(), [](const hal::GpuRef &to, const plan::Plan &) {
-    return to.index == 3 ? std::optional<std::string>() : std::optional<std::string>("held by tenant " + std::to_string(to.index));
+    return to.index == 3 ? std::optional<std::string>()
+                         : std::optional<std::string>("held by tenant " + std::to_string(to.index));
   });
   ASSERT_TRUE(moved.moved);
   EXPECT_EQ(moved.to, 3u);
