@@ -13,6 +13,7 @@
 #include "worker/WorkerApi.h"
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,14 +64,15 @@ public:
 
   // Makes the next start fail (a launch error: ERR_EXEC_009), once.
   void failNextStart() { failNextStart_ = true; }
-  const std::vector<Worker> &workers() const { return workers_; }
+  // In start order; a reference to one stays valid while more are started.
+  const std::deque<Worker> &workers() const { return workers_; }
   Worker *find(pid_t pid);
   // The workers that run now (started, not ended), in start order.
   std::vector<pid_t> running() const;
 
 private:
   void end(Worker &w, int status);
-  std::vector<Worker> workers_;
+  std::deque<Worker> workers_;
   std::vector<pid_t> endOrder_;
   pid_t nextPid_ = kFirstPid;
   bool failNextStart_ = false;
