@@ -256,6 +256,22 @@ TEST(VirtualSupervisor, ASignalDuringTheBackOffEndsSupervisionWithoutARestart) {
   EXPECT_EQ(job.host.workers().size(), 2u);
 }
 
+// A restart that waited out its back-off and then cannot start ends supervision with status 1 and
+// the launch's ERR_EXEC_009, though no worker is left to report an end.
+TEST(VirtualSupervisor, ARestartThatCannotStartAfterTheBackOffEndsSupervision) {
+  VirtualJob job;
+  job.program = [&](pid_t pid, size_t, uint64_t) { job.host.exit(pid, 1); };
+  job.start({});
+  job.runFor(50 * kMs); // two attempts ended: the next restart waits 200 ms
+  ASSERT_EQ(job.host.workers().size(), 2u);
+  job.host.failNextStart();
+  job.runFor(1'000 * kMs);
+  EXPECT_EQ(job.status, std::optional<int>(1));
+  EXPECT_EQ(job.supervisor->finished(), std::optional<int>(1));
+  EXPECT_EQ(job.host.workers().size(), 2u);
+  EXPECT_TRUE(job.logged("error[ERR_EXEC_009]")) << job.logText();
+}
+
 TEST(VirtualSupervisor, AWarmStandbyIsStartedOnceTheJobRunsSteadyAndTakesOverAfterACrash) {
   VirtualJob job(/*standby=*/true);
   job.program = [&](pid_t pid, size_t attempt, uint64_t now) {
