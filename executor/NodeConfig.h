@@ -19,6 +19,7 @@
 //   log_file: /var/log/mscale-exec.log
 #pragma once
 
+#include "executor/host/HostBackend.h"
 #include "support/Diagnostic.h"
 
 #include <llvm/ADT/StringRef.h>
@@ -30,8 +31,6 @@
 #include <vector>
 
 namespace msc::exec {
-
-enum class HostBackend { Real, Sim };
 
 struct NodeConfig {
   std::vector<unsigned> gpus;

@@ -1,6 +1,6 @@
 #include "executor/ProcessTree.h"
 
-#include "executor/Sys.h"
+#include "executor/host/Sys.h"
 
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/ADT/StringRef.h>

@@ -7,7 +7,7 @@
 // plan's resources, supervised as one (executor/WorkerGroup); the status is the failing rank's.
 #pragma once
 
-#include "executor/Logger.h"
+#include "executor/core/Logger.h"
 #include "executor/NodeConfig.h"
 
 #include <string>

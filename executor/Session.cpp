@@ -1,7 +1,7 @@
 #include "executor/Session.h"
 
 #include "executor/ProcessTree.h"
-#include "executor/Sys.h"
+#include "executor/host/Sys.h"
 #include "executor/gpu/GpuApplier.h"
 #include "executor/gpu/GpuBackends.h"
 #include "executor/rdma/RdmaApplier.h"
@@ -48,16 +48,7 @@ static BackendOptions makeBackendOptions(const SessionOptions &o) {
 }
 
 bool Session::buildAppliers(DiagnosticEngine &diags) {
-  appliers_.clear();
-  if (options_.config.hostBackend == HostBackend::Sim) {
-    appliers_.push_back(createSimCpuApplier());
-    appliers_.push_back(createSimIoApplier());
-    appliers_.push_back(createSimMemoryApplier());
-  } else {
-    appliers_.push_back(createCpuApplier(options_.appliers));
-    appliers_.push_back(createIoApplier(options_.appliers));
-    appliers_.push_back(createMemoryApplier(options_.appliers));
-  }
+  appliers_ = createHostAppliers(options_.config.hostBackend, options_.appliers);
   Location where{{}, planName_, 0};
   if (plan_.gpu_slices_size() > 0) {
     std::string why;

@@ -4,10 +4,10 @@
 #pragma once
 
 #include "executor/core/Applier.h"
-#include "executor/Appliers.h"
+#include "executor/host/HostAppliers.h"
 #include "executor/gpu/GpuBackend.h"
 #include "hal/Topology.h"
-#include "executor/Logger.h"
+#include "executor/core/Logger.h"
 #include "executor/NodeConfig.h"
 
 #include <functional>

@@ -19,7 +19,7 @@
 #pragma once
 
 #include "admission/PlanRecheck.h"
-#include "executor/Logger.h"
+#include "executor/core/Logger.h"
 #include "executor/RecoveryTimeline.h"
 #include "executor/Session.h"
 #include "executor/WarmStandby.h"

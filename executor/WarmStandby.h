@@ -19,7 +19,7 @@
 //     supervise/StandbySchedule.h.
 #pragma once
 
-#include "executor/Logger.h"
+#include "executor/core/Logger.h"
 #include "executor/Session.h"
 #include "executor/WorkerGroup.h"
 #include "executor/supervise/StandbySchedule.h"

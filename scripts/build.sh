@@ -19,6 +19,9 @@ case "$flavour" in
 esac
 if command -v ccache >/dev/null; then
   export CCACHE_BASEDIR=$PWD
+  # Debug info names the build directory; without this a clone elsewhere (the CI check, the
+  # quickstart's fresh clone) misses the cache for every -g object (the asan flavour).
+  export CCACHE_NOHASHDIR=true
   args+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
 if [[ ! -f $dir/build.ninja ]]; then

@@ -14,7 +14,7 @@
 #include "cluster/keys/Keys.h"
 #include "cluster/etcd/EtcdClient.h"
 #include "cluster/etcd/Watch.h"
-#include "executor/Logger.h"
+#include "executor/core/Logger.h"
 
 #include <chrono>
 #include <functional>

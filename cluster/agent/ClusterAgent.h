@@ -7,7 +7,7 @@
 #include "cluster/agent/ContractCache.h"
 #include "cluster/agent/NodeRegistration.h"
 #include "cluster/etcd/EtcdClient.h"
-#include "executor/Logger.h"
+#include "executor/core/Logger.h"
 
 #include <functional>
 #include <memory>

@@ -13,7 +13,7 @@
 #include "cluster/keys/Keys.h"
 #include "cluster/etcd/EtcdClient.h"
 #include "cluster/etcd/Lease.h"
-#include "executor/Logger.h"
+#include "executor/core/Logger.h"
 
 #include <chrono>
 #include <condition_variable>

@@ -2,7 +2,7 @@
 #include "executor/agent/Agent.h"
 
 #include "executor/Supervisor.h"
-#include "executor/Sys.h"
+#include "executor/host/Sys.h"
 #include "executor/agent/Metrics.h"
 #include "executor/rdma/RdmaRetryCounters.h"
 #include "plan/PlanFile.h"

@@ -3,8 +3,8 @@
 // ledger entries as protocol statuses; the request counters of the metrics.
 #pragma once
 
-#include "executor/Appliers.h"
-#include "executor/Logger.h"
+#include "executor/host/HostAppliers.h"
+#include "executor/core/Logger.h"
 #include "executor/NodeConfig.h"
 #include "executor/agent/AgentServer.h"
 #include "executor/agent/NodeLedger.h"

@@ -1,7 +1,7 @@
 // The agent's poll loop: accept and check peers, decode frames, hand requests over, queue responses.
 #include "executor/agent/AgentServer.h"
 
-#include "executor/Sys.h"
+#include "executor/host/Sys.h"
 
 #include <llvm/ADT/StringRef.h>
 

@@ -3,7 +3,7 @@
 // timers. What a request means is the handler's business: this file only moves bytes.
 #pragma once
 
-#include "executor/Logger.h"
+#include "executor/core/Logger.h"
 #include "executor/agent/MetricsEndpoint.h"
 #include "executor/agent/Sockets.h"
 #include "executor/client/Protocol.h"

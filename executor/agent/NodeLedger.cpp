@@ -3,7 +3,7 @@
 
 #include "admission/PlanRecheck.h"
 #include "executor/WorkerVariables.h"
-#include "executor/Sys.h"
+#include "executor/host/Sys.h"
 #include "hal/LiveRefresh.h"
 #include "hal/Loader.h"
 #include "plan/PlanFile.h"

@@ -4,8 +4,8 @@
 #pragma once
 
 #include "admission/Claims.h"
-#include "executor/Appliers.h"
-#include "executor/Logger.h"
+#include "executor/host/HostAppliers.h"
+#include "executor/core/Logger.h"
 #include "executor/NodeConfig.h"
 #include "executor/Session.h"
 #include "executor/Supervisor.h"

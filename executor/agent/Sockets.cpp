@@ -1,7 +1,7 @@
 // Listening sockets, peer credentials and non-blocking reads and writes for the agent (Sockets.h).
 #include "executor/agent/Sockets.h"
 
-#include "executor/Sys.h"
+#include "executor/host/Sys.h"
 
 #include <arpa/inet.h>
 #include <cerrno>

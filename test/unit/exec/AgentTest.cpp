@@ -5,7 +5,7 @@
 
 #include "executor/agent/Agent.h"
 #include "executor/client/AgentClient.h"
-#include "executor/Sys.h"
+#include "executor/host/Sys.h"
 #include "plan/PlanFile.h"
 
 #include <csignal>

@@ -3,7 +3,7 @@
 #include "ExecTestUtil.h"
 
 #include "executor/Session.h"
-#include "executor/Sys.h"
+#include "executor/host/Sys.h"
 
 #include <sys/wait.h>
 

@@ -8,7 +8,7 @@
 #include "executor/ProcessTree.h"
 #include "executor/Session.h"
 #include "executor/Supervisor.h"
-#include "executor/Sys.h"
+#include "executor/host/Sys.h"
 #include "plan/PlanFile.h"
 #include "worker/WorkerApi.h"
 

@@ -1,7 +1,7 @@
 // The supervisor: how an exit is classified, the control page the executor and its worker share
 // (heartbeats, steps, slice hand-over notices), and the whole Supervisor in virtual time over the
 // SimWorkerHost (no process: its decisions as a node makes them, a thousand times faster).
-#include "executor/Logger.h"
+#include "executor/core/Logger.h"
 #include "executor/Session.h"
 #include "executor/Supervisor.h"
 #include "executor/supervise/SimWorkerHost.h"

@@ -1,4 +1,4 @@
-#include "executor/Sys.h"
+#include "executor/host/Sys.h"
 
 #include <cctype>
 #include <cerrno>

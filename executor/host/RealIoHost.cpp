@@ -1,20 +1,18 @@
-// IO applier: per contract, cgroup io weight and bandwidth limits where the kernel offers them
-// (v2 io.weight / io.max; v1 blkio.bfq.weight / blkio.throttle.*_bps_device), the node config's
+// host_backend real, IO: per contract, cgroup io weight and bandwidth limits where the kernel offers
+// them (v2 io.weight / io.max; v1 blkio.bfq.weight / blkio.throttle.*_bps_device), the node config's
 // NVMe scheduler on the plan's block devices, and a check that io_uring accepts each role's queue
-// depth (the worker's IoUringReader gets MSCALE_ROLE_<ROLE>_IO_DEPTH). What the node cannot do is
-// a WRN_EXEC_002 naming the setting, never silently dropped.
-#include "executor/Appliers.h"
-#include "executor/Logger.h"
-#include "executor/Sys.h"
-#include "executor/WorkerVariables.h"
+// depth. What the node cannot do is a WRN_EXEC_002 naming the setting, never silently dropped.
+#include "executor/host/Backends.h"
+
+#include "executor/core/Logger.h"
+#include "executor/host/Sys.h"
 #include "support/ContractCgroup.h"
 
 #include <liburing.h>
 
 #include <algorithm>
+#include <optional>
 #include <unistd.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 
 namespace msc::exec {
 
@@ -52,39 +50,28 @@ std::string activeScheduler(llvm::StringRef text) {
   return a == llvm::StringRef::npos || b == llvm::StringRef::npos ? text.trim().str() : text.slice(a + 1, b).str();
 }
 
-class IoApplier : public Applier {
+class RealIoHost final : public IoHost {
 public:
-  explicit IoApplier(const ApplierOptions &o) : opts_(o) {}
-  llvm::StringRef name() const override { return "io"; }
+  explicit RealIoHost(const ApplierOptions &o) : opts_(o) {}
 
-  bool apply(ApplyContext &ctx) override {
-    std::string error;
-    for (const plan::IoBinding &b : ctx.plan.io_bindings()) {
-      if (b.io_uring_depth()) {
-        io_uring ring;
-        int rc = io_uring_queue_init(b.io_uring_depth(), &ring, 0);
-        if (rc < 0) {
-          ctx.diags.report(DiagCode::ERR_EXEC_007) << b.io_uring_depth() << b.role() << errnoText(-rc);
-          undo(ctx);
-          return false;
-        }
-        io_uring_queue_exit(&ring);
-        described_.push_back(setIoDepthVariable(b, ctx.worker));
-      }
-      if (!b.block_device().empty() && !opts_.nvmeScheduler.empty() && !setScheduler(ctx, b))
-        return false;
-      if (b.io_weight() && !applyWeight(ctx, b))
-        return false;
-      if (b.io_limit_bps() && !applyLimit(ctx, b))
-        return false;
-    }
-    if (ctx.injected("io")) {
-      ctx.diags.report(DiagCode::ERR_EXEC_008) << "io";
-      undo(ctx);
+  bool checkRingDepth(ApplyContext &ctx, const plan::IoBinding &b, std::string &) override {
+    io_uring ring;
+    int rc = io_uring_queue_init(b.io_uring_depth(), &ring, 0);
+    if (rc < 0) {
+      ctx.diags.report(DiagCode::ERR_EXEC_007) << b.io_uring_depth() << b.role() << errnoText(-rc);
       return false;
     }
-    for (const std::string &line : described_)
-      ctx.log.info(ctx.contractId, "io: " + line);
+    io_uring_queue_exit(&ring);
+    return true;
+  }
+
+  bool applySettings(ApplyContext &ctx, const plan::IoBinding &b, std::vector<std::string> &lines) override {
+    if (!b.block_device().empty() && !opts_.nvmeScheduler.empty())
+      setScheduler(ctx, b, lines);
+    if (b.io_weight() && !applyWeight(ctx, b, lines))
+      return false;
+    if (b.io_limit_bps() && !applyLimit(ctx, b, lines))
+      return false;
     return true;
   }
 
@@ -97,15 +84,20 @@ public:
     return true;
   }
 
-  void rollback(ApplyContext &ctx) override {
-    undo(ctx);
-    ctx.log.info(ctx.contractId, "io: released");
+  void release(ApplyContext &ctx) override {
+    std::string error;
+    for (auto it = schedulers_.rbegin(); it != schedulers_.rend(); ++it)
+      if (!writeFileText(it->first, it->second, error))
+        ctx.log.error(ctx.contractId, "io: cannot restore " + it->first + ": " + error);
+    schedulers_.clear();
+    if (dir_ && dir_->created && !removeCgroup(dir_->path, error))
+      ctx.log.error(ctx.contractId, "io: " + error);
+    dir_.reset();
   }
 
-  std::vector<std::string> describe() const override { return described_; }
-
 private:
-  // The contract's io cgroup: v2 mscale/<ID> (made by the CPU applier, or here) or v1 blkio.
+  // The contract's io cgroup: v2 mscale/<ID> (made by the CPU backend, or here) or v1 blkio.
+  // nullopt with an error reported when it cannot be made.
   std::optional<std::string> ioDir(ApplyContext &ctx) {
     if (dir_)
       return dir_->path;
@@ -138,27 +130,28 @@ private:
     return *dir;
   }
 
-  bool applyWeight(ApplyContext &ctx, const plan::IoBinding &b) {
-    std::string setting = "io_weight " + std::to_string(b.io_weight()) + " of role '" + b.role() + "'";
-    bool v2 = opts_.cgroups.onV2("io");
-    if (!v2 && !opts_.cgroups.v1Mounts.count("blkio")) {
-      ctx.diags.report(DiagCode::WRN_EXEC_002) << setting << "no io controller on cgroup v2 and no v1 blkio hierarchy";
+  bool hasIoController(ApplyContext &ctx, const std::string &setting) {
+    if (opts_.cgroups.onV2("io") || opts_.cgroups.v1Mounts.count("blkio"))
       return true;
-    }
+    ctx.diags.report(DiagCode::WRN_EXEC_002) << setting << "no io controller on cgroup v2 and no v1 blkio hierarchy";
+    return false;
+  }
+
+  bool applyWeight(ApplyContext &ctx, const plan::IoBinding &b, std::vector<std::string> &lines) {
+    std::string setting = "io_weight " + std::to_string(b.io_weight()) + " of role '" + b.role() + "'";
+    if (!hasIoController(ctx, setting))
+      return true;
     unsigned before = ctx.diags.errorCount();
     std::optional<std::string> dir = ioDir(ctx);
-    if (!dir) {
-      if (ctx.diags.errorCount() != before)
-        return undo(ctx), false;
-      return true;
-    }
+    if (!dir)
+      return ctx.diags.errorCount() == before;
     std::string error;
-    if (v2) {
+    if (opts_.cgroups.onV2("io")) {
       if (!writeFileText(*dir + "/io.weight", "default " + std::to_string(b.io_weight()), error)) {
         ctx.diags.report(DiagCode::WRN_EXEC_002) << setting << (*dir + "/io.weight: " + error);
         return true;
       }
-      described_.push_back("cgroup2 io.weight " + std::to_string(b.io_weight()) + " (" + *dir + ")");
+      lines.push_back("cgroup2 io.weight " + std::to_string(b.io_weight()) + " (" + *dir + ")");
       return true;
     }
     // v1: only BFQ has a weight (1..1000); the plan's weight is on the v2 scale 1..10000.
@@ -172,7 +165,7 @@ private:
       ctx.diags.report(DiagCode::WRN_EXEC_002) << setting << (file + ": " + error);
       return true;
     }
-    described_.push_back("cgroup v1 blkio.bfq.weight " + std::to_string(w) + " (" + *dir + ")");
+    lines.push_back("cgroup v1 blkio.bfq.weight " + std::to_string(w) + " (" + *dir + ")");
     if (!b.block_device().empty()) {
       std::string disk = diskOf(b.block_device());
       if (std::optional<std::string> s = readFileText("/sys/block/" + disk + "/queue/scheduler"))
@@ -187,7 +180,7 @@ private:
     return true;
   }
 
-  bool applyLimit(ApplyContext &ctx, const plan::IoBinding &b) {
+  bool applyLimit(ApplyContext &ctx, const plan::IoBinding &b, std::vector<std::string> &lines) {
     uint64_t bytesPerSecond = b.io_limit_bps() / 8; // the plan's bandwidth is in bits per second
     std::string setting = "io_limit of role '" + b.role() + "'";
     if (b.block_device().empty()) {
@@ -199,21 +192,18 @@ private:
       ctx.diags.report(DiagCode::WRN_EXEC_002) << setting << "'" + b.block_device() + "' has no major:minor in sysfs";
       return true;
     }
-    bool v2 = opts_.cgroups.onV2("io");
-    if (!v2 && !opts_.cgroups.v1Mounts.count("blkio")) {
-      ctx.diags.report(DiagCode::WRN_EXEC_002) << setting << "no io controller on cgroup v2 and no v1 blkio hierarchy";
+    if (!hasIoController(ctx, setting))
       return true;
-    }
     unsigned before = ctx.diags.errorCount();
     std::optional<std::string> dir = ioDir(ctx);
     if (!dir)
-      return ctx.diags.errorCount() == before || (undo(ctx), false);
+      return ctx.diags.errorCount() == before;
     std::string error, bps = std::to_string(bytesPerSecond);
-    if (v2) {
+    if (opts_.cgroups.onV2("io")) {
       if (!writeFileText(*dir + "/io.max", *mm + " rbps=" + bps + " wbps=" + bps, error))
         ctx.diags.report(DiagCode::WRN_EXEC_002) << setting << (*dir + "/io.max: " + error);
       else
-        described_.push_back("cgroup2 io.max " + *mm + " rbps=wbps=" + bps);
+        lines.push_back("cgroup2 io.max " + *mm + " rbps=wbps=" + bps);
       return true;
     }
     for (const char *f : {"blkio.throttle.read_bps_device", "blkio.throttle.write_bps_device"})
@@ -221,50 +211,36 @@ private:
         ctx.diags.report(DiagCode::WRN_EXEC_002) << setting << (*dir + "/" + f + ": " + error);
         return true;
       }
-    described_.push_back("cgroup v1 blkio.throttle read/write " + *mm + " " + bps + " B/s");
+    lines.push_back("cgroup v1 blkio.throttle read/write " + *mm + " " + bps + " B/s");
     return true;
   }
 
-  bool setScheduler(ApplyContext &ctx, const plan::IoBinding &b) {
+  void setScheduler(ApplyContext &ctx, const plan::IoBinding &b, std::vector<std::string> &lines) {
     std::string disk = diskOf(b.block_device());
     std::string path = "/sys/block/" + disk + "/queue/scheduler";
     std::optional<std::string> current = readFileText(path);
     if (!current) {
       ctx.diags.report(DiagCode::WRN_EXEC_002) << "nvme_scheduler " + opts_.nvmeScheduler << "'" + path + "' cannot be read";
-      return true;
+      return;
     }
     std::string old = activeScheduler(*current), error;
     if (old == opts_.nvmeScheduler)
-      return true;
+      return;
     if (!writeFileText(path, opts_.nvmeScheduler, error)) {
       ctx.diags.report(DiagCode::WRN_EXEC_002) << "nvme_scheduler " + opts_.nvmeScheduler << (path + ": " + error);
-      return true;
+      return;
     }
     schedulers_.push_back({path, old});
-    described_.push_back("scheduler of " + disk + ": " + opts_.nvmeScheduler + " (was " + old + ")");
-    return true;
-  }
-
-  void undo(ApplyContext &ctx) {
-    std::string error;
-    for (auto it = schedulers_.rbegin(); it != schedulers_.rend(); ++it)
-      if (!writeFileText(it->first, it->second, error))
-        ctx.log.error(ctx.contractId, "io: cannot restore " + it->first + ": " + error);
-    schedulers_.clear();
-    if (dir_ && dir_->created && !removeCgroup(dir_->path, error))
-      ctx.log.error(ctx.contractId, "io: " + error);
-    dir_.reset();
-    described_.clear();
+    lines.push_back("scheduler of " + disk + ": " + opts_.nvmeScheduler + " (was " + old + ")");
   }
 
   ApplierOptions opts_;
   std::optional<CgroupDir> dir_;
   std::vector<std::pair<std::string, std::string>> schedulers_;
-  std::vector<std::string> described_;
 };
 
 } // namespace
 
-std::unique_ptr<Applier> createIoApplier(const ApplierOptions &options) { return std::make_unique<IoApplier>(options); }
+std::unique_ptr<IoHost> createRealIoHost(const ApplierOptions &options) { return std::make_unique<RealIoHost>(options); }
 
 } // namespace msc::exec

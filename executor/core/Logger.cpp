@@ -1,4 +1,4 @@
-#include "executor/Logger.h"
+#include "executor/core/Logger.h"
 
 #include "support/DiagnosticPrinters.h"
 

@@ -1,6 +1,6 @@
-#include "executor/Cgroups.h"
+#include "executor/host/Cgroups.h"
 
-#include "executor/Sys.h"
+#include "executor/host/Sys.h"
 #include "support/ContractCgroup.h"
 
 #include <llvm/ADT/SmallVector.h>

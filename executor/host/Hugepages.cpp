@@ -1,6 +1,6 @@
-#include "executor/Hugepages.h"
+#include "executor/host/Hugepages.h"
 
-#include "executor/Sys.h"
+#include "executor/host/Sys.h"
 
 #include <mutex>
 
