@@ -44,6 +44,8 @@ plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement,
     prov->set_nodes(static_cast<uint32_t>(contract.body.compute.nodes->value));
 
   const ir::ComputeFields &compute = contract.body.compute;
+  if (compute.cpu_weight)
+    out.set_cpu_weight(static_cast<uint32_t>(compute.cpu_weight->value));
   unsigned division = compute.gpu_sm_slices && compute.gpu_sm_slices->value > 0
                           ? static_cast<unsigned>(compute.gpu_sm_slices->value)
                           : 1;

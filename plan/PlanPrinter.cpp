@@ -64,6 +64,8 @@ void dumpPlan(const Plan &plan, llvm::raw_ostream &os) {
     }
     os << "\n";
   }
+  if (plan.cpu_weight())
+    os << "  cpu weight " << plan.cpu_weight() << "\n";
   if (plan.gpu_slices_size()) {
     os << "gpu slices\n";
     for (const GpuSlice &s : plan.gpu_slices()) {

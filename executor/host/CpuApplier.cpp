@@ -63,6 +63,7 @@ private:
     CpuRequest request;
     request.cpus.assign(cpus.begin(), cpus.end());
     request.mems.assign(mems.begin(), mems.end());
+    request.weight = plan.cpu_weight();
     return request;
   }
 

@@ -33,6 +33,7 @@ struct ApplierOptions {
 // The contract's CPUs: where the contract's processes may run, and the cgroup it is traced by.
 struct CpuRequest {
   std::vector<unsigned> cpus, mems; // all the plan's roles together, sorted, unique; either may be empty
+  unsigned weight = 0;              // the plan's cpu_weight (cgroup2 cpu.weight scale); 0: the kernel's
 };
 
 class CpuHost {

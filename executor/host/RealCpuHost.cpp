@@ -1,6 +1,7 @@
 // host_backend real, CPU: the contract's cgroups (cgroup2 always, for tracing and PSI; cpuset on v2
 // where the controller is there, else the v1 cpuset hierarchy) restricted to the plan's CPUs and
-// NUMA nodes, and sched_setaffinity for the worker.
+// NUMA nodes, the contract's cpu weight (cgroup2 cpu.weight, else v1 cpu.shares), and
+// sched_setaffinity for the worker.
 #include "executor/host/Backends.h"
 
 #include "executor/core/Logger.h"
@@ -8,6 +9,8 @@
 #include "support/ContractCgroup.h"
 #include "support/CpuList.h"
 #include "worker/WorkerApi.h"
+
+#include <algorithm>
 
 namespace msc::exec {
 
@@ -28,8 +31,43 @@ public:
       cgroup2_ = d.path;
       lines.push_back("cgroup2 " + d.path);
     }
-    if (request.cpus.empty())
+    if (!request.cpus.empty() && !confineCpuset(ctx, request, lines))
+      return false;
+    return request.weight == 0 || weigh(ctx, request.weight, lines);
+  }
+
+  bool attach(ApplyContext &ctx, pid_t worker, const std::vector<unsigned> &cpus) override {
+    std::string error;
+    for (const CgroupDir &d : dirs_)
+      if (!joinCgroup(d.path, worker, error)) {
+        ctx.diags.report(DiagCode::ERR_EXEC_003) << d.path << error;
+        return false;
+      }
+    if (cpus.empty())
       return true;
+    if (int rc = mscale::worker::pinToCpus(worker, cpus)) {
+      ctx.diags.report(DiagCode::ERR_EXEC_004) << worker << formatCpuList(cpus) << errnoText(rc);
+      return false;
+    }
+    ctx.log.info(ctx.contractId, "cpu: worker " + std::to_string(worker) + " pinned to CPUs " + formatCpuList(cpus));
+    return true;
+  }
+
+  void release(ApplyContext &ctx) override {
+    for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) {
+      std::string error;
+      if (!removeCgroup(it->path, error))
+        ctx.log.error(ctx.contractId, "cpu: " + error);
+    }
+    dirs_.clear();
+    cgroup2_.clear();
+  }
+
+  std::string cgroup2Dir() const override { return cgroup2_; }
+
+private:
+  bool confineCpuset(ApplyContext &ctx, const CpuRequest &request, std::vector<std::string> &lines) {
+    std::string error;
     bool v2 = opts_.cgroups.onV2("cpuset");
     std::optional<std::string> dir = opts_.cgroups.dirFor("cpuset", ctx.contractId);
     if (!dir) {
@@ -65,36 +103,43 @@ public:
     return true;
   }
 
-  bool attach(ApplyContext &ctx, pid_t worker, const std::vector<unsigned> &cpus) override {
-    std::string error;
-    for (const CgroupDir &d : dirs_)
-      if (!joinCgroup(d.path, worker, error)) {
-        ctx.diags.report(DiagCode::ERR_EXEC_003) << d.path << error;
-        return false;
-      }
-    if (cpus.empty())
+  // cpu_weight: cgroup2 cpu.weight (1..10000, 100 the default), else v1 cpu.shares on its scale
+  // (1024 the default). What the node cannot do is a WRN_EXEC_002, as for an io weight.
+  bool weigh(ApplyContext &ctx, unsigned weight, std::vector<std::string> &lines) {
+    std::string setting = "cpu_weight " + std::to_string(weight), error;
+    std::optional<std::string> dir = opts_.cgroups.dirFor("cpu", ctx.contractId);
+    if (!dir) {
+      ctx.diags.report(DiagCode::WRN_EXEC_002) << setting << "no cpu controller is mounted (v1 or v2)";
       return true;
-    if (int rc = mscale::worker::pinToCpus(worker, cpus)) {
-      ctx.diags.report(DiagCode::ERR_EXEC_004) << worker << formatCpuList(cpus) << errnoText(rc);
-      return false;
     }
-    ctx.log.info(ctx.contractId, "cpu: worker " + std::to_string(worker) + " pinned to CPUs " + formatCpuList(cpus));
+    bool v2 = opts_.cgroups.onV2("cpu");
+    if (v2) {
+      writeFileText(opts_.cgroups.v2Mount + "/cgroup.subtree_control", "+cpu", error);
+      std::string control = contractCgroupParent(opts_.cgroups.v2Mount) + "/cgroup.subtree_control";
+      if (!writeFileText(control, "+cpu", error))
+        return fail(ctx, control, error);
+    } else if (!holds(*dir)) {
+      CgroupDir d;
+      if (!createCgroup(*dir, false, d, error))
+        return fail(ctx, *dir, error);
+      dirs_.push_back(d);
+    }
+    std::string file = *dir + (v2 ? "/cpu.weight" : "/cpu.shares");
+    uint64_t value = v2 ? weight : std::clamp<uint64_t>(uint64_t{weight} * 1024 / 100, 2, 262144);
+    if (!writeFileText(file, std::to_string(value), error)) {
+      ctx.diags.report(DiagCode::WRN_EXEC_002) << setting << (file + ": " + error);
+      return true;
+    }
+    lines.push_back(v2 ? "cgroup2 cpu.weight " + std::to_string(value) + " (" + *dir + ")"
+                       : "cgroup v1 cpu.shares " + std::to_string(value) + " for cpu_weight " + std::to_string(weight) +
+                             " (" + *dir + ")");
     return true;
   }
 
-  void release(ApplyContext &ctx) override {
-    for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) {
-      std::string error;
-      if (!removeCgroup(it->path, error))
-        ctx.log.error(ctx.contractId, "cpu: " + error);
-    }
-    dirs_.clear();
-    cgroup2_.clear();
+  bool holds(const std::string &path) const {
+    return std::any_of(dirs_.begin(), dirs_.end(), [&](const CgroupDir &d) { return d.path == path; });
   }
 
-  std::string cgroup2Dir() const override { return cgroup2_; }
-
-private:
   bool fail(ApplyContext &ctx, const std::string &path, const std::string &error) {
     ctx.diags.report(DiagCode::ERR_EXEC_003) << path << error;
     release(ctx);

@@ -27,6 +27,8 @@ public:
     if (!request.cpus.empty())
       lines.push_back("sim cpuset: cpus " + formatCpuList(request.cpus) +
                       (request.mems.empty() ? "" : ", mems " + formatCpuList(request.mems)) + kNotApplied);
+    if (request.weight)
+      lines.push_back("sim cpu.weight " + std::to_string(request.weight) + kNotApplied);
     return true;
   }
   bool attach(ApplyContext &ctx, pid_t worker, const std::vector<unsigned> &cpus) override {

@@ -82,6 +82,36 @@ TEST(Appliers, ApplyAttachRelease) {
   EXPECT_FALSE(after.blkio);
 }
 
+// cpu_weight: read back from the kernel's own file, not from what the applier describes, and the
+// worker is in the cgroup that carries it.
+TEST(Appliers, CpuWeightIsWrittenWhereTheCpuControllerIsAndTheWorkerRunsUnderIt) {
+  MSC_REQUIRE_ROOT();
+  std::string contract = "gtest_weight_" + std::to_string(getpid());
+  SessionOptions o = options();
+  std::optional<std::string> dir = o.appliers.cgroups.dirFor("cpu", contract);
+  if (!dir)
+    GTEST_SKIP() << "no cpu controller is mounted (v1 or v2) on this kernel";
+  bool v2 = o.appliers.cgroups.onV2("cpu");
+  Logger log("test", false);
+  CollectingConsumer sink;
+  DiagnosticEngine diags(nullptr, sink);
+  plan::Plan p = livePlan(contract, false);
+  p.set_cpu_weight(300);
+  {
+    Session s(p, contract, "gtest plan", log, o);
+    ASSERT_TRUE(s.apply(diags)) << (sink.diags.empty() ? "" : sink.diags[0].message);
+    std::optional<std::string> value = readFileText(*dir + (v2 ? "/cpu.weight" : "/cpu.shares"));
+    ASSERT_TRUE(value) << *dir;
+    EXPECT_EQ(llvm::StringRef(*value).trim(), v2 ? "300" : "3072") << "v1 shares: 300 x 1024 / 100";
+    ASSERT_TRUE(s.startWorker({MSC_EXEC_TEST_WORKER, "sleep", "5"}, {}, diags));
+    std::optional<std::string> procs = readFileText(*dir + "/cgroup.procs");
+    ASSERT_TRUE(procs);
+    EXPECT_NE(procs->find(std::to_string(s.workerPid())), std::string::npos) << *procs;
+    s.release(diags);
+  }
+  EXPECT_FALSE(pathExists(*dir)) << "released with the contract";
+}
+
 class RollbackTest : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(RollbackTest, InjectedFailureLeavesNothingBehind) {

@@ -230,6 +230,7 @@ TEST_F(MemoryApplierOverAHost, APoolThatCannotBeMadeClosesTheOnesBeforeIt) {
 TEST(HostBackends, SimTouchesNothingAndSaysSoOnEveryLineOfTheHost) {
   plan::Plan plan = twoRolePlan();
   plan.mutable_io_bindings(0)->set_io_weight(300);
+  plan.set_cpu_weight(300);
   Logger log("test", false);
   CollectingConsumer sink;
   DiagnosticEngine diags(nullptr, sink);
@@ -246,6 +247,13 @@ TEST(HostBackends, SimTouchesNothingAndSaysSoOnEveryLineOfTheHost) {
   }
   EXPECT_EQ(worker.variables.count("MSCALE_CGROUP"), 0u);
   EXPECT_TRUE(sink.diags.empty());
+}
+
+TEST_F(CpuApplierOverAHost, ThePlansCpuWeightIsPartOfWhatTheBackendConfines) {
+  plan.set_cpu_weight(250);
+  auto applier = createCpuApplier(std::make_unique<RecordingCpuHost>(record));
+  ASSERT_TRUE(applier->apply(ctx));
+  EXPECT_EQ(record.confined.at(0).weight, 250u);
 }
 
 } // namespace
