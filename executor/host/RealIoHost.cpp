@@ -130,21 +130,25 @@ private:
     return *dir;
   }
 
-  bool hasIoController(ApplyContext &ctx, const std::string &setting) {
-    if (opts_.cgroups.onV2("io") || opts_.cgroups.v1Mounts.count("blkio"))
-      return true;
-    ctx.diags.report(DiagCode::WRN_EXEC_002) << setting << "no io controller on cgroup v2 and no v1 blkio hierarchy";
-    return false;
+  // The io cgroup for `setting`: nullopt when the node has no io controller (a WRN_EXEC_002 for the
+  // setting) or when the directory could not be made (an error, and `failed`).
+  std::optional<std::string> ioDirFor(ApplyContext &ctx, const std::string &setting, bool &failed) {
+    if (!opts_.cgroups.onV2("io") && !opts_.cgroups.v1Mounts.count("blkio")) {
+      ctx.diags.report(DiagCode::WRN_EXEC_002) << setting << "no io controller on cgroup v2 and no v1 blkio hierarchy";
+      return std::nullopt;
+    }
+    unsigned before = ctx.diags.errorCount();
+    std::optional<std::string> dir = ioDir(ctx);
+    failed = !dir && ctx.diags.errorCount() != before;
+    return dir;
   }
 
   bool applyWeight(ApplyContext &ctx, const plan::IoBinding &b, std::vector<std::string> &lines) {
     std::string setting = "io_weight " + std::to_string(b.io_weight()) + " of role '" + b.role() + "'";
-    if (!hasIoController(ctx, setting))
-      return true;
-    unsigned before = ctx.diags.errorCount();
-    std::optional<std::string> dir = ioDir(ctx);
+    bool failed = false;
+    std::optional<std::string> dir = ioDirFor(ctx, setting, failed);
     if (!dir)
-      return ctx.diags.errorCount() == before;
+      return !failed;
     std::string error;
     if (opts_.cgroups.onV2("io")) {
       if (!writeFileText(*dir + "/io.weight", "default " + std::to_string(b.io_weight()), error)) {
@@ -192,12 +196,10 @@ private:
       ctx.diags.report(DiagCode::WRN_EXEC_002) << setting << "'" + b.block_device() + "' has no major:minor in sysfs";
       return true;
     }
-    if (!hasIoController(ctx, setting))
-      return true;
-    unsigned before = ctx.diags.errorCount();
-    std::optional<std::string> dir = ioDir(ctx);
+    bool failed = false;
+    std::optional<std::string> dir = ioDirFor(ctx, setting, failed);
     if (!dir)
-      return ctx.diags.errorCount() == before;
+      return !failed;
     std::string error, bps = std::to_string(bytesPerSecond);
     if (opts_.cgroups.onV2("io")) {
       if (!writeFileText(*dir + "/io.max", *mm + " rbps=" + bps + " wbps=" + bps, error))
