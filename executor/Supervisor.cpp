@@ -438,11 +438,8 @@ bool Supervisor::moveOffLostGpu(unsigned lost, DiagnosticEngine &diags) {
   DiagnosticEngine quiet(nullptr, checks);
   std::optional<hal::Topology> node = loadNode(quiet);
   if (!node) {
-    std::string role;
-    for (const plan::GpuSlice &g : session_.plan().gpu_slices())
-      if (g.gpu_index() == lost)
-        role = g.role();
-    diags.report(DiagCode::ERR_EXEC_024) << role << lost << "the node's topology cannot be read";
+    diags.report(DiagCode::ERR_EXEC_024) << roleOnGpu(session_.plan(), lost) << lost
+                                         << "the node's topology cannot be read";
     return false;
   }
   admission::Held others = options_.admitted ? options_.admitted() : admission::Held{};

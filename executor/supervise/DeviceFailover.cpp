@@ -28,15 +28,22 @@ plan::Plan planMovedTo(const plan::Plan &current, unsigned lost, const hal::Topo
   return next;
 }
 
+std::string roleOnGpu(const plan::Plan &plan, unsigned gpu) {
+  std::string role;
+  for (const plan::GpuSlice &g : plan.gpu_slices())
+    if (g.gpu_index() == gpu)
+      role = g.role();
+  return role;
+}
+
 GpuFailover moveOffLostGpu(const plan::Plan &current, unsigned lost, const hal::Topology &node,
                            const FailoverAttempt &tryPlan) {
   GpuFailover out;
+  out.role = roleOnGpu(current, lost);
   int lostNuma = -1;
   for (const plan::GpuSlice &g : current.gpu_slices())
-    if (g.gpu_index() == lost) {
-      out.role = g.role();
+    if (g.gpu_index() == lost)
       lostNuma = g.numa_node();
-    }
   std::vector<hal::GpuRef> candidates = failoverCandidates(node, lost, lostNuma);
   if (candidates.empty()) {
     out.why = "the node has no other GPU";

@@ -19,6 +19,9 @@ namespace msc::exec {
 // local), then in index order.
 std::vector<hal::GpuRef> failoverCandidates(const hal::Topology &node, unsigned lost, int lostNuma);
 
+// The (last) role of `plan` with a slice on GPU `gpu`, "" when none has one: what a refusal names.
+std::string roleOnGpu(const plan::Plan &plan, unsigned gpu);
+
 // `current` with every slice of GPU `lost` bound to `to`.
 plan::Plan planMovedTo(const plan::Plan &current, unsigned lost, const hal::Topology &node, const hal::GpuRef &to);
 

@@ -142,3 +142,9 @@ TEST(DeviceFailover, ANodeWithoutAnotherGpuSaysSo) {
   EXPECT_EQ(moved.why, "the node has no other GPU");
   EXPECT_EQ(moved.role, "trainer");
 }
+
+TEST(DeviceFailover, TheRoleOnAGpuIsTheOneARefusalNames) {
+  plan::Plan p = planOnGpu0();
+  EXPECT_EQ(roleOnGpu(p, 0), "trainer");
+  EXPECT_EQ(roleOnGpu(p, 5), "") << "no slice on that GPU";
+}
