@@ -86,7 +86,7 @@ etcd::Status Controller::lead(const etcd::LeaderKey &leader, etcd::LeaseKeepAliv
   while (!stop) {
     if (keepAlive.lost())
       return keepAlive.lostStatus();
-    auto report = reconcile(client_, fencing, options_.reconcile, memory);
+    auto report = reconcile(client_, fencing, options_.reconcile, memory, *options_.clock);
     if (!report)
       return report.status();
     for (const std::string &p : report->placed)
@@ -112,8 +112,9 @@ etcd::Status Controller::lead(const etcd::LeaderKey &leader, etcd::LeaseKeepAliv
     if (!watch)
       return watch.status();
     // A contract waiting out the lost-node grace is looked at again when the grace has passed.
-    auto again = std::chrono::steady_clock::now() + options_.reconcile.lostNodeGrace;
-    while (!stop && !keepAlive.lost() && (report->waiting.empty() || std::chrono::steady_clock::now() < again)) {
+    uint64_t graceNs = static_cast<uint64_t>(std::chrono::nanoseconds(options_.reconcile.lostNodeGrace).count());
+    uint64_t again = after(options_.clock->monotonicNs(), graceNs);
+    while (!stop && !keepAlive.lost() && (report->waiting.empty() || options_.clock->monotonicNs() < again)) {
       auto events = (*watch)->next(report->waiting.empty() ? 1000ms : 200ms);
       if (!events)
         return events.status();

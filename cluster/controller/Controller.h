@@ -26,6 +26,8 @@ struct ControllerOptions {
   std::chrono::milliseconds retryDelay{1000}; // after a term ended, before campaigning again
   ReconcileOptions reconcile;
   std::function<void(const std::string &)> log; // one line per event
+  // What the lost-node grace and decide() read the time from (the watch still waits in real time).
+  const Clock *clock = &SystemClock::instance();
 };
 
 class Controller {
