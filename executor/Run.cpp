@@ -64,6 +64,7 @@ int runPlan(const RunOptions &o, Logger &log) {
   SupervisorOptions sup;
   sup.command = o.command;
   sup.maxRestarts = o.maxRestarts;
+  sup.crashLoopAfter = o.crashLoopAfter;
   sup.resumeAfterNodeLoss = o.resume;
   sup.nprocPerNode = o.nprocPerNode;
   if (!o.cudaCountersDir.empty()) {

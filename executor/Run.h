@@ -24,6 +24,7 @@ struct RunOptions {
   bool strictFingerprint = false;
   bool dryRun = false;             // re-check only
   unsigned maxRestarts = 10;       // worker restarts after faults before giving up
+  unsigned crashLoopAfter = 3;     // failures in a row at one step that are a crash loop (0: never)
   bool resume = false;             // a previous executor of this job was lost: resume from disk
   unsigned nprocPerNode = 0;       // ranks of the job (1..kMaxRanksPerNode); 0: one worker, no rank environment
   // Non-empty: workers run with the CUDA interposer preloaded and count their calls into this

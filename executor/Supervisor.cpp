@@ -31,6 +31,7 @@ RestartPolicyConfig restartConfig(const plan::FaultTolerance &ft, const Supervis
   RestartPolicyConfig config;
   config.recoverable = ft.snapshot_every_steps() || ft.snapshot_interval_ns();
   config.maxRestarts = o.maxRestarts;
+  config.crashLoopAfter = o.crashLoopAfter;
   config.backoffBaseNs = heartbeatIntervalNs(ft);
   config.backoffMaxNs = std::max(o.restartBackoffMaxNs, config.backoffBaseNs);
   return config;
@@ -132,6 +133,13 @@ void Supervisor::attemptStarted(uint64_t now) {
   liveness_.restart(group_.size(), now);
   attemptStartedNs_ = now;
   attemptFirstStep_.reset();
+}
+
+std::optional<uint64_t> Supervisor::attemptStep() const {
+  std::optional<uint64_t> step = group_.commonStep();
+  if (!attemptFirstStep_ || !step || *step == mscale::worker::kStepRestoring)
+    return std::nullopt;
+  return step;
 }
 
 bool Supervisor::attemptSteppedOn() const {
@@ -473,7 +481,7 @@ bool Supervisor::recover(const Fault &fault, DiagnosticEngine &diags, int &statu
   std::string what = std::string(faultClassName(fault.kind)) + " at " + stepText(fault.rank);
   record("fault", what + " (" + fault.detail + ")");
   uint64_t now = clock_.monotonicNs();
-  RestartDecision decision = restarts_.onFault(fault.kind, attemptSteppedOn(), attemptStartedNs_, now);
+  RestartDecision decision = restarts_.onFault(fault.kind, attemptSteppedOn(), attemptStartedNs_, now, attemptStep());
   switch (decision.verdict) {
   case RestartVerdict::NoRecoveryPoint:
     log_.error(contract, "fault " + what + " (" + fault.detail +
@@ -487,6 +495,12 @@ bool Supervisor::recover(const Fault &fault, DiagnosticEngine &diags, int &statu
   case RestartVerdict::BudgetSpent:
     diags.report(DiagCode::ERR_EXEC_023) << contract << options_.maxRestarts << "the last fault was " + what;
     record("gave-up", "after " + std::to_string(options_.maxRestarts) + " restarts");
+    status = 1;
+    return false;
+  case RestartVerdict::CrashLoop:
+    diags.report(DiagCode::ERR_EXEC_029) << contract << decision.loopFailures << decision.loopStep
+                                         << "the last was " + what + " (" + fault.detail + ")";
+    record("gave-up", "crash loop at step " + std::to_string(decision.loopStep));
     status = 1;
     return false;
   case RestartVerdict::Restart:

@@ -52,6 +52,8 @@ struct SupervisorOptions {
   WorkerHost *host = nullptr;
   std::map<std::string, std::string> environment; // extra worker environment (the submitter's)
   uint32_t maxRestarts = 10;
+  // Program faults in a row at the same step that stop the job as a crash loop (ERR_EXEC_029; 0: never).
+  uint32_t crashLoopAfter = 3;
   // Back-off between restarts of attempts that fail without progress (supervise/RestartPolicy.h):
   // from one heartbeat, doubling, up to this.
   uint64_t restartBackoffMaxNs = 5'000'000'000;
@@ -163,6 +165,8 @@ private:
   void attemptStarted(uint64_t now);
   // The attempt completed a step past the first one it reported (the one it resumed from).
   bool attemptSteppedOn() const;
+  // The step the current attempt has reached, once it reported one.
+  std::optional<uint64_t> attemptStep() const;
 
   Session &session_;
   Logger &log_;

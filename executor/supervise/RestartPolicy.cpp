@@ -6,7 +6,8 @@
 
 namespace msc::exec {
 
-RestartDecision RestartPolicy::onFault(FaultClass fault, bool steppedOn, uint64_t startedNs, uint64_t now) {
+RestartDecision RestartPolicy::onFault(FaultClass fault, bool steppedOn, uint64_t startedNs, uint64_t now,
+                                       std::optional<uint64_t> failedAtStep) {
   RestartDecision d;
   if (!config_.recoverable) {
     d.verdict = RestartVerdict::NoRecoveryPoint;
@@ -15,6 +16,21 @@ RestartDecision RestartPolicy::onFault(FaultClass fault, bool steppedOn, uint64_
   if (fault == FaultClass::DiskFull) {
     d.verdict = RestartVerdict::DiskFull;
     return d;
+  }
+  bool programFault = fault == FaultClass::WorkerCrashed || fault == FaultClass::WorkerHung;
+  if (programFault && failedAtStep) {
+    if (loopFailures_ > 0 && *failedAtStep <= loopStep_) {
+      ++loopFailures_;
+    } else {
+      loopStep_ = *failedAtStep;
+      loopFailures_ = 1;
+    }
+    if (config_.crashLoopAfter && loopFailures_ >= config_.crashLoopAfter) {
+      d.verdict = RestartVerdict::CrashLoop;
+      d.loopStep = loopStep_;
+      d.loopFailures = loopFailures_;
+      return d;
+    }
   }
   if (restarts_ >= config_.maxRestarts) {
     d.verdict = RestartVerdict::BudgetSpent;

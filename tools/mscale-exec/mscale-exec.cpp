@@ -47,6 +47,10 @@ cl::opt<std::string> CudaInterposer("cuda-interposer",
 cl::opt<bool> DryRun("check-only", cl::desc("Re-check the plan against the node and stop"), cl::sub(RunCmd));
 cl::opt<unsigned> MaxRestarts("max-restarts", cl::desc("Worker restarts after faults before giving up (default 10)"),
                               cl::init(10), cl::sub(RunCmd));
+cl::opt<unsigned> CrashLoopAfter("crash-loop-after",
+                                 cl::desc("Stop when this many attempts in a row crash or hang at the same step "
+                                          "(ERR_EXEC_029; default 3, 0: never)"),
+                                 cl::init(3), cl::sub(RunCmd));
 // A string, not cl::opt<unsigned>: "0", "two" and "1000" get the tool's coded error, not LLVM's.
 cl::opt<std::string> NprocPerNode("nproc-per-node",
                                   cl::desc("Run the worker command as N ranks of one job, like torchrun (RANK, "
@@ -206,6 +210,7 @@ int main(int argc, char **argv) {
     o.strictFingerprint = Strict;
     o.dryRun = DryRun;
     o.maxRestarts = MaxRestarts;
+    o.crashLoopAfter = CrashLoopAfter;
     o.resume = Resume;
     if (!CudaCounters.empty()) {
       if (!llvm::sys::fs::is_directory(CudaCounters)) {

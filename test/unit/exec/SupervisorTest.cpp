@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <string>
 #include <unistd.h>
@@ -242,6 +243,32 @@ TEST(VirtualSupervisor, RestartsThatMakeNoProgressBackOffAndTheBudgetEndsThem) {
   EXPECT_EQ(gaps, (std::vector<uint64_t>{1, 201, 401, 801}));
   EXPECT_TRUE(job.logged("back-off: 2 attempts in a row failed without progress; restart 2 in 200.0 ms"))
       << job.logText();
+}
+
+// A worker that resumes from step 20 and dies on reaching step 25, every time: progress each time,
+// so no back-off, yet the same step fails again; the third time is a crash loop, not restart 3.
+TEST(VirtualSupervisor, AWorkerFailingAtTheSameStepEveryTimeIsStoppedAsACrashLoop) {
+  VirtualJob job;
+  std::map<pid_t, uint64_t> startedAt;
+  job.program = [&](pid_t pid, size_t attempt, uint64_t now) {
+    uint64_t t0 = startedAt.try_emplace(pid, now).first->second;
+    uint64_t step = (attempt == 0 ? 0 : 20) + (now - t0) / (100 * kMs);
+    if (step >= 25)
+      job.host.exit(pid, 1);
+    else if ((now - t0) % (50 * kMs) == 0)
+      job.host.beat(pid, step);
+  };
+  job.start({});
+  job.runFor(60'000 * kMs);
+  ASSERT_EQ(job.status, std::optional<int>(1));
+  EXPECT_EQ(job.host.workers().size(), 3u) << "the first attempt and two restarts";
+  bool said = false;
+  for (const Diagnostic &d : job.sink.diags)
+    said |= d.code == DiagCode::ERR_EXEC_029 &&
+            d.message.find("3 attempts in a row failed at step 24") != std::string::npos;
+  EXPECT_TRUE(said);
+  EXPECT_FALSE(job.reported(DiagCode::ERR_EXEC_023)) << "the budget of 10 was not what ended it";
+  EXPECT_EQ(job.count("gave-up"), 1u);
 }
 
 TEST(VirtualSupervisor, ASignalDuringTheBackOffEndsSupervisionWithoutARestart) {

@@ -86,3 +86,35 @@ TEST(RestartPolicy, AnAttemptThatRanLongEnoughCountsAsProgressWithoutSteps) {
   EXPECT_EQ(policy.onFault(FaultClass::WorkerCrashed, false, 0, 60'000 * kMs).delayNs, 0u)
       << "a worker without a control page says no step: a minute of running is progress";
 }
+
+TEST(RestartPolicy, TheSameStepFailingAgainAndAgainIsACrashLoopEvenWithProgressBeforeIt) {
+  RestartPolicy policy(config());
+  // Each attempt resumes from step 20 and steps on (progress) to 30, where it fails.
+  EXPECT_TRUE(policy.onFault(FaultClass::WorkerCrashed, true, 0, kMs, 30).restarts());
+  EXPECT_TRUE(policy.onFault(FaultClass::WorkerHung, true, 0, kMs, 30).restarts()) << "a hang there counts too";
+  RestartDecision d = policy.onFault(FaultClass::WorkerCrashed, true, 0, kMs, 30);
+  EXPECT_EQ(d.verdict, RestartVerdict::CrashLoop);
+  EXPECT_EQ(d.loopStep, 30u);
+  EXPECT_EQ(d.loopFailures, 3u);
+  EXPECT_EQ(policy.restarts(), 2u) << "the loop costs no restart";
+}
+
+TEST(RestartPolicy, GettingPastTheStepBreaksTheLoopAndDeviceFaultsNeitherCountNorBreakIt) {
+  RestartPolicy policy(config());
+  EXPECT_TRUE(policy.onFault(FaultClass::WorkerCrashed, true, 0, kMs, 30).restarts());
+  EXPECT_TRUE(policy.onFault(FaultClass::WorkerCrashed, true, 0, kMs, 28).restarts()) << "no further: 2 in a row";
+  EXPECT_TRUE(policy.onFault(FaultClass::GpuLost, true, 0, kMs, 30).restarts()) << "the node's fault, not the step's";
+  EXPECT_TRUE(policy.onFault(FaultClass::WorkerCrashed, true, 0, kMs, 31).restarts()) << "past 30: a new run";
+  EXPECT_TRUE(policy.onFault(FaultClass::WorkerCrashed, true, 0, kMs, 31).restarts());
+  EXPECT_TRUE(policy.onFault(FaultClass::WorkerCrashed, false, 0, kMs).restarts()) << "no step reported: not counted";
+  EXPECT_EQ(policy.onFault(FaultClass::WorkerCrashed, true, 0, kMs, 31).verdict, RestartVerdict::CrashLoop);
+}
+
+TEST(RestartPolicy, ACrashLoopCheckOfZeroLeavesItToTheBudget) {
+  RestartPolicyConfig c = config(4);
+  c.crashLoopAfter = 0;
+  RestartPolicy policy(c);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_TRUE(policy.onFault(FaultClass::WorkerCrashed, true, 0, kMs, 30).restarts());
+  EXPECT_EQ(policy.onFault(FaultClass::WorkerCrashed, true, 0, kMs, 30).verdict, RestartVerdict::BudgetSpent);
+}
