@@ -674,8 +674,7 @@ std::optional<int> Supervisor::onWorkerExit(pid_t pid, int status, DiagnosticEng
   // The first rank to fail on its own ends the attempt of the whole job; later ends are the stop's.
   if (!completed && !stopping_ && !pendingFault_ && !cannotResume_) {
     bool several = group_.size() > 1;
-    if (WIFEXITED(status) && WEXITSTATUS(status) == kWorkerExitNoSnapshot &&
-        (restarts_.restarts() > 0 || options_.resumeAfterNodeLoss)) {
+    if (group_.saidNothingToResume(*rank)) {
       cannotResume_ = *rank;
     } else {
       Fault fault = classifyWorkerExit(status).value_or(Fault{});
@@ -723,7 +722,7 @@ std::optional<int> Supervisor::endAttempt(uint64_t now, DiagnosticEngine &diags)
   if (noSnapshot) {
     std::string who = group_.size() > 1 ? "rank " + std::to_string(*noSnapshot) : std::string("it");
     diags.report(DiagCode::ERR_EXEC_022)
-        << contract << who + " exited with status 3: no valid snapshot in any tier (see the worker's message)";
+        << contract << who + " found no valid snapshot in any tier (see the worker's message)";
     record("gave-up", "no valid snapshot");
     recovery_.active = false;
     return 1;

@@ -91,6 +91,8 @@ public:
   unsigned ranks() const override;
   std::optional<uint64_t> beats(unsigned r) const override;
   bool finishing(unsigned r) const override;
+  // Rank `r` said through its control page that it found no snapshot to resume from.
+  bool saidNothingToResume(unsigned r) const;
   bool exiting(unsigned r) const override;
   bool hasPages() const;
   // The step of `rank`, or of the job (the step every rank has done; kStepRestoring while any rank

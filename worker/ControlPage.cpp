@@ -51,6 +51,7 @@ void ControlPageHost::resetForNewWorker() {
   page_->beats.store(0, std::memory_order_relaxed);
   page_->milliTflops.store(0, std::memory_order_relaxed);
   page_->finishing.store(0, std::memory_order_relaxed);
+  page_->nothingToResume.store(0, std::memory_order_relaxed);
   page_->standbyWaiting.store(0, std::memory_order_relaxed);
   page_->takeOver.store(0, std::memory_order_relaxed);
   page_->standbyRuntimes.store(0, std::memory_order_relaxed);

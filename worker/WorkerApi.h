@@ -122,7 +122,9 @@ struct ControlPage {
   std::atomic<uint32_t> standbyWaiting;
   std::atomic<uint32_t> takeOver;
   std::atomic<uint32_t> standbyRuntimes; // kRuntimeCuda | kRuntimeVerbs
-  uint32_t reserved;
+  // Non-zero: the worker found no valid snapshot to resume from and is exiting (nothingToResume()).
+  // Said here, not by an exit status, which the worker's own program may use for anything.
+  std::atomic<uint32_t> nothingToResume;
   // "KEY=VALUE\0" to set, "KEY\0" to unset, ..., then an empty entry: MSCALE_RESTART_REASON, and
   // the device placement that changed since the standby started (a GPU move, an RDMA failover).
   char takeOverEnvironment[1536];
@@ -243,6 +245,13 @@ inline void heartbeat(uint64_t step) {
 inline void finishing() {
   if (ControlPage *c = controlPage())
     c->finishing.store(1, std::memory_order_release);
+}
+
+// The worker was restarted to resume and found no valid snapshot in any tier: it is exiting, and the
+// supervisor stops (ERR_EXEC_022) instead of restarting it again or starting the job from step 1.
+inline void nothingToResume() {
+  if (ControlPage *c = controlPage())
+    c->nothingToResume.store(1, std::memory_order_release);
 }
 
 // The worker's achieved TFLOP/s (model FLOPs per step / step time). The monitor uses it where the

@@ -80,6 +80,9 @@ MSC_WORKER_API int msc_worker_supervised(void); /* 1 when the process has a cont
 MSC_WORKER_API void msc_worker_heartbeat(uint64_t step);
 /* The work is done and the worker is exiting: silence is no longer a hang (within the exit grace). */
 MSC_WORKER_API void msc_worker_finishing(void);
+/* A restarted worker found no valid snapshot to resume from and is exiting: the supervisor stops
+ * (ERR_EXEC_022) rather than restart it or start the job afresh. */
+MSC_WORKER_API void msc_worker_nothing_to_resume(void);
 MSC_WORKER_API void msc_worker_report_throughput(double tflops);
 /* A warm standby (the plan's fault_tolerance.standby_worker; MSCALE_STANDBY=1 in its environment):
  * 1 until it has taken over. */

@@ -29,7 +29,6 @@ struct Fault {
 };
 
 // Worker exit statuses with a meaning to the supervisor (the worker side: WorkerApi.h users).
-constexpr int kWorkerExitNoSnapshot = 3;
 constexpr int kWorkerExitDiskFull = 73;
 constexpr int kWorkerExitIoError = 74;
 

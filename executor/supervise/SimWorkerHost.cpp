@@ -103,6 +103,12 @@ void SimWorkerHost::beat(pid_t pid, uint64_t step) {
   w->page->beats.fetch_add(1, std::memory_order_release);
 }
 
+void SimWorkerHost::sayNothingToResume(pid_t pid) {
+  Worker *w = find(pid);
+  if (w && !w->status && w->page)
+    w->page->nothingToResume.store(1, std::memory_order_release);
+}
+
 void SimWorkerHost::exit(pid_t pid, int code) {
   if (Worker *w = find(pid))
     end(*w, exitedStatus(code));

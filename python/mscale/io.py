@@ -20,9 +20,9 @@ from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Union
 from mscale import _native
 from mscale.errors import MScaleError, UsageError
 
-__all__ = ["DataError", "PlacementError", "UringReader", "finishing", "heartbeat", "library", "pin_to_role",
-           "report_throughput", "role_cpus", "role_io_depth", "role_worker_init", "supervised",
-           "DEFAULT_QUEUE_DEPTH"]
+__all__ = ["DataError", "PlacementError", "UringReader", "finishing", "heartbeat", "library",
+           "nothing_to_resume", "pin_to_role", "report_throughput", "role_cpus", "role_io_depth",
+           "role_worker_init", "supervised", "DEFAULT_QUEUE_DEPTH"]
 
 ABI_VERSION = 1
 LIBRARY_ENV = "MSCALE_WORKER_LIB"
@@ -77,6 +77,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "msc_worker_supervised": (c_int, []),
         "msc_worker_heartbeat": (None, [u64]),
         "msc_worker_finishing": (None, []),
+        "msc_worker_nothing_to_resume": (None, []),
         "msc_worker_report_throughput": (None, [ctypes.c_double]),
         "msc_worker_standby": (c_int, []),
         "msc_worker_take_over": (None, []),
@@ -221,6 +222,13 @@ def finishing() -> None:
     no-op when the process is not supervised."""
     library().msc_worker_finishing()
     _native.follow_take_over()
+
+
+def nothing_to_resume() -> None:
+    """Tells the supervisor this restarted worker found no valid snapshot and is exiting, so that it
+    stops (ERR_EXEC_022) instead of restarting it again.  ``ExactResume`` calls it before it raises
+    ERR_PY_022.  A no-op when the process is not supervised."""
+    library().msc_worker_nothing_to_resume()
 
 
 def standby() -> bool:

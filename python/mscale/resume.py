@@ -477,9 +477,10 @@ _hook_installed = False
 
 
 def _install_exit_status_hook() -> None:
-    """An uncaught ERR_PY_022 ends the process with status 3, which the supervisor reads as "nothing
-    to resume from" (ERR_EXEC_022) and does not retry; other uncaught errors keep Python's status 1.
-    The previous hook still prints the error."""
+    """An uncaught ERR_PY_022 tells the supervisor through the control page that there is nothing to
+    resume from (it stops with ERR_EXEC_022 and does not retry) and ends the process with status 3
+    for a shell to see; other uncaught errors keep Python's status 1. The previous hook still prints
+    the error. A program that catches ERR_PY_022 and goes on says nothing to the supervisor."""
     global _hook_installed
     if _hook_installed:
         return
@@ -491,6 +492,12 @@ def _install_exit_status_hook() -> None:
         else:
             previous(kind, value, tb)
         status = exit_status_of(value)
+        if status == EXIT_NOTHING_TO_RESUME:
+            try:
+                from mscale import io as worker_io  # the control page is the native library's
+                worker_io.nothing_to_resume()
+            except MScaleError:  # no native library: no page to tell, as there is none to beat on
+                pass
         if status != 1:
             sys.stderr.flush()
             os._exit(status)

@@ -259,6 +259,7 @@ public:
     }
     std::fprintf(stderr, "mscale-train-sim: %s\n", s.str().c_str());
     log.line("# " + s.str());
+    mscale::worker::nothingToResume();
     return kExitNoSnapshot;
   }
 

@@ -78,6 +78,9 @@ TEST(Supervisor, ControlPageCarriesHeartbeatsStepsAndHandOvers) {
 
   mscale::worker::finishing();
   EXPECT_TRUE(host->finishing());
+  EXPECT_FALSE(host->nothingToResume());
+  mscale::worker::nothingToResume();
+  EXPECT_TRUE(host->nothingToResume());
 
   // A new worker starts from its environment: no stale notice, no stale beats or throughput, and
   // not finishing (the previous worker's word would give it the exit grace against hangs).
@@ -86,6 +89,7 @@ TEST(Supervisor, ControlPageCarriesHeartbeatsStepsAndHandOvers) {
   EXPECT_EQ(host->beats(), 0u);
   EXPECT_EQ(host->reportedTflops(), 0.0);
   EXPECT_FALSE(host->finishing());
+  EXPECT_FALSE(host->nothingToResume()) << "the previous worker's word is not the new one's";
   EXPECT_FALSE(mscale::worker::pendingSliceUpdate(generation, slices));
   ::unsetenv("MSCALE_CONTROL_FD");
 }
@@ -269,6 +273,27 @@ TEST(VirtualSupervisor, AWorkerFailingAtTheSameStepEveryTimeIsStoppedAsACrashLoo
   EXPECT_TRUE(said);
   EXPECT_FALSE(job.reported(DiagCode::ERR_EXEC_023)) << "the budget of 10 was not what ended it";
   EXPECT_EQ(job.count("gave-up"), 1u);
+}
+
+// "Nothing to resume" is said on the control page: a restarted worker that says it ends supervision
+// with ERR_EXEC_022; one that merely exits 3 (its program's own status) is an ordinary crash.
+TEST(VirtualSupervisor, NothingToResumeIsWhatThePageSaysNotExitStatusThree) {
+  VirtualJob job;
+  job.program = [&](pid_t pid, size_t attempt, uint64_t now) {
+    if (attempt == 0 && now == 100 * kMs) {
+      job.host.beat(pid, 12);
+      job.host.exit(pid, 3); // the program's own status 3: a crash like any other
+    } else if (attempt == 1 && now == 200 * kMs) {
+      job.host.sayNothingToResume(pid);
+      job.host.exit(pid, 1);
+    }
+  };
+  job.start({});
+  job.runFor(10'000 * kMs);
+  ASSERT_EQ(job.status, std::optional<int>(1));
+  EXPECT_EQ(job.host.workers().size(), 2u) << "exit 3 was restarted; nothing to resume was not";
+  EXPECT_TRUE(job.logged("fault worker-crashed at step 12 (exit 3)")) << job.logText();
+  EXPECT_TRUE(job.reported(DiagCode::ERR_EXEC_022));
 }
 
 TEST(VirtualSupervisor, ASignalDuringTheBackOffEndsSupervisionWithoutARestart) {
