@@ -610,9 +610,9 @@ bool Supervisor::steadyForStandby() const {
 }
 
 void Supervisor::forwardSignal(int sig) {
-  standby_.discard(std::string("forwarding ") + strsignal(sig) + " to the worker");
+  standby_.discard(std::string("forwarding ") + signalName(sig) + " to the worker");
   if (pendingRestart_) { // nothing runs to forward it to: the restart is off, and so is supervision
-    log_.info(session_.contract(), std::string(strsignal(sig)) + " during the back-off: not restarting");
+    log_.info(session_.contract(), signalName(sig) + " during the back-off: not restarting");
     pendingRestart_.reset();
     recovery_.active = false;
     finished_ = 128 + sig;
@@ -623,7 +623,7 @@ void Supervisor::forwardSignal(int sig) {
   for (unsigned r = 0; r < group_.size(); ++r)
     if (pid_t pid = group_.rank(r).pid; pid > 0)
       log_.info(session_.contract(),
-                std::string("forwarding ") + strsignal(sig) + " to worker " + std::to_string(pid) + rankText(r));
+                std::string("forwarding ") + signalName(sig) + " to worker " + std::to_string(pid) + rankText(r));
   stopping_ = true;
   group_.signalAll(sig);
 }
@@ -667,7 +667,7 @@ std::optional<int> Supervisor::onWorkerExit(pid_t pid, int status, DiagnosticEng
     return std::nullopt; // not a worker of this contract
   log_.info(contract, "worker " + std::to_string(pid) + rankText(rank) +
                           (WIFEXITED(status) ? " exited with status " + std::to_string(WEXITSTATUS(status))
-                                             : std::string(" killed by ") + strsignal(WTERMSIG(status))));
+                                             : " killed by " + signalName(WTERMSIG(status))));
   if (handOver_.active)
     handOverTick(now);
   bool completed = WIFEXITED(status) && WEXITSTATUS(status) == 0;

@@ -348,7 +348,7 @@ TEST(WorkerGroup, SupervisorRestartsEveryRankWhenOneIsKilledAndCompletesWhenAllE
   std::string log = job.logText();
   EXPECT_NE(log.find("fault worker-crashed at step 0 (rank 1: SIGKILL); stopping the other ranks"), std::string::npos)
       << log;
-  EXPECT_NE(log.find("(rank 0) killed by Terminated"), std::string::npos) << log;
+  EXPECT_NE(log.find("(rank 0) killed by SIGTERM"), std::string::npos) << log;
   EXPECT_NE(log.find("restarting all 2 ranks after worker-crashed at step 0 from the newest snapshot (restart 1 of "
                      "at most 10)"),
             std::string::npos)
