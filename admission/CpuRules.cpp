@@ -4,8 +4,11 @@
 #include "support/CpuList.h"
 
 #include <llvm/ADT/STLExtras.h>
+#include <llvm/ADT/StringExtras.h>
 
+#include <algorithm>
 #include <map>
+#include <set>
 
 namespace msc::admission {
 
@@ -20,6 +23,45 @@ void checkNumaNode(const RoleClaims &role, const RuleContext &ctx) {
       << *role.numaNode;
 }
 
+// CPUs of a role that are not on its declared NUMA node: one ERR_HAL_CPU_006 for all of them (a
+// range written on the wrong node is one mistake), with a fix-it to as many CPUs of the right node.
+void reportOffNode(const RoleClaims &role, const std::vector<unsigned> &offNode, const std::set<unsigned> &onNodes,
+                   unsigned declared, const RuleContext &ctx) {
+  const hal::Topology &topo = ctx.topology;
+  bool one = offNode.size() == 1;
+  std::vector<unsigned> nodes(onNodes.begin(), onNodes.end());
+  DiagBuilder d = ctx.diags.report(DiagCode::ERR_HAL_CPU_006, ctx.at(role.cpusAt));
+  d << (one ? "CPU " : "CPUs ") + formatCpuList(offNode) << role.role
+    << std::string(one ? "is" : "are") + " on NUMA node" + (nodes.size() > 1 ? "s " : " ") + joinNumbers(nodes)
+    << declared;
+  if (role.numaAt.hasRange())
+    d.note(role.numaAt, "numa_node declared here");
+  // Whole cores first (the first CPU of each), then their siblings, so the fix-it splits no core
+  // that it need not.
+  std::vector<unsigned> usable, siblings;
+  for (unsigned cpu : topo.cpusOfNumaNode(declared))
+    if (topo.isPuOnline(cpu) && !llvm::is_contained(topo.isolatedCpus(), cpu) &&
+        !llvm::is_contained(topo.nohzFullCpus(), cpu))
+      (topo.firstPuOfCore(cpu) == cpu ? usable : siblings).push_back(cpu);
+  usable.insert(usable.end(), siblings.begin(), siblings.end());
+  d.note(Location::none(), "CPUs of NUMA node " + std::to_string(declared) + ": " +
+                               formatCpuList(topo.cpusOfNumaNode(declared)));
+  if (usable.size() < role.cpus.size()) {
+    d.note(Location::none(), "NUMA node " + std::to_string(declared) + " has " + std::to_string(usable.size()) +
+                                 " usable CPU(s), the role asks for " + std::to_string(role.cpus.size()));
+    return;
+  }
+  usable.resize(role.cpus.size());
+  std::sort(usable.begin(), usable.end());
+  std::string list = "[" + llvm::join(llvm::map_range(usable, [](unsigned c) { return std::to_string(c); }), ", ") + "]";
+  std::string message = "use " + std::to_string(usable.size()) + " CPU(s) of NUMA node " + std::to_string(declared) +
+                        ": cpu_cores = " + list;
+  if (ctx.at(role.cpusAt).hasRange())
+    d.noteWithFixIt(ctx.at(role.cpusAt), message, {ctx.at(role.cpusAt).range, list});
+  else
+    d.note(Location::none(), message);
+}
+
 // Checks each CPU of `role` alone; returns the role's CPUs grouped by physical core.
 std::map<unsigned, std::vector<unsigned>> checkEachCpu(const RoleClaims &role, const RuleContext &ctx) {
   const hal::Topology &topo = ctx.topology;
@@ -28,6 +70,8 @@ std::map<unsigned, std::vector<unsigned>> checkEachCpu(const RoleClaims &role, c
   bool bound = role.numaNode && topo.numaVertex(*role.numaNode) != hal::NoVertex;
   unsigned declared = bound ? *role.numaNode : 0;
   std::map<unsigned, std::vector<unsigned>> byCore;
+  std::vector<unsigned> offNode; // on another NUMA node than the declared one
+  std::set<unsigned> offNodes;
   for (unsigned cpu : role.cpus) {
     if (!topo.hasPu(cpu)) {
       ctx.diags.report(DiagCode::ERR_HAL_CPU_001, where)
@@ -54,15 +98,13 @@ std::map<unsigned, std::vector<unsigned>> checkEachCpu(const RoleClaims &role, c
           << cpu << role.role << isolatedBy;
     std::optional<unsigned> node = topo.numaNodeOfPu(cpu);
     if (bound && node && *node != declared) {
-      DiagBuilder d = ctx.diags.report(DiagCode::ERR_HAL_CPU_006, where);
-      if (role.numaAt.hasRange())
-        d.note(role.numaAt, "numa_node declared here");
-      d.note(Location::none(), "CPUs of NUMA node " + std::to_string(declared) + ": " +
-                                   formatCpuList(topo.cpusOfNumaNode(declared)));
-      d << cpu << role.role << *node << declared;
+      offNode.push_back(cpu);
+      offNodes.insert(*node);
     }
     byCore[topo.firstPuOfCore(cpu)].push_back(cpu);
   }
+  if (!offNode.empty())
+    reportOffNode(role, offNode, offNodes, declared, ctx);
   return byCore;
 }
 
