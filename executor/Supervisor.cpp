@@ -136,8 +136,11 @@ void Supervisor::attemptStarted(uint64_t now) {
 }
 
 std::optional<uint64_t> Supervisor::attemptStep() const {
+  // From the pages, not from what the ticks saw: an attempt that resumes and fails within a few
+  // milliseconds may end before a tick samples its first beat. A page's beats start at 0 with each
+  // worker, so a step is there only when this attempt reported one.
   std::optional<uint64_t> step = group_.commonStep();
-  if (!attemptFirstStep_ || !step || *step == mscale::worker::kStepRestoring)
+  if (!step || *step == mscale::worker::kStepRestoring)
     return std::nullopt;
   return step;
 }

@@ -165,7 +165,7 @@ private:
   void attemptStarted(uint64_t now);
   // The attempt completed a step past the first one it reported (the one it resumed from).
   bool attemptSteppedOn() const;
-  // The step the current attempt has reached, once it reported one.
+  // The step the current attempt has reached, once it reported one (read from the control pages).
   std::optional<uint64_t> attemptStep() const;
 
   Session &session_;

@@ -275,6 +275,22 @@ TEST(VirtualSupervisor, AWorkerFailingAtTheSameStepEveryTimeIsStoppedAsACrashLoo
   EXPECT_EQ(job.count("gave-up"), 1u);
 }
 
+// The same loop when each attempt resumes and fails within a millisecond, before any tick samples
+// its beats: the step it reached is read from its page.
+TEST(VirtualSupervisor, ACrashLoopFasterThanTheTicksIsStillOne) {
+  VirtualJob job;
+  job.program = [&](pid_t pid, size_t attempt, uint64_t) {
+    for (uint64_t step = attempt == 0 ? 0 : 20; step < 25; ++step)
+      job.host.beat(pid, step);
+    job.host.exit(pid, 1);
+  };
+  job.start({});
+  job.runFor(60'000 * kMs);
+  ASSERT_EQ(job.status, std::optional<int>(1));
+  EXPECT_EQ(job.host.workers().size(), 3u);
+  EXPECT_TRUE(job.reported(DiagCode::ERR_EXEC_029));
+}
+
 // "Nothing to resume" is said on the control page: a restarted worker that says it ends supervision
 // with ERR_EXEC_022; one that merely exits 3 (its program's own status) is an ordinary crash.
 TEST(VirtualSupervisor, NothingToResumeIsWhatThePageSaysNotExitStatusThree) {
