@@ -146,8 +146,8 @@ std::optional<uint64_t> Supervisor::attemptStep() const {
 }
 
 bool Supervisor::attemptSteppedOn() const {
-  std::optional<uint64_t> step = group_.commonStep();
-  return attemptFirstStep_ && step && *step != mscale::worker::kStepRestoring && *step > *attemptFirstStep_;
+  std::optional<uint64_t> step = attemptStep();
+  return attemptFirstStep_ && step && *step > *attemptFirstStep_;
 }
 
 void Supervisor::beginRecovery(const Fault &fault, uint64_t now, uint64_t lastGoodNs) {

@@ -1,15 +1,10 @@
 #include "executor/WorkerVariables.h"
 
 #include "interposer/cuda_counters.h"
-#include "support/CpuList.h"
-#include "worker/WorkerApi.h"
 
-#include <llvm/ADT/StringExtras.h>
+#include <llvm/ADT/StringRef.h>
 
-#include <algorithm>
 #include <cstdlib>
-#include <set>
-#include <unistd.h>
 
 namespace msc::exec {
 
