@@ -496,7 +496,8 @@ bool Supervisor::recover(const Fault &fault, DiagnosticEngine &diags, int &statu
     status = 1;
     return false;
   case RestartVerdict::BudgetSpent:
-    diags.report(DiagCode::ERR_EXEC_023) << contract << options_.maxRestarts << "the last fault was " + what;
+    diags.report(DiagCode::ERR_EXEC_023) << contract << options_.maxRestarts
+                                         << "the last fault was " + what + " (" + fault.detail + ")";
     record("gave-up", "after " + std::to_string(options_.maxRestarts) + " restarts");
     status = 1;
     return false;
@@ -605,7 +606,7 @@ uint64_t Supervisor::nextWakeNs(uint64_t now) const {
 }
 
 bool Supervisor::steadyForStandby() const {
-  if (!restarts_.budgetLeft() || !group_.running() || pendingFault_ || cannotResume_ || stopping_ ||
+  if (!restarts_.budgetLeft() || !group_.running() || pendingFault_ || giveUp_ || stopping_ ||
       recovery_.active || handOver_.active)
     return false;
   std::optional<uint64_t> step = group_.commonStep();
@@ -668,20 +669,25 @@ std::optional<int> Supervisor::onWorkerExit(pid_t pid, int status, DiagnosticEng
   std::optional<unsigned> rank = group_.exited(pid, status);
   if (!rank)
     return std::nullopt; // not a worker of this contract
+  WorkerGroup::SaidFailure said = group_.failureSaid(*rank);
   log_.info(contract, "worker " + std::to_string(pid) + rankText(rank) +
                           (WIFEXITED(status) ? " exited with status " + std::to_string(WEXITSTATUS(status))
-                                             : " killed by " + signalName(WTERMSIG(status))));
+                                             : " killed by " + signalName(WTERMSIG(status))) +
+                          (said.line.empty() ? "" : ": " + said.line));
   if (handOver_.active)
     handOverTick(now);
   bool completed = WIFEXITED(status) && WEXITSTATUS(status) == 0;
   // The first rank to fail on its own ends the attempt of the whole job; later ends are the stop's.
-  if (!completed && !stopping_ && !pendingFault_ && !cannotResume_) {
+  if (!completed && !stopping_ && !pendingFault_ && !giveUp_) {
     bool several = group_.size() > 1;
-    if (group_.saidNothingToResume(*rank)) {
-      cannotResume_ = *rank;
+    using mscale::worker::Failure;
+    if (said.kind == Failure::NothingToResume || said.kind == Failure::RetryCannotFix) {
+      giveUp_ = GiveUp{*rank, std::move(said)};
     } else {
       Fault fault = classifyWorkerExit(status).value_or(Fault{});
       fault.rank = *rank;
+      if (!said.line.empty())
+        fault.detail += ": " + said.line;
       if (several)
         fault.detail = "rank " + std::to_string(*rank) + ": " + fault.detail;
       log_.error(contract, std::string("fault ") + faultClassName(fault.kind) + " at " + stepText(rank) + " (" +
@@ -709,9 +715,9 @@ std::optional<int> Supervisor::endAttempt(uint64_t now, DiagnosticEngine &diags)
   bool completed = group_.allCompleted(); // even if a fault was raised meanwhile
   std::optional<Fault> fault = completed ? std::nullopt : pendingFault_;
   pendingFault_.reset();
-  std::optional<unsigned> noSnapshot = std::exchange(cannotResume_, std::nullopt);
-  int code = group_.failingStatus(fault ? fault->rank : noSnapshot);
-  if (completed || stopping_ || (!fault && !noSnapshot)) {
+  std::optional<GiveUp> giveUp = std::exchange(giveUp_, std::nullopt);
+  int code = group_.failingStatus(fault ? fault->rank : giveUp ? std::optional<unsigned>(giveUp->rank) : std::nullopt);
+  if (completed || stopping_ || (!fault && !giveUp)) {
     recovery_.active = false;
     if (completed) {
       uint32_t n = restarts_.restarts();
@@ -722,13 +728,19 @@ std::optional<int> Supervisor::endAttempt(uint64_t now, DiagnosticEngine &diags)
     }
     return code;
   }
-  if (noSnapshot) {
-    std::string who = group_.size() > 1 ? "rank " + std::to_string(*noSnapshot) : std::string("it");
-    diags.report(DiagCode::ERR_EXEC_022)
-        << contract << who + " found no valid snapshot in any tier (see the worker's message)";
-    record("gave-up", "no valid snapshot");
+  if (giveUp) {
+    std::string who = group_.size() > 1 ? "rank " + std::to_string(giveUp->rank) : std::string("it");
+    const std::string &line = giveUp->said.line;
+    if (giveUp->said.kind == mscale::worker::Failure::NothingToResume) {
+      diags.report(DiagCode::ERR_EXEC_022)
+          << contract << who + " found no valid snapshot in any tier" + (line.empty() ? " (see the worker's message)" : ": " + line);
+      record("gave-up", "no valid snapshot");
+    } else {
+      diags.report(DiagCode::ERR_EXEC_030) << contract << who + (line.empty() ? " gave no error line" : ": " + line);
+      record("gave-up", "a restart cannot fix it" + (line.empty() ? std::string() : ": " + line));
+    }
     recovery_.active = false;
-    return 1;
+    return code ? code : 1;
   }
   recovery_.timeline.stoppedNs = now;
   if (!recover(*fault, diags, code)) {

@@ -180,7 +180,12 @@ private:
   DeviceProbes probes_;
   Liveness liveness_;
   std::optional<Fault> pendingFault_;   // this attempt failed: the ranks still running are being stopped
-  std::optional<unsigned> cannotResume_; // a restarted rank found no snapshot (exit 3): stop, ERR_EXEC_022
+  // A rank said a restart cannot help (nothing to resume: ERR_EXEC_022; RetryCannotFix: ERR_EXEC_030).
+  struct GiveUp {
+    unsigned rank;
+    WorkerGroup::SaidFailure said;
+  };
+  std::optional<GiveUp> giveUp_;
   bool stopping_ = false;               // a forwarded signal: the worker's end is not a fault
   std::optional<int> finished_;         // see finished()
   uint64_t heartbeatNs_, windowNs_, hangAfterNs_;

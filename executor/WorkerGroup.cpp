@@ -357,8 +357,10 @@ std::optional<uint64_t> WorkerGroup::beats(unsigned r) const {
   return ranks_[r].control->beats();
 }
 
-bool WorkerGroup::saidNothingToResume(unsigned r) const {
-  return r < ranks_.size() && ranks_[r].control && ranks_[r].control->nothingToResume();
+WorkerGroup::SaidFailure WorkerGroup::failureSaid(unsigned r) const {
+  if (r >= ranks_.size() || !ranks_[r].control)
+    return {};
+  return {ranks_[r].control->failure(), ranks_[r].control->failureLine()};
 }
 
 bool WorkerGroup::finishing(unsigned r) const {

@@ -91,8 +91,13 @@ public:
   unsigned ranks() const override;
   std::optional<uint64_t> beats(unsigned r) const override;
   bool finishing(unsigned r) const override;
-  // Rank `r` said through its control page that it found no snapshot to resume from.
-  bool saidNothingToResume(unsigned r) const;
+  // What rank `r` said of its failure through its control page (WorkerApi.h: failed()): the kind
+  // decides whether a restart can help, the line goes into the log and the status.
+  struct SaidFailure {
+    mscale::worker::Failure kind = mscale::worker::Failure::None;
+    std::string line;
+  };
+  SaidFailure failureSaid(unsigned r) const;
   bool exiting(unsigned r) const override;
   bool hasPages() const;
   // The step of `rank`, or of the job (the step every rank has done; kStepRestoring while any rank

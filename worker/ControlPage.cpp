@@ -47,11 +47,25 @@ uint64_t ControlPageHost::publishSlices(const std::string &slices) {
   return page_->sliceGeneration.fetch_add(1, std::memory_order_acq_rel) + 1;
 }
 
+mscale::worker::Failure ControlPageHost::failure() const {
+  uint32_t said = page_->failure.load(std::memory_order_acquire);
+  using mscale::worker::Failure;
+  return said <= uint32_t(Failure::RetryCannotFix) ? Failure(said) : Failure::Retryable; // a word of a newer worker
+}
+
+std::string ControlPageHost::failureLine() const {
+  if (page_->failure.load(std::memory_order_acquire) == 0)
+    return {};
+  // The worker is gone or going: nothing writes the line now, but it may have left it unended.
+  return std::string(page_->failureLine, strnlen(page_->failureLine, sizeof page_->failureLine));
+}
+
 void ControlPageHost::resetForNewWorker() {
   page_->beats.store(0, std::memory_order_relaxed);
   page_->milliTflops.store(0, std::memory_order_relaxed);
   page_->finishing.store(0, std::memory_order_relaxed);
-  page_->nothingToResume.store(0, std::memory_order_relaxed);
+  page_->failure.store(0, std::memory_order_relaxed);
+  std::memset(page_->failureLine, 0, sizeof page_->failureLine);
   page_->standbyWaiting.store(0, std::memory_order_relaxed);
   page_->takeOver.store(0, std::memory_order_relaxed);
   page_->standbyRuntimes.store(0, std::memory_order_relaxed);

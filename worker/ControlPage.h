@@ -26,7 +26,10 @@ public:
   uint64_t beats() const { return page_->beats.load(std::memory_order_acquire); }
   uint64_t step() const { return page_->step.load(std::memory_order_relaxed); }
   bool finishing() const { return page_->finishing.load(std::memory_order_acquire) != 0; }
-  bool nothingToResume() const { return page_->nothingToResume.load(std::memory_order_acquire) != 0; }
+  // What the worker said of its failure (WorkerApi.h: failed()); None with an empty line when it
+  // said nothing.
+  mscale::worker::Failure failure() const;
+  std::string failureLine() const;
   double reportedTflops() const { return double(page_->milliTflops.load(std::memory_order_relaxed)) / 1000.0; }
   // Publishes a slice hand-over; returns its generation, 0 when the text does not fit the page.
   uint64_t publishSlices(const std::string &slices);

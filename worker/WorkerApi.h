@@ -9,6 +9,7 @@
 
 #include "support/CpuList.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 
@@ -122,9 +123,11 @@ struct ControlPage {
   std::atomic<uint32_t> standbyWaiting;
   std::atomic<uint32_t> takeOver;
   std::atomic<uint32_t> standbyRuntimes; // kRuntimeCuda | kRuntimeVerbs
-  // Non-zero: the worker found no valid snapshot to resume from and is exiting (nothingToResume()).
-  // Said here, not by an exit status, which the worker's own program may use for anything.
-  std::atomic<uint32_t> nothingToResume;
+  // What the worker said of its failure before exiting (a Failure; failed()), and the error line
+  // it gave, NUL-terminated, written before `failure` is stored. Said here, not by an exit status,
+  // which the worker's own program may use for anything.
+  std::atomic<uint32_t> failure;
+  char failureLine[256];
   // "KEY=VALUE\0" to set, "KEY\0" to unset, ..., then an empty entry: MSCALE_RESTART_REASON, and
   // the device placement that changed since the standby started (a GPU move, an RDMA failover).
   char takeOverEnvironment[1536];
@@ -239,6 +242,31 @@ inline void heartbeat(uint64_t step) {
   }
 }
 
+// What a failing worker says of its failure before it exits (ControlPage::failure). The supervisor
+// reads it once the worker has exited: the line goes into its log and `contract status`, the kind
+// decides whether a restart can help.
+enum class Failure : uint32_t {
+  None = 0,
+  Retryable = 1,       // an error line only: a restart may succeed (the restart policy decides)
+  NothingToResume = 2, // a restarted worker found no valid snapshot in any tier (ERR_EXEC_022)
+  RetryCannotFix = 3,  // the same job on the same inputs would fail the same way (ERR_EXEC_030)
+};
+
+// Says `kind` with `line` (its first line, cut to what the page holds; nullptr keeps the line
+// already said). No-op without a control page.
+inline void failed(Failure kind, const char *line) {
+  ControlPage *c = controlPage();
+  if (!c)
+    return;
+  if (line) {
+    size_t n = std::strcspn(line, "\n");
+    n = std::min(n, sizeof c->failureLine - 1);
+    std::memcpy(c->failureLine, line, n);
+    c->failureLine[n] = 0;
+  }
+  c->failure.store(static_cast<uint32_t>(kind), std::memory_order_release);
+}
+
 // The work is done and the worker is exiting: tearing down data loader processes, a process group,
 // files. That takes what it takes (seconds on a busy node), without steps to beat for, so from now
 // on the supervisor does not take silence for a hang until a generous exit grace has passed.
@@ -249,10 +277,7 @@ inline void finishing() {
 
 // The worker was restarted to resume and found no valid snapshot in any tier: it is exiting, and the
 // supervisor stops (ERR_EXEC_022) instead of restarting it again or starting the job from step 1.
-inline void nothingToResume() {
-  if (ControlPage *c = controlPage())
-    c->nothingToResume.store(1, std::memory_order_release);
-}
+inline void nothingToResume(const char *line = nullptr) { failed(Failure::NothingToResume, line); }
 
 // The worker's achieved TFLOP/s (model FLOPs per step / step time). The monitor uses it where the
 // backend has no per-slice counter (the cuda driver has none per green context).

@@ -190,6 +190,13 @@ int msc_worker_supervised(void) { return mscale::worker::detail::mapControlPage(
 void msc_worker_heartbeat(uint64_t step) { mscale::worker::heartbeat(step); }
 void msc_worker_finishing(void) { mscale::worker::finishing(); }
 void msc_worker_nothing_to_resume(void) { mscale::worker::nothingToResume(); }
+int msc_worker_failed(const char *line, int retry_cannot_fix) {
+  if (!line)
+    return EINVAL;
+  using mscale::worker::Failure;
+  mscale::worker::failed(retry_cannot_fix ? Failure::RetryCannotFix : Failure::Retryable, line);
+  return 0;
+}
 int msc_worker_standby(void) { return mscale::worker::standby() ? 1 : 0; }
 void msc_worker_take_over(void) { mscale::worker::takeOver(); }
 void msc_worker_report_throughput(double tflops) { mscale::worker::reportThroughput(tflops); }

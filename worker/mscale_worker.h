@@ -83,6 +83,11 @@ MSC_WORKER_API void msc_worker_finishing(void);
 /* A restarted worker found no valid snapshot to resume from and is exiting: the supervisor stops
  * (ERR_EXEC_022) rather than restart it or start the job afresh. */
 MSC_WORKER_API void msc_worker_nothing_to_resume(void);
+/* The worker is failing with error `line` (its first line is kept, up to 255 bytes): the supervisor
+ * logs it and shows it in `contract status`. With `retry_cannot_fix` non-zero a restart would fail
+ * the same way (a snapshot that does not fit the model, a wrong argument): the supervisor stops
+ * (ERR_EXEC_030) instead of spending its restarts. Call it before exiting; EINVAL for a NULL line. */
+MSC_WORKER_API int msc_worker_failed(const char *line, int retry_cannot_fix);
 MSC_WORKER_API void msc_worker_report_throughput(double tflops);
 /* A warm standby (the plan's fault_tolerance.standby_worker; MSCALE_STANDBY=1 in its environment):
  * 1 until it has taken over. */

@@ -1,6 +1,7 @@
 #include "executor/supervise/SimWorkerHost.h"
 
 #include <algorithm>
+#include <cstring>
 #include <csignal>
 #include <sys/mman.h>
 
@@ -103,10 +104,14 @@ void SimWorkerHost::beat(pid_t pid, uint64_t step) {
   w->page->beats.fetch_add(1, std::memory_order_release);
 }
 
-void SimWorkerHost::sayNothingToResume(pid_t pid) {
+void SimWorkerHost::sayFailed(pid_t pid, mscale::worker::Failure kind, const std::string &line) {
   Worker *w = find(pid);
-  if (w && !w->status && w->page)
-    w->page->nothingToResume.store(1, std::memory_order_release);
+  if (!w || w->status || !w->page)
+    return;
+  size_t n = std::min(line.size(), sizeof w->page->failureLine - 1);
+  std::memcpy(w->page->failureLine, line.data(), n);
+  w->page->failureLine[n] = 0;
+  w->page->failure.store(static_cast<uint32_t>(kind), std::memory_order_release);
 }
 
 void SimWorkerHost::exit(pid_t pid, int code) {

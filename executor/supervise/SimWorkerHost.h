@@ -57,8 +57,8 @@ public:
   // --- the workers' side ----------------------------------------------------------------------
   // A heartbeat at `step` (kStepRestoring while restoring), as WorkerApi.h's heartbeat() writes it.
   void beat(pid_t pid, uint64_t step);
-  // It found no snapshot to resume from, as WorkerApi.h's nothingToResume() says it.
-  void sayNothingToResume(pid_t pid);
+  // What it says of its failure before exiting, as WorkerApi.h's failed() says it.
+  void sayFailed(pid_t pid, mscale::worker::Failure kind, const std::string &line = {});
   // The worker exits with `code`.
   void exit(pid_t pid, int code);
   // Ends not yet handed to the supervisor, in the order they happened; each is marked reported.

@@ -20,6 +20,9 @@ This package grows module by module (issue 13):
 * ``mscale.errors`` -- the package's coded errors (``error[ERR_PY_NNN]: ...``).
 """
 
+import os as _os
+
+from mscale import resume as _resume
 from mscale.contract import ContractError, mscale_contract
 from mscale.data import StatefulDataLoader, StatefulSampler
 from mscale.errors import MScaleError, ResumeError, SnapshotError, UsageError
@@ -27,6 +30,12 @@ from mscale.resume import ExactResume, exit_status_of, mscale_restore, mscale_sn
 from mscale.gds import GDSLoader
 from mscale.io import UringReader, pin_to_role, role_worker_init
 from mscale.scheduler import MScaleLRScheduler
+
+# A supervised worker (mscale-exec gave it a control page) tells its supervisor what it died of,
+# whether or not it uses ExactResume: the error line for the log and `contract status`, and
+# whether a restart can help.
+if _os.environ.get("MSCALE_CONTROL_FD"):
+    _resume._install_exit_status_hook()
 
 __all__ = ["ContractError", "ExactResume", "GDSLoader", "MScaleError", "MScaleLRScheduler", "ResumeError",
            "SnapshotError", "StatefulDataLoader", "StatefulSampler", "UringReader", "UsageError", "exit_status_of",

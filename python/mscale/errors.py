@@ -47,7 +47,13 @@ def format_message(code: str, *args: object) -> str:
 
 
 class MScaleError(Exception):
-    """Base of the package's coded errors.  ``str(e)`` is ``error[CODE]: message``."""
+    """Base of the package's coded errors.  ``str(e)`` is ``error[CODE]: message``.
+
+    ``retry_cannot_fix`` says whether restarting the same job on the same inputs would meet the
+    error again: a supervised worker that dies of such an error tells the supervisor so, which then
+    stops (ERR_EXEC_030) instead of spending its restart budget."""
+
+    retry_cannot_fix = False
 
     def __init__(self, code: str, *args: object, notes: Optional[List[str]] = None) -> None:
         self.code = code
@@ -67,8 +73,14 @@ class SnapshotError(MScaleError):
 
 
 class ResumeError(MScaleError):
-    """A restarted job cannot continue where it stopped; it never silently starts over."""
+    """A restarted job cannot continue where it stopped; it never silently starts over.  The
+    snapshots are what they are: a restart finds the same ones."""
+
+    retry_cannot_fix = True
 
 
 class UsageError(MScaleError, TypeError):
-    """An argument the package cannot use (a wrong type, an unknown key, a missing piece)."""
+    """An argument the package cannot use (a wrong type, an unknown key, a missing piece).  The
+    program passes the same argument again after a restart."""
+
+    retry_cannot_fix = True

@@ -21,7 +21,7 @@ from mscale import _native
 from mscale.errors import MScaleError, UsageError
 
 __all__ = ["DataError", "PlacementError", "UringReader", "finishing", "heartbeat", "library",
-           "nothing_to_resume", "pin_to_role", "report_throughput", "role_cpus", "role_io_depth",
+           "failed", "nothing_to_resume", "pin_to_role", "report_throughput", "role_cpus", "role_io_depth",
            "role_worker_init", "supervised", "DEFAULT_QUEUE_DEPTH"]
 
 ABI_VERSION = 1
@@ -78,6 +78,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "msc_worker_heartbeat": (None, [u64]),
         "msc_worker_finishing": (None, []),
         "msc_worker_nothing_to_resume": (None, []),
+        "msc_worker_failed": (c_int, [c_str, c_int]),
         "msc_worker_report_throughput": (None, [ctypes.c_double]),
         "msc_worker_standby": (c_int, []),
         "msc_worker_take_over": (None, []),
@@ -229,6 +230,17 @@ def nothing_to_resume() -> None:
     stops (ERR_EXEC_022) instead of restarting it again.  ``ExactResume`` calls it before it raises
     ERR_PY_022.  A no-op when the process is not supervised."""
     library().msc_worker_nothing_to_resume()
+
+
+def failed(line: str, retry_cannot_fix: bool = False) -> None:
+    """Tells the supervisor this worker is failing with error ``line`` (its first line, up to 255
+    bytes, is kept): it logs the line and ``contract status`` shows it.  With ``retry_cannot_fix``
+    a restart would fail the same way (a snapshot that does not fit the model, a wrong argument),
+    so the supervisor stops with ERR_EXEC_030 instead of spending its restarts.  ``ExactResume``'s
+    exit hook calls it for an uncaught error.  A no-op when the process is not supervised."""
+    if not isinstance(line, str):
+        raise UsageError("ERR_PY_044", "failed(line): the line must be a str, got %r" % (line,))
+    library().msc_worker_failed(line.encode("utf-8", "replace"), 1 if retry_cannot_fix else 0)
 
 
 def standby() -> bool:

@@ -32,6 +32,7 @@ import io
 import os
 import random
 import sys
+import traceback
 import threading
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
@@ -477,10 +478,13 @@ _hook_installed = False
 
 
 def _install_exit_status_hook() -> None:
-    """An uncaught ERR_PY_022 tells the supervisor through the control page that there is nothing to
-    resume from (it stops with ERR_EXEC_022 and does not retry) and ends the process with status 3
-    for a shell to see; other uncaught errors keep Python's status 1. The previous hook still prints
-    the error. A program that catches ERR_PY_022 and goes on says nothing to the supervisor."""
+    """An uncaught error tells the supervisor through the control page what the worker died of:
+    its first line (the supervisor logs it and ``contract status`` shows it) and whether a restart
+    can help.  ERR_PY_022 says there is nothing to resume from (it stops with ERR_EXEC_022) and ends
+    the process with status 3 for a shell to see; another error a restart meets again (a
+    ``ResumeError`` or ``UsageError``, ``retry_cannot_fix``) stops it with ERR_EXEC_030; any other
+    keeps Python's status 1 and the restart policy decides.  The previous hook still prints the
+    error.  A program that catches an error and goes on says nothing to the supervisor."""
     global _hook_installed
     if _hook_installed:
         return
@@ -492,18 +496,28 @@ def _install_exit_status_hook() -> None:
         else:
             previous(kind, value, tb)
         status = exit_status_of(value)
-        if status == EXIT_NOTHING_TO_RESUME:
-            try:
-                from mscale import io as worker_io  # the control page is the native library's
+        try:
+            from mscale import io as worker_io  # the control page is the native library's
+            worker_io.failed(_error_line(kind, value), getattr(value, "retry_cannot_fix", False))
+            if status == EXIT_NOTHING_TO_RESUME:
                 worker_io.nothing_to_resume()
-            except MScaleError:  # no native library: no page to tell, as there is none to beat on
-                pass
+        except MScaleError:  # no native library: no page to tell, as there is none to beat on
+            pass
         if status != 1:
             sys.stderr.flush()
             os._exit(status)
 
     sys.excepthook = hook
     _hook_installed = True
+
+
+def _error_line(kind: type, value: BaseException) -> str:
+    """The line a person needs of an error that ended the worker: a coded error's first line, or
+    what Python prints last of a traceback (``ValueError: ...``)."""
+    if isinstance(value, MScaleError):
+        return value.render().splitlines()[0]
+    lines = traceback.format_exception_only(kind, value)
+    return lines[-1].strip() if lines else kind.__name__
 
 
 def exit_status_of(error: BaseException) -> int:

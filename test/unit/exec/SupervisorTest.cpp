@@ -78,9 +78,16 @@ TEST(Supervisor, ControlPageCarriesHeartbeatsStepsAndHandOvers) {
 
   mscale::worker::finishing();
   EXPECT_TRUE(host->finishing());
-  EXPECT_FALSE(host->nothingToResume());
+  using mscale::worker::Failure;
+  EXPECT_EQ(host->failure(), Failure::None);
+  EXPECT_EQ(host->failureLine(), "");
+  // The line is the error's first line, cut to what the page holds; a later word keeps it.
+  mscale::worker::failed(Failure::Retryable, ("error[ERR_PY_023]: " + std::string(400, 'x') + "\nnote: more").c_str());
+  EXPECT_EQ(host->failure(), Failure::Retryable);
+  EXPECT_EQ(host->failureLine(), ("error[ERR_PY_023]: " + std::string(400, 'x')).substr(0, 255));
   mscale::worker::nothingToResume();
-  EXPECT_TRUE(host->nothingToResume());
+  EXPECT_EQ(host->failure(), Failure::NothingToResume);
+  EXPECT_EQ(host->failureLine().size(), 255u);
 
   // A new worker starts from its environment: no stale notice, no stale beats or throughput, and
   // not finishing (the previous worker's word would give it the exit grace against hangs).
@@ -89,7 +96,8 @@ TEST(Supervisor, ControlPageCarriesHeartbeatsStepsAndHandOvers) {
   EXPECT_EQ(host->beats(), 0u);
   EXPECT_EQ(host->reportedTflops(), 0.0);
   EXPECT_FALSE(host->finishing());
-  EXPECT_FALSE(host->nothingToResume()) << "the previous worker's word is not the new one's";
+  EXPECT_EQ(host->failure(), Failure::None) << "the previous worker's word is not the new one's";
+  EXPECT_EQ(host->failureLine(), "");
   EXPECT_FALSE(mscale::worker::pendingSliceUpdate(generation, slices));
   ::unsetenv("MSCALE_CONTROL_FD");
 }
@@ -300,7 +308,7 @@ TEST(VirtualSupervisor, NothingToResumeIsWhatThePageSaysNotExitStatusThree) {
       job.host.beat(pid, 12);
       job.host.exit(pid, 3); // the program's own status 3: a crash like any other
     } else if (attempt == 1 && now == 200 * kMs) {
-      job.host.sayNothingToResume(pid);
+      job.host.sayFailed(pid, mscale::worker::Failure::NothingToResume);
       job.host.exit(pid, 1);
     }
   };
@@ -310,6 +318,34 @@ TEST(VirtualSupervisor, NothingToResumeIsWhatThePageSaysNotExitStatusThree) {
   EXPECT_EQ(job.host.workers().size(), 2u) << "exit 3 was restarted; nothing to resume was not";
   EXPECT_TRUE(job.logged("fault worker-crashed at step 12 (exit 3)")) << job.logText();
   EXPECT_TRUE(job.reported(DiagCode::ERR_EXEC_022));
+}
+
+// A worker's error line is in its exit's log line and the fault; one that says a restart cannot fix
+// it ends supervision at once (ERR_EXEC_030) with its line, the restart budget unspent.
+TEST(VirtualSupervisor, AnErrorNoRestartCanFixEndsSupervisionAtOnce) {
+  VirtualJob job;
+  using mscale::worker::Failure;
+  job.program = [&](pid_t pid, size_t attempt, uint64_t now) {
+    if (attempt == 0 && now == 100 * kMs) {
+      job.host.beat(pid, 12);
+      job.host.sayFailed(pid, Failure::Retryable, "RuntimeError: loss is nan");
+      job.host.exit(pid, 1);
+    } else if (attempt == 1 && now == 200 * kMs) {
+      job.host.sayFailed(pid, Failure::RetryCannotFix, "error[ERR_PY_023]: snapshot of step 10 does not fit this job");
+      job.host.exit(pid, 1);
+    }
+  };
+  job.start({});
+  job.runFor(10'000 * kMs);
+  ASSERT_EQ(job.status, std::optional<int>(1));
+  EXPECT_EQ(job.host.workers().size(), 2u) << "a plain error was restarted; one no restart can fix was not";
+  EXPECT_TRUE(job.logged("exited with status 1: RuntimeError: loss is nan")) << job.logText();
+  EXPECT_TRUE(job.logged("fault worker-crashed at step 12 (exit 1: RuntimeError: loss is nan)")) << job.logText();
+  ASSERT_TRUE(job.reported(DiagCode::ERR_EXEC_030));
+  bool named = false;
+  for (const Diagnostic &d : job.sink.diags)
+    named |= d.code == DiagCode::ERR_EXEC_030 && d.message.find("snapshot of step 10 does not fit") != std::string::npos;
+  EXPECT_TRUE(named) << "the give-up carries the worker's line";
 }
 
 TEST(VirtualSupervisor, ASignalDuringTheBackOffEndsSupervisionWithoutARestart) {
