@@ -48,6 +48,9 @@ struct HugepageClaim {
     RefusedByNodeConfig // the plan would reserve, the node's config forbids it
   } shortfall = Shortfall::Refuse;
   Location at;
+  // Why the pool lives on `numaNode` when that is not the role's own node ("NUMA node 0 is RDMA
+  // device 'mlx5_0''s, which the pool is registered with"); empty otherwise.
+  std::string nodeWhy = {};
   bool operator==(const HugepageClaim &) const = default;
 };
 

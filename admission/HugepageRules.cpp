@@ -1,6 +1,7 @@
 // Hugepage rules: the page size exists and the pool's NUMA node has the pages free, or the
 // shortfall becomes a planned reservation.
 #include "admission/Rules.h"
+#include "support/Quantity.h"
 #include "support/Units.h"
 
 #include <set>
@@ -61,19 +62,41 @@ std::vector<HugepageReservation> checkHugepages(const Claims &claims, const Rule
             << *node;
       continue;
     }
+    auto why = [&](DiagBuilder &d) {
+      if (!pool.nodeWhy.empty())
+        d.note(Location::none(), pool.nodeWhy);
+    };
+    // A pool is node memory set aside: no reservation can make one larger than its node.
+    uint64_t nodeBytes = topo.numaInfo(*node)->memoryBytes;
+    if (nodeBytes && pool.pageSize && pool.pages > nodeBytes / pool.pageSize) {
+      DiagBuilder d = ctx.diags.report(DiagCode::ERR_HAL_HUGE_004, where);
+      why(d);
+      d.note(Location::none(), "at most " + std::to_string(nodeBytes / pool.pageSize) + " page(s) of " + pageSize +
+                                   " fit in NUMA node " + std::to_string(*node) + ", before the kernel and the job take theirs");
+      d << role.role << pool.pages << pageSize << formatBytes({pool.pages * pool.pageSize}) << *node
+        << formatMeasuredBytes(nodeBytes);
+      continue;
+    }
     std::optional<uint64_t> free = topo.freeHugepages(*node, pool.pageSize);
     if (!free) {
-      ctx.diags.report(DiagCode::WRN_HAL_HUGE_003, where) << pageSize << *node;
+      DiagBuilder d = ctx.diags.report(DiagCode::WRN_HAL_HUGE_003, where);
+      why(d);
+      if (const hal::HugepagePool *recorded = topo.hugepagePool(*node, pool.pageSize))
+        d.note(Location::none(), "the topology records the pool of NUMA node " + std::to_string(*node) + ": " +
+                                     formatMeasuredBytes(pool.pageSize) + " pages " + recorded->freeText());
+      d << pageSize << *node;
       continue;
     }
     if (*free >= pool.pages)
       continue;
-    uint64_t shortfall = pool.pages - *free;
+    uint64_t available = *free;
+    uint64_t shortfall = pool.pages - available;
     if (pool.shortfall == HugepageClaim::Shortfall::Reserve) {
       reservations.push_back({role.role, shortfall});
       continue;
     }
     DiagBuilder d = ctx.diags.report(DiagCode::ERR_HAL_HUGE_002, where);
+    why(d);
     if (pool.shortfall == HugepageClaim::Shortfall::RefusedByNodeConfig)
       d.note(Location::none(), "the plan reserves the missing " + std::to_string(shortfall) +
                                    " page(s) but the node config sets hugepages.auto_allocate: false");
@@ -81,7 +104,7 @@ std::vector<HugepageReservation> checkHugepages(const Claims &claims, const Rule
       d.note(Location::none(), "set 'auto_allocate_hugepages = true;' to reserve the missing " +
                                    std::to_string(shortfall) + " page(s) when the plan is applied");
     d.note(Location::none(), "cat " + freePagesFile(*node, pool.pageSize) + " shows the free pages");
-    d << role.role << pool.pages << pageSize << *node << *free;
+    d << role.role << pool.pages << pageSize << *node << available;
   }
   return reservations;
 }

@@ -1,6 +1,7 @@
 #include "hal/Render.h"
 
 #include "support/CpuList.h"
+#include "support/Quantity.h"
 
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/Format.h>
@@ -8,14 +9,7 @@
 namespace msc::hal {
 namespace {
 
-std::string bytes(uint64_t b) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = double(b);
-  int u = 0;
-  while (v >= 1024 && u < 4)
-    v /= 1024, ++u;
-  return llvm::formatv("{0:f1} {1}", v, units[u]).str();
-}
+std::string bytes(uint64_t b) { return formatMeasuredBytes(b); }
 
 std::string hex4(unsigned a, unsigned b, const char *sep = ":") {
   char buf[32];
@@ -46,8 +40,7 @@ std::string details(const Topology &t, VertexId v) {
     if (!n.subtype.empty())
       out += ", " + n.subtype;
     for (const HugepagePool &h : n.hugepages)
-      out += ", " + bytes(h.pageSize) + " pages " + (h.free ? std::to_string(*h.free) + "/" : "") +
-             std::to_string(h.total) + " free";
+      out += ", " + bytes(h.pageSize) + " pages " + h.freeText();
     out += ")";
     break;
   }
@@ -282,8 +275,7 @@ void printHealth(const Topology &t, llvm::raw_ostream &os) {
     const NumaInfo &info = *t.numaInfo(n);
     for (const HugepagePool &h : info.hugepages) {
       anyPool = true;
-      os << "  node " << n << "  " << llvm::left_justify(bytes(h.pageSize), 10) << " "
-         << (h.free ? std::to_string(*h.free) : "?") << "/" << h.total << "\n";
+      os << "  node " << n << "  " << llvm::left_justify(bytes(h.pageSize), 10) << " " << h.freeText() << "\n";
     }
   }
   if (!anyPool)

@@ -317,14 +317,24 @@ const NumaInfo *Topology::numaInfo(unsigned os) const {
   return v == NoVertex ? nullptr : shape_->graph[v].as<NumaInfo>();
 }
 
-std::optional<uint64_t> Topology::freeHugepages(unsigned node, uint64_t pageSize) const {
+std::string HugepagePool::freeText() const {
+  return (free ? std::to_string(*free) : std::string("?")) + "/" + std::to_string(total) + " free" +
+         (free ? "" : " (the topology does not say how many)");
+}
+
+const HugepagePool *Topology::hugepagePool(unsigned node, uint64_t pageSize) const {
   const NumaInfo *info = numaInfo(node);
   if (!info)
-    return std::nullopt;
+    return nullptr;
   for (const HugepagePool &p : info->hugepages)
     if (p.pageSize == pageSize)
-      return p.free;
-  return std::nullopt;
+      return &p;
+  return nullptr;
+}
+
+std::optional<uint64_t> Topology::freeHugepages(unsigned node, uint64_t pageSize) const {
+  const HugepagePool *pool = hugepagePool(node, pageSize);
+  return pool ? pool->free : std::nullopt;
 }
 
 std::optional<uint64_t> Topology::numaDistance(unsigned a, unsigned b) const {

@@ -47,8 +47,13 @@ llvm::StringRef kindName(VertexKind kind);
 struct HugepagePool {
   uint64_t pageSize = 0; // bytes
   uint64_t total = 0;
-  std::optional<uint64_t> free; // unknown in hwloc XML
+  std::optional<uint64_t> free; // as the source gives it: unknown in hwloc XML
   bool operator==(const HugepagePool &) const = default;
+  // The one reading of a pool for every tool (topology show, hardware health, the compiler's
+  // warning): "3/16 free", or "?/16 free (the topology does not say how many)" where the source
+  // records the pool but not its free pages (an hwloc XML): a recording's pool says little of what
+  // will be free when a plan is applied, so nothing is inferred from it.
+  std::string freeText() const;
 };
 
 struct NumaInfo {
@@ -235,6 +240,7 @@ public:
   VertexId numaVertex(unsigned os) const;
   const NumaInfo *numaInfo(unsigned os) const;
   std::optional<uint64_t> freeHugepages(unsigned node, uint64_t pageSize) const;
+  const HugepagePool *hugepagePool(unsigned node, uint64_t pageSize) const; // nullptr: no such pool
   std::optional<uint64_t> numaDistance(unsigned a, unsigned b) const;
   // The distance matrix as set: row/column order by NUMA os index, then row-major values.
   const std::vector<unsigned> &numaDistanceOrder() const { return shape_->distOrder; }

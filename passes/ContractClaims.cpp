@@ -72,6 +72,9 @@ admission::Claims claimsOf(const ir::Contract &contract, const Placement &placem
     if (f.memory_pool) {
       admission::HugepageClaim &h = c.hugepages.emplace();
       h.numaNode = r->poolNumaNode ? r->poolNumaNode : r->numaNode;
+      if (r->rdmaNumaNode && h.numaNode == r->rdmaNumaNode && h.numaNode != r->numaNode)
+        h.nodeWhy = "NUMA node " + std::to_string(*h.numaNode) + " is RDMA device '" + r->rdmaDevice +
+                    "''s, which the pool is registered with";
       h.pageSize = f.memory_pool->value.pageSize.value;
       h.pages = f.memory_pool->value.count;
       if (autoAllocate && autoAllocate->value)

@@ -46,8 +46,7 @@ public:
     const ir::PolicyFields &policy = ctx.contract.body.policy;
     if (policy.cross_domain_io && !policy.cross_domain_io->value)
       checkCrossDomain(ctx);
-    if (policy.affinity_policy && policy.affinity_policy->value == "pcie_domain_first")
-      checkNicAffinity(ctx);
+    checkNicAffinity(ctx, policy.affinity_policy && policy.affinity_policy->value == "pcie_domain_first");
     (void)topo;
   }
 
@@ -155,7 +154,9 @@ private:
     }
   }
 
-  void checkNicAffinity(PassContext &ctx) {
+  // Under pcie_domain_first a closer usable NIC makes the pairing an error; under any policy a NIC
+  // across the inter-socket link from its GPU (SYS) is a warning, as CPUs far from the GPU are.
+  void checkNicAffinity(PassContext &ctx, bool pcieDomainFirst) {
     const hal::Topology &topo = *ctx.topology;
     for (const ir::Role &role : ctx.contract.body.roles) {
       const RolePlacement *r = ctx.placement.findRole(role.name);
@@ -178,14 +179,23 @@ private:
           bestName = topo.vertex(other).name;
         }
       }
-      if (bestName.empty())
-        continue;
       const ir::Origin &origin = role.fields.rdma_port->origin;
       std::string replacement = "\"" + bestName + ":" + std::to_string(r->rdmaPort) + "\"";
-      ctx.diags.report(DiagCode::ERR_HAL_PCIE_006, at(origin))
-              .note(at(ctx.contract.body.policy.affinity_policy->origin), "affinity_policy set here")
-              .noteWithFixIt(at(origin), "use the NIC closest to the GPU", {origin.range, replacement})
-          << r->rdmaDevice << current.str() << gpu->pci.str() << bestName << best.str();
+      if (pcieDomainFirst && !bestName.empty()) {
+        ctx.diags.report(DiagCode::ERR_HAL_PCIE_006, at(origin))
+                .note(at(ctx.contract.body.policy.affinity_policy->origin), "affinity_policy set here")
+                .noteWithFixIt(at(origin), "use the NIC closest to the GPU", {origin.range, replacement})
+            << r->rdmaDevice << current.str() << gpu->pci.str() << bestName << best.str();
+        continue;
+      }
+      if (current.kind != hal::LinkClass::Sys)
+        continue;
+      DiagBuilder d = ctx.diags.report(DiagCode::WRN_HAL_PCIE_007, at(origin));
+      d << r->rdmaDevice << role.name << gpu->pci.str();
+      if (bestName.empty())
+        d.note(Location::none(), "no usable RDMA device of this node is closer to GPU " + gpu->pci.str());
+      else
+        d.noteWithFixIt(at(origin), "'" + bestName + "' is " + best.str() + " from the GPU", {origin.range, replacement});
     }
   }
 };

@@ -152,6 +152,18 @@ std::optional<uint64_t> parseDurationNs(llvm::StringRef text, llvm::StringRef ba
   return toBaseUnits(number, unit, error);
 }
 
+std::string formatMeasuredBytes(uint64_t bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = double(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4)
+    v /= 1024, ++u;
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << llvm::format("%.1f %s", v, units[u]);
+  return os.str();
+}
+
 std::string formatMeasuredNs(uint64_t ns) {
   std::string out;
   llvm::raw_string_ostream os(out);

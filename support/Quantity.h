@@ -33,5 +33,8 @@ std::optional<uint64_t> parseDurationNs(llvm::StringRef text, llvm::StringRef ba
 // A measured duration for people, rounded: "850 ns", "12.3 us", "4.56 ms", "1.20 s" (the tracer's
 // reports, the flame graph's tooltips). Contract values are spelled exactly by formatDuration.
 std::string formatMeasuredNs(uint64_t ns);
+// A size for people, rounded to one decimal in binary units: "512.0 B", "62.6 GiB" (topology views,
+// a node's memory in a diagnostic). Contract values are spelled exactly by formatBytes.
+std::string formatMeasuredBytes(uint64_t bytes);
 
 } // namespace msc

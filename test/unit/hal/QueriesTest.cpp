@@ -30,10 +30,13 @@ TEST(Cpus, SmtSiblingsCoresAndNumaOfTheHpNode) {
   EXPECT_EQ(t.numaDistance(0, 1), 20u);
   EXPECT_EQ(t.numaDistance(1, 1), 10u);
   EXPECT_FALSE(t.numaNodeOfPu(99).has_value());
-  // hugepage pools from the XML: 2 MiB pool of 0 pages, free count unknown
+  // hugepage pools from the XML: a 2 MiB pool of 0 pages, its free count not given, which every
+  // tool reads the same way (HugepagePool::freeText).
   ASSERT_EQ(t.numaInfo(0)->hugepages.size(), 1u);
   EXPECT_EQ(t.numaInfo(0)->hugepages[0].pageSize, 2u << 20);
   EXPECT_FALSE(t.freeHugepages(0, 2u << 20).has_value());
+  EXPECT_EQ(t.numaInfo(0)->hugepages[0].freeText(), "?/0 free (the topology does not say how many)");
+  EXPECT_EQ((HugepagePool{2u << 20, 16, 3}).freeText(), "3/16 free");
   EXPECT_EQ(t.label(t.numaVertex(1)), "NUMANode P#1");
 }
 
