@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Starts a cluster on this machine, for tests and for trying it out: a 3-member etcd on loopback,
 # and optionally controllers and node agents serving recorded nodes with the sim backends.
-#   scripts/cluster-up.sh DIR [MEMBERS] [--controllers N] [--agents N] [--netns] [--agent-lease-ttl S]
+#   scripts/cluster-up.sh DIR [MEMBERS] [--controllers N] [--agents N] [--netns] [--agent-lease-ttl 5s]
 #                         [--node-topology FILE]...
 # DIR receives, per member N (0, 1, 2): mN.etcd/ (its data), mN.log, mN.pid, mN.endpoint (its client
 # host:port); and `endpoints` (every member's, comma-separated: ETCD_ENDPOINTS). Ports are chosen
@@ -16,7 +16,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 usage() {
-  echo "usage: cluster-up.sh DIR [MEMBERS] [--controllers N] [--agents N] [--netns] [--agent-lease-ttl S] [--node-topology FILE]..." >&2
+  echo "usage: cluster-up.sh DIR [MEMBERS] [--controllers N] [--agents N] [--netns] [--agent-lease-ttl 5s] [--node-topology FILE]..." >&2
   exit 2
 }
 dir=${1:-}
@@ -30,7 +30,8 @@ while (($#)); do
     --controllers) [[ ${2:-} =~ ^[0-9]+$ ]] || usage; controllers=$2; shift ;;
     --agents) [[ ${2:-} =~ ^[0-9]+$ ]] || usage; agents=$2; shift ;;
     --netns) agent_args+=(--netns) ;;
-    --agent-lease-ttl) [[ ${2:-} =~ ^[0-9]+$ ]] || usage; agent_args+=(--lease-ttl "$2"); shift ;;
+    # A duration with its unit, like every lease TTL; a bare number of seconds is the older spelling.
+    --agent-lease-ttl) [[ ${2:-} =~ ^[0-9]+s?$ ]] || usage; agent_args+=(--lease-ttl "${2%s}s"); shift ;;
     --node-topology) [[ -n ${2:-} ]] || usage; topologies+=("$2"); shift ;;
     *) usage ;;
   esac

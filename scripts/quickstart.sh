@@ -20,7 +20,7 @@ mkdir -p "$plans/live" "$plans/jureca-a100"
 fixture=../shared/fixtures/topologies/hwloc-xml/psmgmt-jrc0323-jurecadc-gpu-4xA100.xml
 
 echo "== this machine"
-$bin/mscale-cli topology show --input live 2>/dev/null | head -25 || $bin/mscale-cli topology show | head -25
+$bin/mscale-cli topology show --topology live 2>/dev/null | head -25 || $bin/mscale-cli topology show | head -25
 
 status=0
 compile() { # compile TOPOLOGY OUTDIR CONTRACT

@@ -29,8 +29,8 @@ run() { # run NAME: one run of the command NAME stands for
   mscalec-new-file) "$build/bin/mscalec" --topology "$jureca" "$contract" -o "$out/new.msp" ;;
   mscalec-stdout) "$build/bin/mscalec" --topology "$jureca" "$contract" --emit=plan -o - ;;
   lstopo-24numa) lstopo-no-graphics -i "$numa24" --of console ;;
-  cli-show-nocache) MSCALE_NO_CACHE=1 "$build/bin/mscale-cli" topology show --input "$numa24" ;;
-  cli-show-cached) "$build/bin/mscale-cli" topology show --input "$numa24" ;;
+  cli-show-nocache) MSCALE_NO_CACHE=1 "$build/bin/mscale-cli" topology show --topology "$numa24" ;;
+  cli-show-cached) "$build/bin/mscale-cli" topology show --topology "$numa24" ;;
   esac
 }
 for n in "${names[@]}"; do run "$n" >/dev/null 2>&1 || true; done # warm the page cache and the content cache

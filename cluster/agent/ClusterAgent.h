@@ -1,4 +1,4 @@
-// A node agent in the cluster (`mscale-exec serve --cluster ENDPOINTS --node NAME`): the node's
+// A node agent in the cluster (`mscale-exec serve --endpoints H:P,... --node NAME`): the node's
 // registration (NodeRegistration.h) and its assignments (AssignmentWatcher.h) driven from the
 // agent's loop. The tool parses options and calls start() and tick(); everything else is here.
 #pragma once

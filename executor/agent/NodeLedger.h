@@ -23,7 +23,7 @@ namespace msc::exec {
 struct LedgerOptions {
   std::string topology = "live"; // what plans are re-checked against (tests: a recorded node)
   // The name the node goes by when it is not the topology's own: a cluster node is its registration
-  // (`serve --cluster --node N`), and the controller compiles its plans for a topology of that name.
+  // (`serve --endpoints ... --node N`), and the controller compiles its plans for a topology of that name.
   std::string nodeName;
   NodeConfig config;
   ApplierOptions appliers;

@@ -2,7 +2,7 @@
 # Starts N node agents on the etcd that scripts/cluster-up.sh started in DIR (DIR/endpoints), each
 # serving a recorded node with the sim backends (GPU, RDMA, host), the way a user tries the cluster on
 # one machine:
-#   scripts/cluster/agents-up.sh DIR N [--netns] [--lease-ttl S] [TOPOLOGY...]
+#   scripts/cluster/agents-up.sh DIR N [--netns] [--lease-ttl 5s] [TOPOLOGY...]
 # Agent K serves node nodeK, recorded by the K-th TOPOLOGY (cycling; default: the JUWELS Booster
 # 4xA100 node of ../shared/fixtures/topologies), and keeps in DIR/agents/nodeK/: node.yaml (its
 # config), state/ (its state directory), agent.sock, agent.log, agent.pid, relay.pid, relay.ready.
@@ -14,11 +14,11 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/tools.sh"
-usage() { echo "usage: agents-up.sh DIR N [--netns] [--lease-ttl S] [TOPOLOGY...]" >&2; exit 2; }
+usage() { echo "usage: agents-up.sh DIR N [--netns] [--lease-ttl 5s] [TOPOLOGY...]" >&2; exit 2; }
 dir=${1:-}; count=${2:-}
 [[ -n $dir && $count =~ ^[0-9]+$ ]] || usage
 shift 2
-netns=0 lease_ttl=5 topologies=()
+netns=0 lease_ttl=5s topologies=()
 while (($#)); do
   case $1 in
     --netns) netns=1 ;;
@@ -85,7 +85,7 @@ YAML
   else
     endpoints=$(paste -sd, "$ad/relay.ready")
   fi
-  setsid "${run[@]}" "$exec_tool" serve --cluster "$endpoints" --node "$node" --topology "$topo" \
+  setsid "${run[@]}" "$exec_tool" serve --endpoints "$endpoints" --node "$node" --topology "$topo" \
     --config "$ad/node.yaml" --socket "$ad/agent.sock" --lease-ttl "$lease_ttl" \
     </dev/null >/dev/null 2>"$ad/agent.log" &
   echo $! >"$ad/agent.pid"

@@ -39,7 +39,7 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
-// --input FILE (hwloc XML, YAML, "live"), --sysfs-root DIR, or the live machine when neither is given.
+// --topology FILE (hwloc XML, YAML, "live"), --sysfs-root DIR, or the live machine when neither is given.
 std::optional<hal::Topology> loadTopologyFromOptions(llvm::StringRef input, llvm::StringRef sysfsRoot,
                                                      llvm::StringRef node, DiagnosticEngine &diags);
 

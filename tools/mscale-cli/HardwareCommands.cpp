@@ -2,6 +2,7 @@
 #include "tools/mscale-cli/CommandGroup.h"
 
 #include "hal/Render.h"
+#include "tools/common/OptionSpelling.h"
 
 #include <llvm/Support/raw_ostream.h>
 
@@ -12,8 +13,9 @@ namespace {
 
 cl::SubCommand HardwareCmd("hardware", "Check a node's hardware health (health)");
 cl::opt<std::string> Action(cl::Positional, cl::desc("<health>"), cl::Required, cl::sub(HardwareCmd));
-cl::opt<std::string> Input("input", cl::desc("A recorded topology (hwloc XML, YAML) or 'live'"), cl::value_desc("file"),
+cl::opt<std::string> Input("topology", cl::desc("A recorded topology (hwloc XML, YAML) or 'live'"), cl::value_desc("file"),
                            cl::sub(HardwareCmd));
+cl::opt<std::string> InputOld("input", cl::desc("The older spelling of --topology"), cl::Hidden, cl::sub(HardwareCmd));
 cl::opt<std::string> SysfsRoot("sysfs-root", cl::desc("Read a recorded sysfs/procfs tree instead of '/'"),
                                cl::value_desc("dir"), cl::sub(HardwareCmd));
 cl::opt<bool> Json("json", cl::desc("Write JSON for scripts"), cl::sub(HardwareCmd));
@@ -25,6 +27,7 @@ int run() {
     diags.report(DiagCode::ERR_DRV_005) << ("unknown hardware action '" + Action + "' (expected health)");
     return 2;
   }
+  tools::takeOldSpelling(Input, InputOld, diags);
   auto topo = cli::loadTopologyFromOptions(Input, SysfsRoot, "", diags);
   if (!topo)
     return 1;

@@ -1,6 +1,7 @@
 #include "tools/mscale-cli/StatusView.h"
 
 #include "executor/client/AgentClient.h"
+#include "support/Units.h"
 
 #include <google/protobuf/util/json_util.h>
 #include <llvm/Support/raw_ostream.h>
@@ -64,7 +65,7 @@ int showStatus(const StatusViewOptions &options, DiagnosticEngine &diags) {
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();
         os << "mscale-cli contract status " << options.contract << "   " << exec::formatUtcMs(now) << "   every "
-           << std::chrono::duration<double>(options.interval).count() << " s (Ctrl-C quits)\n\n";
+           << formatDuration(Nanoseconds{uint64_t(options.interval.count())}) << " (Ctrl-C quits)\n\n";
       }
       exec::printStatus(resp->status(), os);
     }

@@ -5,6 +5,7 @@
 #include "hal/Loader.h"
 #include "hal/Render.h"
 #include "hal/TopologyYaml.h"
+#include "tools/common/OptionSpelling.h"
 
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/raw_ostream.h>
@@ -16,8 +17,9 @@ namespace {
 
 cl::SubCommand TopologyCmd("topology", "Show or export a node's hardware topology (show, export)");
 cl::opt<std::string> Action(cl::Positional, cl::desc("<show|export>"), cl::Required, cl::sub(TopologyCmd));
-cl::opt<std::string> Input("input", cl::desc("hwloc XML, topology YAML, nvidia-smi topo -m text, or 'live'"),
+cl::opt<std::string> Input("topology", cl::desc("hwloc XML, topology YAML, nvidia-smi topo -m text, or 'live'"),
                            cl::value_desc("file"), cl::sub(TopologyCmd));
+cl::opt<std::string> InputOld("input", cl::desc("The older spelling of --topology"), cl::Hidden, cl::sub(TopologyCmd));
 cl::opt<std::string> SysfsRoot("sysfs-root", cl::desc("Read a recorded sysfs/procfs tree instead of '/'"),
                                cl::value_desc("dir"), cl::sub(TopologyCmd));
 cl::opt<std::string> Node("node", cl::desc("The node to take from a cluster description"), cl::sub(TopologyCmd));
@@ -50,6 +52,7 @@ int run() {
     diags.report(DiagCode::ERR_DRV_005) << ("unknown topology action '" + Action + "' (expected show or export)");
     return 2;
   }
+  tools::takeOldSpelling(Input, InputOld, diags);
   if (Action == "show" && Matrix && !Input.empty() && Input != "live") {
     auto buf = llvm::MemoryBuffer::getFile(Input, /*IsText=*/true);
     if (buf && hal::detectFormat((*buf)->getBuffer(), Input) == hal::FileFormat::NvidiaSmiTopo)

@@ -1,5 +1,5 @@
 // mscale-controller: one controller of the cluster (docs/cluster.md). Run several; one leads.
-//   mscale-controller run --endpoints H:P,... --name NAME [--listen HOST:PORT] [--lease-ttl 2] [--stdlib DIR]
+//   mscale-controller run --endpoints H:P,... --name NAME [--listen HOST:PORT] [--lease-ttl 2s] [--stdlib DIR]
 //   mscale-controller leader --endpoints H:P,...      prints "NAME LEADER-REVISION ADDRESS"
 // The endpoints default to $ETCD_ENDPOINTS. Contracts are submitted with `mscale-cli cluster submit`,
 // which calls the leader's service (the address it proclaims in the election).
@@ -7,7 +7,9 @@
 #include "cluster/controller/ControllerService.h"
 #include "cluster/etcd/Election.h"
 #include "driver/Compile.h"
+#include "support/DiagnosticPrinters.h"
 #include "support/Version.h"
+#include "tools/common/OptionSpelling.h"
 
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/FileSystem.h>
@@ -31,8 +33,8 @@ cl::opt<std::string> endpoints("endpoints", cl::desc("etcd members (default: $ET
 cl::opt<std::string> name("name", cl::desc("This controller's name"), cl::sub(runCmd));
 cl::opt<std::string> listen("listen", cl::desc("Where this controller serves the cluster's writes (port 0: any free port)"),
                             cl::value_desc("host:port"), cl::init("127.0.0.1:0"), cl::sub(runCmd));
-cl::opt<unsigned> leaseTtl("lease-ttl", cl::desc("Seconds of the leader's lease (etcd's minimum is 2)"), cl::init(2),
-                           cl::sub(runCmd));
+cl::opt<std::string> leaseTtl("lease-ttl", cl::desc("The leader's lease, whole seconds (etcd's minimum is 2s)"),
+                              cl::value_desc("duration"), cl::init("2s"), cl::sub(runCmd));
 cl::opt<std::string> stdlibDir("stdlib", cl::desc("Standard library directory (default: the installed one)"),
                                cl::sub(runCmd));
 
@@ -71,13 +73,20 @@ void logLine(const std::string &line) {
 int run() {
   if (name.empty())
     return usage("run needs --name");
+  msc::TextDiagnosticPrinter printer(errs());
+  msc::DiagnosticEngine diags(nullptr, printer);
+  std::optional<uint64_t> ttlNs = msc::tools::durationOption("lease-ttl", leaseTtl, diags);
+  if (!ttlNs)
+    return 2;
+  if (*ttlNs % 1'000'000'000 || *ttlNs < 2'000'000'000 || *ttlNs > 3600'000'000'000)
+    return usage("--lease-ttl '" + leaseTtl + "': whole seconds from 2s (etcd's minimum) to 3600s, e.g. 2s");
   int status = 0;
   auto client = connect(status);
   if (!client)
     return status;
   msc::cluster::ControllerOptions o;
   o.name = name;
-  o.leaseTtlSeconds = leaseTtl;
+  o.leaseTtlSeconds = static_cast<int64_t>(*ttlNs / 1'000'000'000);
   o.reconcile.stdlibDir = stdlibDir.empty() ? msc::driver::defaultStdlibDir() : std::string(stdlibDir);
   o.reconcile.compilerVersion = msc::kVersion;
   o.log = logLine;

@@ -1,12 +1,13 @@
 // mscale-exec: the node side of a plan. Thin: parses options, the work is in executor/.
 //   mscale-exec run plan.msp [--log FILE] [--config node.yaml] [--nproc-per-node N] -- CMD ARGS
 //   mscale-exec serve --socket PATH [--config node.yaml] [--metrics PORT|unix:PATH] [--log FILE]
-//                     [--cluster ENDPOINTS --node NAME [--lease-ttl 5s]]
+//                     [--endpoints H:P,... --node NAME [--lease-ttl 5s]]
 #include "cluster/agent/ClusterAgent.h"
 #include "executor/Run.h"
 #include "executor/WorkerGroup.h"
 #include "executor/agent/Agent.h"
 #include "support/Version.h"
+#include "tools/common/OptionSpelling.h"
 
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/FileSystem.h>
@@ -63,16 +64,18 @@ cl::opt<bool> Resume("resume", cl::desc("This job's previous executor was lost: 
 cl::opt<std::string> Socket("socket", cl::desc("Unix socket to listen on"), cl::sub(ServeCmd));
 cl::opt<std::string> Metrics("metrics", cl::desc("Prometheus endpoint: a local TCP port or unix:PATH"),
                              cl::sub(ServeCmd));
-cl::opt<std::string> ClusterEndpoints("cluster",
-                                      cl::desc("Join the cluster: register this node in etcd at these endpoints "
-                                               "(host:port,...) and run the plans assigned to it"),
-                                      cl::value_desc("endpoints"), cl::sub(ServeCmd));
+cl::opt<std::string> ClusterEndpoints("endpoints",
+                                      cl::desc("Join the cluster: register this node in etcd at these members "
+                                               "and run the plans assigned to it"),
+                                      cl::value_desc("host:port,..."), cl::sub(ServeCmd));
+cl::opt<std::string> ClusterEndpointsOld("cluster", cl::desc("The older spelling of --endpoints"), cl::Hidden,
+                                         cl::sub(ServeCmd));
 cl::opt<std::string> NodeName("node", cl::desc("The node's name in the cluster (with --cluster)"), cl::value_desc("name"),
                               cl::sub(ServeCmd));
-// A string: "5s" and "5" both mean five seconds; anything else gets the tool's coded error.
+// A duration ("5s"; a bare "5" is the older spelling, noted); anything else gets the tool's coded error.
 cl::opt<std::string> LeaseTtl("lease-ttl",
                               cl::desc("TTL of the node's registration lease (with --cluster; default 5s)"),
-                              cl::value_desc("seconds"), cl::init("5s"), cl::sub(ServeCmd));
+                              cl::value_desc("duration"), cl::init("5s"), cl::sub(ServeCmd));
 
 cl::opt<std::string> Config("config", cl::desc("Node config (YAML)"), cl::value_desc("node.yaml"), cl::sub(RunCmd),
                             cl::sub(ServeCmd));
@@ -85,32 +88,36 @@ void onSignal(int) {
     theAgent->stop();
 }
 
-// --cluster, --node, --lease-ttl: checked here, acted on by cluster/agent. Null without --cluster.
+// --endpoints, --node, --lease-ttl: checked here, acted on by cluster/agent. Null without --endpoints.
 std::unique_ptr<cluster::ClusterAgent> clusterAgent(exec::Logger &log, DiagnosticEngine &diags, bool &bad) {
   bad = false;
+  tools::takeOldSpelling(ClusterEndpoints, ClusterEndpointsOld, diags);
   if (ClusterEndpoints.empty()) {
     if (!NodeName.empty() || LeaseTtl.getNumOccurrences()) {
-      diags.report(DiagCode::ERR_DRV_005) << "--node and --lease-ttl go with --cluster ENDPOINTS";
+      diags.report(DiagCode::ERR_DRV_005) << "--node and --lease-ttl go with --endpoints H:P,...";
       bad = true;
     }
     return nullptr;
   }
   if (NodeName.empty()) {
-    diags.report(DiagCode::ERR_DRV_005) << "--cluster needs --node NAME (the node's name in the cluster)";
+    diags.report(DiagCode::ERR_DRV_005) << "--endpoints needs --node NAME (the node's name in the cluster)";
     bad = true;
     return nullptr;
   }
-  llvm::StringRef ttlText(LeaseTtl);
-  ttlText.consume_back("s");
-  unsigned ttl = 0;
-  if (ttlText.getAsInteger(10, ttl) || ttl < 1 || ttl > 3600) {
-    diags.report(DiagCode::ERR_DRV_005) << "--lease-ttl '" + LeaseTtl +
-                                               "': a whole number of seconds from 1 to 3600, e.g. 5s";
+  // etcd grants leases in whole seconds.
+  std::optional<uint64_t> ttlNs = tools::durationOption("lease-ttl", LeaseTtl, diags);
+  if (!ttlNs) {
+    bad = true;
+    return nullptr;
+  }
+  if (*ttlNs % 1'000'000'000 || *ttlNs < 1'000'000'000 || *ttlNs > 3600'000'000'000) {
+    diags.report(DiagCode::ERR_DRV_005) << "--lease-ttl '" + LeaseTtl + "': whole seconds from 1s to 3600s, e.g. 5s";
     bad = true;
     return nullptr;
   }
   return std::make_unique<cluster::ClusterAgent>(
-      cluster::ClusterAgentOptions{ClusterEndpoints, NodeName, Topology, static_cast<int64_t>(ttl)}, log);
+      cluster::ClusterAgentOptions{ClusterEndpoints, NodeName, Topology, static_cast<int64_t>(*ttlNs / 1'000'000'000)},
+      log);
 }
 
 int serve(exec::Logger &log) {

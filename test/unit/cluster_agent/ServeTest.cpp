@@ -1,4 +1,4 @@
-// `mscale-exec serve --cluster ENDPOINTS --node NAME` as a process against the real etcd: the node
+// `mscale-exec serve --endpoints H:P,... --node NAME` as a process against the real etcd: the node
 // registers, admits an assignment, leaves the cluster at once on SIGTERM; a second agent for the
 // node and bad options are refused with their codes.
 #include "EtcdTestSupport.h"
@@ -73,7 +73,7 @@ protected:
     return s.str();
   }
   std::vector<std::string> serveArgs(const std::string &name) {
-    return {"serve", "--socket", dir_ + "/" + name + ".sock", "--cluster", std::getenv("ETCD_ENDPOINTS"), "--node",
+    return {"serve", "--socket", dir_ + "/" + name + ".sock", "--endpoints", std::getenv("ETCD_ENDPOINTS"), "--node",
             node_, "--lease-ttl", "3s"};
   }
   bool waitFor(const std::function<bool()> &done, std::chrono::milliseconds timeout = 5000ms) {
@@ -133,14 +133,17 @@ TEST_F(ServeTest, RegistersAdmitsAndLeavesOnSigterm) {
 }
 
 TEST_F(ServeTest, BadClusterOptionsAreRefused) {
+  // --cluster is the older spelling of --endpoints: still taken, with a note.
   pid_t p = spawn("e", {"serve", "--socket", dir_ + "/e.sock", "--cluster", ",", "--node", node_});
   EXPECT_EQ(wait(p), 1);
+  EXPECT_NE(err("e").find("warning[WRN_DRV_001]: --cluster is deprecated; write --endpoints"), std::string::npos)
+      << err("e");
   EXPECT_NE(err("e").find("error[ERR_ETCD_001]"), std::string::npos) << err("e");
-  p = spawn("n", {"serve", "--socket", dir_ + "/n.sock", "--cluster", std::getenv("ETCD_ENDPOINTS")});
+  p = spawn("n", {"serve", "--socket", dir_ + "/n.sock", "--endpoints", std::getenv("ETCD_ENDPOINTS")});
   EXPECT_EQ(wait(p), 2);
-  EXPECT_NE(err("n").find("error[ERR_DRV_005]: invalid option value: --cluster needs --node NAME"), std::string::npos)
+  EXPECT_NE(err("n").find("error[ERR_DRV_005]: invalid option value: --endpoints needs --node NAME"), std::string::npos)
       << err("n");
-  p = spawn("t", {"serve", "--socket", dir_ + "/t.sock", "--cluster", "127.0.0.1:1", "--node", "x", "--lease-ttl",
+  p = spawn("t", {"serve", "--socket", dir_ + "/t.sock", "--endpoints", "127.0.0.1:1", "--node", "x", "--lease-ttl",
                   "five"});
   EXPECT_EQ(wait(p), 2);
   EXPECT_NE(err("t").find("error[ERR_DRV_005]: invalid option value: --lease-ttl 'five'"), std::string::npos)

@@ -22,7 +22,7 @@ cluster_contract() {
 register_nodes() {
   local fixture=$1 yaml n
   shift
-  yaml=$(mscale-cli topology export --format=yaml --input "$fixture") || fail "topology export of $fixture"
+  yaml=$(mscale-cli topology export --format=yaml --topology "$fixture") || fail "topology export of $fixture"
   for n in "$@"; do
     printf '# mscale node registration; agent test\n%s\n' "$yaml" | ectl put "/mscale/nodes/$n" > /dev/null
   done
