@@ -44,6 +44,9 @@ if [[ -d $dir/agents ]]; then
   for ns in "$dir"/agents/*/netns; do
     [[ -e $ns ]] && ip netns del "$(cat "$ns")" 2>/dev/null && rm -f "$ns"
   done
+  # The nodes' network (agents-up --netns): its veths went with their namespaces.
+  [[ -f $dir/agents/bridge ]] && ip link del "$(cat "$dir/agents/bridge")" 2>/dev/null
+  rm -f "$dir/agents/bridge"
 fi
 [[ -d $dir/controllers ]] && stop_pids mscale-controller 5 "$dir"/controllers/*.pid
 

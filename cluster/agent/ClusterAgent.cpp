@@ -8,7 +8,22 @@
 #include "hal/TopologyYaml.h"
 #include "support/Version.h"
 
+#include <unistd.h>
+
 namespace msc::cluster {
+
+namespace {
+// The host name stands in where the operator advertises no address: what other nodes of a cluster
+// resolve this one by.
+std::string advertisedAddress(const std::string &given) {
+  if (!given.empty())
+    return given;
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || !validNodeAddress(host))
+    return {};
+  return host;
+}
+} // namespace
 
 ClusterAgent::ClusterAgent(ClusterAgentOptions options, exec::Logger &log) : options_(std::move(options)), log_(log) {}
 
@@ -43,7 +58,7 @@ bool ClusterAgent::start(exec::NodeLedger &ledger) {
   topology->setName(options_.node);
   RegistrationOptions ro;
   ro.node = options_.node;
-  ro.value = Registration{kVersion, hal::writeTopologyYaml(*topology)};
+  ro.value = Registration{kVersion, hal::writeTopologyYaml(*topology), advertisedAddress(options_.address)};
   ro.ttlSeconds = options_.leaseTtlSeconds;
   registration_ = std::make_unique<NodeRegistration>(*client_, ro, log_);
   if (etcd::Status s = registration_->registerNode(); !s.ok()) {

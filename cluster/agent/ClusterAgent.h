@@ -31,6 +31,9 @@ struct ClusterAgentOptions {
   // the ledger re-checks plans against, so the controller places on what the agent admits.
   std::string topology = "live";
   int64_t leaseTtlSeconds = 5;
+  // Where other nodes reach this node's workers (Registration::address): the rendezvous address of
+  // jobs whose rank 0 runs here. Empty: the host name.
+  std::string address = {};
 };
 
 class ClusterAgent {

@@ -23,6 +23,8 @@ ClusterState clusterStateFrom(const std::vector<etcd::KeyValue> &kvs, int64_t re
         CapturedDiagnostics yaml;
         std::optional<hal::Topology> topo =
             r ? hal::readTopologyYaml(r->topologyYaml, kv.key, yaml.diags) : std::optional<hal::Topology>{};
+        if (r)
+          parsed.address = r->address;
         if (topo) {
           topo->setName(node);
           parsed.topology = std::make_shared<const hal::Topology>(std::move(*topo));
@@ -33,8 +35,14 @@ ClusterState clusterStateFrom(const std::vector<etcd::KeyValue> &kvs, int64_t re
         }
       }
       state.nodes[node] = parsed.topology;
+      if (!parsed.address.empty())
+        state.addresses[node] = parsed.address;
     } else if (key == kConfigKey) {
       state.config = kv.value;
+    } else if (key.starts_with(kContractStatusPrefix)) {
+      state.decided.insert(key.drop_front(llvm::StringRef(kContractStatusPrefix).size()).str());
+    } else if (key.starts_with(kContractEventsPrefix)) {
+      state.events[key.drop_front(llvm::StringRef(kContractEventsPrefix).size()).str()] = kv.value;
     } else if (key.starts_with(kContractsPrefix)) {
       state.contracts[key.drop_front(llvm::StringRef(kContractsPrefix).size()).str()] = kv.value;
     } else if (key.starts_with(kAssignmentsPrefix)) {

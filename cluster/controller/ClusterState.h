@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,7 +29,11 @@ struct ClusterState {
   int64_t revision = 0; // the store revision everything below was read at
   // Every registered node; a null topology when its registration does not read (it places nothing).
   std::map<std::string, std::shared_ptr<const hal::Topology>> nodes;
+  // The address each node advertises (Registration::address); absent when it says none.
+  std::map<std::string, std::string> addresses;
   std::map<std::string, std::string> contracts;             // name -> its submission as stored
+  std::map<std::string, std::string> events;                // name -> its events as stored (Keys.h)
+  std::set<std::string> decided;                            // names with a leader's decision stored
   std::optional<std::string> config;                        // /mscale/config, when published
   std::map<std::string, std::vector<AssignedPlan>> assigned; // contract -> its assignments
   std::vector<std::string> unreadableNodes; // ERR_CLUSTER_012 lines, once per registration value
@@ -46,6 +51,7 @@ struct ReconcileMemory {
   struct ParsedNode {
     int64_t modRevision = 0;
     std::shared_ptr<const hal::Topology> topology;
+    std::string address = {};
   };
   std::map<std::string, ParsedNode> nodes;
   struct CompiledSubmission {

@@ -1,6 +1,7 @@
 #include "cluster/controller/Decide.h"
 
 #include "cluster/controller/ApplyConfig.h"
+#include "cluster/controller/Rendezvous.h"
 #include "cluster/placement/Placer.h"
 #include "plan/PlanFile.h"
 
@@ -60,10 +61,23 @@ const ReconcileMemory::CompiledSubmission &compiled(const std::string &name, con
   return entry;
 }
 
+// "node n2 lost: " (or "nodes n2, n3 lost: "): the nodes of a placement that are registered no
+// more, as an event's cause; empty when none is.
+std::string lostText(const std::vector<AssignedPlan> &previous, const NodeRegistry &registry) {
+  std::vector<std::string> gone;
+  for (const AssignedPlan &a : previous)
+    if (!registry.find(a.node))
+      gone.push_back(a.node);
+  if (gone.empty())
+    return {};
+  return (gone.size() == 1 ? "node " : "nodes ") + llvm::join(gone, ", ") + " lost: ";
+}
+
 } // namespace
 
-Decision decide(const ClusterState &state, ReconcileMemory &memory, uint64_t nowNs, const ReconcileOptions &options,
+Decision decide(const ClusterState &state, ReconcileMemory &memory, const Clock &clock, const ReconcileOptions &options,
                 int64_t leaderRevision) {
+  const uint64_t nowNs = clock.monotonicNs();
   Decision out;
   ReconcileReport &report = out.report;
   report.revision = state.revision;
@@ -111,13 +125,25 @@ Decision decide(const ClusterState &state, ReconcileMemory &memory, uint64_t now
   }
 
   const std::string rev = std::to_string(leaderRevision);
-  for (const auto &[name, list] : state.assigned) {
+  // A withdrawn contract leaves nothing: its assignments, and the status and events of one that
+  // was placed or refused.
+  std::set<std::string> left;
+  for (const auto &[name, list] : state.assigned)
+    left.insert(name);
+  left.insert(state.decided.begin(), state.decided.end());
+  for (const auto &[name, events] : state.events)
+    left.insert(name);
+  static const std::vector<AssignedPlan> kNoAssignments;
+  for (const std::string &name : left) {
     if (state.contracts.count(name))
       continue;
     ContractAction withdraw{ContractAction::Kind::Withdraw, name, {}};
-    for (const AssignedPlan &a : list)
+    auto assigned = state.assigned.find(name);
+    for (const AssignedPlan &a : assigned == state.assigned.end() ? kNoAssignments : assigned->second)
       withdraw.ops.push_back(etcd::TxnOp::remove(a.key));
     withdraw.ops.push_back(etcd::TxnOp::remove(std::string(kContractStatusPrefix) + name));
+    if (state.events.count(name))
+      withdraw.ops.push_back(etcd::TxnOp::remove(std::string(kContractEventsPrefix) + name));
     out.actions.push_back(std::move(withdraw));
     report.withdrawn.push_back(name);
   }
@@ -145,19 +171,28 @@ Decision decide(const ClusterState &state, ReconcileMemory &memory, uint64_t now
     decision.done();
     ContractAction action{placed.placed() ? ContractAction::Kind::Place : ContractAction::Kind::Refuse, name, {}};
     std::vector<etcd::TxnOp> &ops = action.ops;
-    std::string status;
+    std::string status, event;
     if (placed.placed()) {
       std::string nodes;
-      for (const NodePlacement &p : placed.nodes) {
+      // Rank 0 runs on the first node chosen; each rank learns where it listens (Rendezvous.h).
+      const std::string &first = placed.nodes.front().node->name;
+      auto address = state.addresses.find(first);
+      std::string masterAddress = address == state.addresses.end() ? first : address->second;
+      uint16_t masterPort = rendezvousPort(name, previous);
+      for (unsigned rank = 0; rank < placed.nodes.size(); ++rank) {
+        const NodePlacement &p = placed.nodes[rank];
         Assignment a;
         a.leaderRevision = leaderRevision;
         a.plan = plan::encodePlan(p.plan);
         a.command = submitted.submission->command;
         a.environment = submitted.submission->environment;
+        for (auto &[key, value] : rendezvousEnvironment(rank, unsigned(placed.nodes.size()), masterAddress, masterPort))
+          a.environment[key] = std::move(value); // the placement's, whatever the submission said
         ops.push_back(etcd::TxnOp::put(assignmentKey(p.node->name, name), encodeAssignment(a)));
         nodes += (nodes.empty() ? "" : ",") + p.node->name;
       }
       status = "placed " + nodes + " leader-rev " + rev + "\n" + (defaults.empty() ? "" : defaults + "\n");
+      event = replacing ? lostText(previous, registry) + "placed again on " + nodes : "placed on " + nodes;
       // The old set goes, live nodes included (placed whole); a node chosen again gets its new
       // assignment by the put above (etcd refuses a key twice in one transaction).
       for (const AssignedPlan &a : previous)
@@ -167,6 +202,8 @@ Decision decide(const ClusterState &state, ReconcileMemory &memory, uint64_t now
           .push_back(name + " -> " + nodes + (defaults.empty() ? "" : " (" + defaults + ")"));
     } else {
       status = "refused leader-rev " + rev + "\n" + (defaults.empty() ? "" : defaults + "\n") + decision.text;
+      event = (replacing ? lostText(previous, registry) : std::string()) + "refused: " + decision.firstLine() +
+              (replacing ? " (its workers on the nodes left stop)" : "");
       // A job that cannot be placed whole again does not run in part: its workers on the nodes that
       // are left stop too (their snapshots stay on the shared disk). It is placed again, and resumes,
       // once the cluster can take it whole.
@@ -177,6 +214,13 @@ Decision decide(const ClusterState &state, ReconcileMemory &memory, uint64_t now
       report.refused.push_back(name + ": " + decision.firstLine());
     }
     ops.push_back(etcd::TxnOp::put(std::string(kContractStatusPrefix) + name, status));
+    // An event once: the same refusal round after round adds nothing.
+    auto stored = state.events.find(name);
+    std::vector<ContractEvent> events = stored == state.events.end() ? std::vector<ContractEvent>{} : decodeEvents(stored->second);
+    if (events.empty() || events.back().text != event) {
+      events.push_back({clock.unixMs(), event});
+      ops.push_back(etcd::TxnOp::put(std::string(kContractEventsPrefix) + name, encodeEvents(events)));
+    }
     out.actions.push_back(std::move(action));
   }
   return out;

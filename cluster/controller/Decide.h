@@ -1,6 +1,6 @@
 // What the leading controller does about the cluster it read (ClusterState.h), decided purely: the
-// "decide" of a Kubernetes sync handler. No etcd, no wall clock: the same state, memory and `now`
-// give the same actions, so every rule below is unit-tested without a store.
+// "decide" of a Kubernetes sync handler. No etcd, and time only from the injected clock: the same
+// state, memory and clock give the same actions, so every rule below is unit-tested without a store.
 //   - A contract whose every assignment is on a registered node stays, and holds those nodes'
 //     resources for the placements decided after it.
 //   - A contract without assignments is placed (cluster/placement: the compiler's own check per
@@ -10,11 +10,14 @@
 //     the workers when it finds its lease gone, which can be a little after etcd expired it), then
 //     is placed again, whole; refused, its assignments left are removed too: a job does not run in
 //     part.
-//   - A withdrawn contract's assignments and status go.
+//   - A withdrawn contract's assignments, status and events go.
+//   - Each placement and refusal is an event of the contract (Keys.h: kContractEventsPrefix), said
+//     once: a refusal for the same reason round after round is one event.
 #pragma once
 
 #include "cluster/controller/ClusterState.h"
 #include "cluster/etcd/EtcdClient.h"
+#include "support/Clock.h"
 
 #include <chrono>
 #include <cstdint>
@@ -58,7 +61,8 @@ struct Decision {
 };
 
 // `leaderRevision`: the create revision of the leader key, stamped into assignments and statuses.
-Decision decide(const ClusterState &state, ReconcileMemory &memory, uint64_t nowNs, const ReconcileOptions &options,
+// `clock`: the lost-node grace (monotonic) and the events' stamps (wall time).
+Decision decide(const ClusterState &state, ReconcileMemory &memory, const Clock &clock, const ReconcileOptions &options,
                 int64_t leaderRevision);
 
 } // namespace msc::cluster

@@ -26,7 +26,7 @@ etcd::Result<ReconcileReport> reconcile(etcd::EtcdClient &client, etcd::Fencing 
   auto state = readClusterState(client, memory);
   if (!state)
     return state.status();
-  Decision decision = decide(*state, memory, clock.monotonicNs(), options, fencing.leader().rev);
+  Decision decision = decide(*state, memory, clock, options, fencing.leader().rev);
   etcd::Status written = commitActions(decision.actions, state->revision,
                                        [&](const etcd::Txn &txn) { return fencing.commit(txn); });
   if (!written.ok())

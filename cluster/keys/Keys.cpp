@@ -4,7 +4,9 @@
 #include "cluster/keys/assignment.pb.h"
 #include "cluster/keys/submission.pb.h"
 
+#include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <sstream>
 
 namespace msc::cluster {
@@ -12,6 +14,7 @@ namespace msc::cluster {
 namespace {
 constexpr const char *kRegistrationHeader = "# mscale node registration; agent ";
 constexpr const char *kConfigHeader = "# mscale cluster config; written by ";
+constexpr const char *kAddressLine = "# address ";
 
 template <class T> bool number(const std::string &text, T &out) {
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
@@ -28,7 +31,13 @@ std::string contractOfKey(const std::string &key, const std::string &prefix) {
 
 std::string encodeRegistration(const Registration &r) {
   // A YAML comment: the value stays one valid YAML document that hal::readTopologyYaml accepts whole.
-  return kRegistrationHeader + r.agentVersion + "\n" + r.topologyYaml;
+  return kRegistrationHeader + r.agentVersion + "\n" + (r.address.empty() ? "" : kAddressLine + r.address + "\n") +
+         r.topologyYaml;
+}
+
+bool validNodeAddress(const std::string &address) {
+  return !address.empty() && address.size() <= 255 &&
+         std::all_of(address.begin(), address.end(), [](char c) { return c > ' ' && c < 127; });
 }
 
 std::optional<Registration> decodeRegistration(const std::string &value, std::string &why) {
@@ -38,7 +47,43 @@ std::optional<Registration> decodeRegistration(const std::string &value, std::st
     why = "the value does not start with '" + header + "VERSION'";
     return std::nullopt;
   }
-  return Registration{value.substr(header.size(), eol - header.size()), value.substr(eol + 1)};
+  Registration r{value.substr(header.size(), eol - header.size()), value.substr(eol + 1)};
+  if (r.topologyYaml.compare(0, std::strlen(kAddressLine), kAddressLine) == 0) {
+    size_t end = r.topologyYaml.find('\n');
+    std::string address = r.topologyYaml.substr(std::strlen(kAddressLine), end == std::string::npos ? end : end - std::strlen(kAddressLine));
+    if (!validNodeAddress(address)) {
+      why = "the address line '" + std::string(kAddressLine) + address + "' holds no usable address";
+      return std::nullopt;
+    }
+    r.address = std::move(address);
+    r.topologyYaml = end == std::string::npos ? std::string() : r.topologyYaml.substr(end + 1);
+  }
+  return r;
+}
+
+std::string encodeEvents(const std::vector<ContractEvent> &events) {
+  std::string out;
+  size_t first = events.size() > kContractEventsKept ? events.size() - kContractEventsKept : 0;
+  for (size_t i = first; i < events.size(); ++i) {
+    std::string text = events[i].text;
+    std::replace(text.begin(), text.end(), '\n', ' '); // one line an event
+    out += std::to_string(events[i].unixMs) + " " + text + "\n";
+  }
+  return out;
+}
+
+std::vector<ContractEvent> decodeEvents(const std::string &value) {
+  std::vector<ContractEvent> events;
+  std::istringstream in(value);
+  for (std::string line; std::getline(in, line);) {
+    size_t space = line.find(' ');
+    ContractEvent e;
+    if (space == std::string::npos || !number(line.substr(0, space), e.unixMs))
+      continue;
+    e.text = line.substr(space + 1);
+    events.push_back(std::move(e));
+  }
+  return events;
 }
 
 std::string encodeConfig(const PublishedConfig &c) { return kConfigHeader + c.writtenBy + "\n" + c.yaml; }

@@ -38,6 +38,20 @@ inline constexpr size_t kMaxSubmissionBytes = 1u << 20;
 // scaling defaults, then (refused) the diagnostics as printed.
 inline constexpr const char *kContractsPrefix = "/mscale/contracts/";
 inline constexpr const char *kContractStatusPrefix = "/mscale/contract-status/";
+// /mscale/contract-events/<contract>: what happened to a contract as the leaders decided it, oldest
+// first, the newest kContractEventsKept: one line each, "UNIX_MS TEXT" ("placed on n1,n2", "node n2
+// lost: placed again on n1,n3", "refused: error[ERR_PLACE_002]: ..."). Written with the status, in
+// the same fenced transaction; what `mscale-cli cluster status` shows, like `kubectl describe`.
+inline constexpr const char *kContractEventsPrefix = "/mscale/contract-events/";
+inline constexpr size_t kContractEventsKept = 20;
+struct ContractEvent {
+  int64_t unixMs = 0;
+  std::string text;
+  bool operator==(const ContractEvent &) const = default;
+};
+std::string encodeEvents(const std::vector<ContractEvent> &events);
+// The events of a stored value; a line that does not read is skipped (the rest still tell).
+std::vector<ContractEvent> decodeEvents(const std::string &value);
 
 // /mscale/config: the cluster config (cluster/config/ClusterConfig.h) as the operator wrote it,
 // comments included (they say why a domain is reserved), after a header line that says which
@@ -67,11 +81,18 @@ std::string electionValue(const std::string &name, const std::string &address);
 void parseElectionValue(const std::string &value, std::string &name, std::string &address);
 
 // /mscale/nodes/<node>: YAML, so that `etcdctl get` is readable and placement reads it with
-// hal::readTopologyYaml. The agent's version line comes first, then the topology document.
+// hal::readTopologyYaml. The agent's version line comes first, then "# address ADDR" when the
+// agent advertises one, then the topology document.
 struct Registration {
   std::string agentVersion;
   std::string topologyYaml; // hal::writeTopologyYaml
+  // Where the workers of this node are reached from other nodes (a host name or an IP address):
+  // MASTER_ADDR of a job whose rank 0 runs here. Empty: not said (the node's name stands in).
+  std::string address = {};
 };
+// Whether `address` can be advertised: non-empty, printable, without blanks (it is one YAML comment
+// word and one environment value).
+bool validNodeAddress(const std::string &address);
 std::string encodeRegistration(const Registration &r);
 // ERR_CLUSTER_004 style failures are the caller's: nullopt with `why` when the value is not one.
 std::optional<Registration> decodeRegistration(const std::string &value, std::string &why);

@@ -9,8 +9,12 @@
 # Each agent reaches etcd through a relay of its own (scripts/cluster/relay.py), so that
 # scripts/cluster/partition.sh can cut one node off. With --netns each agent runs in a network
 # namespace of its own (msc-<id>-nodeK; DIR/agents/nodeK/netns), whose loopback holds the only way
-# out: a relay to a Unix socket that the host-side relay forwards to etcd. Workers share DIR/shared:
-# the storage the nodes share (snapshots' disk tier). Waits, bounded, until every node is registered.
+# out to etcd: a relay to a Unix socket that the host-side relay forwards to etcd. The namespaces
+# share one more network, the nodes' own: a bridge (DIR/agents/bridge) with one veth per namespace,
+# its end `eth0` holding the node's address (10.233.S.K/24, DIR/agents/nodeK/address), which the
+# agent advertises: the ranks of a multi-node job reach each other there (MASTER_ADDR). Without
+# --netns every node is 127.0.0.1. Workers share DIR/shared: the storage the nodes share (snapshots'
+# disk tier). Waits, bounded, until every node is registered.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/tools.sh"
@@ -36,7 +40,16 @@ python=/usr/bin/python3
 exec_tool=$(msc_tool mscale-exec)
 IFS=, read -r -a members <"$dir/endpoints"
 id=$(basename "$dir" | tr -c 'A-Za-z0-9\n' '-' | tail -c 12)
-mkdir -p "$dir/shared"
+mkdir -p "$dir/shared" "$dir/agents"
+if ((netns)); then
+  # One /24 per cluster (one cluster at a time runs with namespaces; a collision only fails to start).
+  subnet=$(( $(printf '%s' "$id" | cksum | cut -d' ' -f1) % 250 + 1 ))
+  bridge=mb-$id
+  ip link add "$bridge" type bridge
+  echo "$bridge" >"$dir/agents/bridge"
+  ip addr add "10.233.$subnet.254/24" dev "$bridge"
+  ip link set "$bridge" up
+fi
 
 wait_file() { # wait_file PATH SECONDS
   local end=$((SECONDS + $2))
@@ -74,6 +87,11 @@ YAML
     ip netns add "$ns"
     echo "$ns" >"$ad/netns"
     ip netns exec "$ns" ip link set lo up
+    address=10.233.$subnet.$k
+    ip link add "mv$subnet-$k" type veth peer name eth0 netns "$ns"
+    ip link set "mv$subnet-$k" master "$bridge" up
+    ip -n "$ns" addr add "$address/24" dev eth0
+    ip -n "$ns" link set eth0 up
     # The namespace's loopback listens on the members' own addresses, so the agent inside uses the
     # cluster's endpoints as they are.
     setsid ip netns exec "$ns" "$python" "$here/relay.py" --ready "$ad/inner.ready" "${inner[@]}" \
@@ -84,9 +102,11 @@ YAML
     run=(ip netns exec "$ns")
   else
     endpoints=$(paste -sd, "$ad/relay.ready")
+    address=127.0.0.1
   fi
+  echo "$address" >"$ad/address"
   setsid "${run[@]}" "$exec_tool" serve --endpoints "$endpoints" --node "$node" --topology "$topo" \
-    --config "$ad/node.yaml" --socket "$ad/agent.sock" --lease-ttl "$lease_ttl" \
+    --config "$ad/node.yaml" --socket "$ad/agent.sock" --lease-ttl "$lease_ttl" --advertise-address "$address" \
     </dev/null >/dev/null 2>"$ad/agent.log" &
   echo $! >"$ad/agent.pid"
 done

@@ -1,8 +1,9 @@
 // mscale-exec: the node side of a plan. Thin: parses options, the work is in executor/.
 //   mscale-exec run plan.msp [--log FILE] [--config node.yaml] [--nproc-per-node N] -- CMD ARGS
 //   mscale-exec serve --socket PATH [--config node.yaml] [--metrics PORT|unix:PATH] [--log FILE]
-//                     [--endpoints H:P,... --node NAME [--lease-ttl 5s]]
+//                     [--endpoints H:P,... --node NAME [--lease-ttl 5s] [--advertise-address ADDR]]
 #include "cluster/agent/ClusterAgent.h"
+#include "cluster/keys/Keys.h"
 #include "executor/Run.h"
 #include "executor/WorkerGroup.h"
 #include "executor/agent/Agent.h"
@@ -77,6 +78,12 @@ cl::opt<std::string> LeaseTtl("lease-ttl",
                               cl::desc("TTL of the node's registration lease (with --cluster; default 5s)"),
                               cl::value_desc("duration"), cl::init("5s"), cl::sub(ServeCmd));
 
+cl::opt<std::string> AdvertiseAddress("advertise-address",
+                                      cl::desc("Where other nodes reach this node's workers: the MASTER_ADDR of "
+                                               "cluster jobs whose rank 0 runs here (with --endpoints; default: "
+                                               "the host name)"),
+                                      cl::value_desc("host"), cl::sub(ServeCmd));
+
 cl::opt<std::string> Config("config", cl::desc("Node config (YAML)"), cl::value_desc("node.yaml"), cl::sub(RunCmd),
                             cl::sub(ServeCmd));
 cl::opt<std::string> LogFile("log", cl::desc("Also write the log to this file"), cl::value_desc("file"),
@@ -93,14 +100,20 @@ std::unique_ptr<cluster::ClusterAgent> clusterAgent(exec::Logger &log, Diagnosti
   bad = false;
   tools::takeOldSpelling(ClusterEndpoints, ClusterEndpointsOld, diags);
   if (ClusterEndpoints.empty()) {
-    if (!NodeName.empty() || LeaseTtl.getNumOccurrences()) {
-      diags.report(DiagCode::ERR_DRV_005) << "--node and --lease-ttl go with --endpoints H:P,...";
+    if (!NodeName.empty() || LeaseTtl.getNumOccurrences() || AdvertiseAddress.getNumOccurrences()) {
+      diags.report(DiagCode::ERR_DRV_005) << "--node, --lease-ttl and --advertise-address go with --endpoints H:P,...";
       bad = true;
     }
     return nullptr;
   }
   if (NodeName.empty()) {
     diags.report(DiagCode::ERR_DRV_005) << "--endpoints needs --node NAME (the node's name in the cluster)";
+    bad = true;
+    return nullptr;
+  }
+  if (AdvertiseAddress.getNumOccurrences() && !cluster::validNodeAddress(AdvertiseAddress)) {
+    diags.report(DiagCode::ERR_DRV_005) << "--advertise-address '" + AdvertiseAddress +
+                                               "': a host name or an IP address, without blanks";
     bad = true;
     return nullptr;
   }
@@ -116,7 +129,8 @@ std::unique_ptr<cluster::ClusterAgent> clusterAgent(exec::Logger &log, Diagnosti
     return nullptr;
   }
   return std::make_unique<cluster::ClusterAgent>(
-      cluster::ClusterAgentOptions{ClusterEndpoints, NodeName, Topology, static_cast<int64_t>(*ttlNs / 1'000'000'000)},
+      cluster::ClusterAgentOptions{ClusterEndpoints, NodeName, Topology, static_cast<int64_t>(*ttlNs / 1'000'000'000),
+                                   AdvertiseAddress},
       log);
 }
 

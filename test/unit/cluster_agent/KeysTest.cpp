@@ -67,6 +67,18 @@ TEST(ClusterKeys, StatusAndRegistrationRoundTrip) {
   EXPECT_EQ(r->agentVersion, "0.1.0");
   EXPECT_EQ(r->topologyYaml, "node: a\n");
   EXPECT_FALSE(decodeRegistration("node: a\n", why));
+  EXPECT_EQ(r->address, "");
+
+  // The advertised address (MASTER_ADDR of jobs whose rank 0 runs there) travels on a line of its own.
+  r = decodeRegistration(encodeRegistration({"0.1.0", "node: a\n", "10.0.0.7"}), why);
+  ASSERT_TRUE(r) << why;
+  EXPECT_EQ(r->address, "10.0.0.7");
+  EXPECT_EQ(r->topologyYaml, "node: a\n");
+  EXPECT_FALSE(decodeRegistration("# mscale node registration; agent 0.1.0\n# address two words\nnode: a\n", why));
+  EXPECT_NE(why.find("no usable address"), std::string::npos) << why;
+  EXPECT_FALSE(validNodeAddress(""));
+  EXPECT_FALSE(validNodeAddress("a b"));
+  EXPECT_TRUE(validNodeAddress("node1.example.org"));
 }
 
 TEST(ClusterKeys, SubmissionRoundTrip) {

@@ -3,6 +3,7 @@
 // the config), time is a number, and the writes are checked before a fake fenced commit.
 #include "cluster/controller/Decide.h"
 #include "cluster/controller/Reconcile.h"
+#include "cluster/controller/Rendezvous.h"
 #include "hal/Loader.h"
 #include "hal/TopologyYaml.h"
 #include "plan/PlanFile.h"
@@ -39,8 +40,8 @@ const char *kPair = "import \"profiles/mlvm.msc\";\ncontract pair uses profile m
 struct Store {
   std::map<std::string, std::string> keys;
   int64_t revision = 40;
-  void node(const std::string &name) {
-    keys[std::string(kNodesPrefix) + name] = encodeRegistration({"test", machineYaml()});
+  void node(const std::string &name, const std::string &address = {}) {
+    keys[std::string(kNodesPrefix) + name] = encodeRegistration({"test", machineYaml(), address});
   }
   void contract(const std::string &name, const std::string &source) {
     keys[std::string(kContractsPrefix) + name] = encodeSubmission({name, source, {"/bin/true"}, {}});
@@ -83,7 +84,10 @@ struct Cluster {
     if (!contract.empty())
       store.contract(contract, source);
   }
-  Decision decideAt(uint64_t nowNs = 0) { return decide(store.read(memory), memory, nowNs, options(), kLeaderRev); }
+  Decision decideAt(uint64_t nowNs = 0) {
+    ManualClock clock(nowNs);
+    return decide(store.read(memory), memory, clock, options(), kLeaderRev);
+  }
   // A round that places `contract`, its assignments then in the store as its agents would find them.
   void placed(const std::string &contract = "pair") {
     Decision d = decideAt();
@@ -91,6 +95,16 @@ struct Cluster {
       store.assign(node, contract, d);
   }
   void lose(const std::string &node) { store.keys.erase(std::string(kNodesPrefix) + node); }
+  // Every write of `d` as its commit would leave the store.
+  void commit(const Decision &d) {
+    for (const ContractAction &a : d.actions)
+      for (const etcd::TxnOp &op : a.ops) {
+        if (op.kind == etcd::TxnOp::Kind::Put)
+          store.keys[op.key] = op.value;
+        else
+          store.keys.erase(op.key);
+      }
+  }
 };
 
 const ContractAction *actionFor(const Decision &d, const std::string &contract) {
@@ -99,12 +113,27 @@ const ContractAction *actionFor(const Decision &d, const std::string &contract) 
   return it == d.actions.end() ? nullptr : &*it;
 }
 
+// The assignments and the status an action puts (its event, when it has one, is eventsPut's).
 std::vector<std::string> puts(const ContractAction &a) {
   std::vector<std::string> out;
   for (const etcd::TxnOp &op : a.ops)
-    if (op.kind == etcd::TxnOp::Kind::Put)
+    if (op.kind == etcd::TxnOp::Kind::Put && !llvm::StringRef(op.key).starts_with(kContractEventsPrefix))
       out.push_back(op.key);
   return out;
+}
+// The contract's events as `contract`'s action writes them; nullopt when it writes none (or there
+// is no such action).
+std::optional<std::vector<ContractEvent>> eventsPut(const Decision &d, const std::string &contract = "pair") {
+  const ContractAction *found = actionFor(d, contract);
+  if (!found) {
+    ADD_FAILURE() << "no action for " << contract;
+    return std::nullopt;
+  }
+  const ContractAction &a = *found;
+  for (const etcd::TxnOp &op : a.ops)
+    if (op.key == std::string(kContractEventsPrefix) + a.contract)
+      return op.kind == etcd::TxnOp::Kind::Put ? decodeEvents(op.value) : std::vector<ContractEvent>{};
+  return std::nullopt;
 }
 std::vector<std::string> removes(const ContractAction &a) {
   std::vector<std::string> out;
@@ -190,6 +219,116 @@ TEST(Decide, ANodeLostWaitsOutTheGraceThenTheContractIsPlacedAgainWhole) {
   EXPECT_TRUE(cluster.memory.lostSinceNs.empty());
 }
 
+std::map<std::string, std::string> environmentPut(const ContractAction &a, const std::string &node) {
+  for (const etcd::TxnOp &op : a.ops)
+    if (op.key == assignmentKey(node, a.contract)) {
+      std::string why;
+      std::optional<Assignment> assignment = decodeAssignment(op.value, why);
+      EXPECT_TRUE(assignment) << why;
+      return assignment ? assignment->environment : std::map<std::string, std::string>{};
+    }
+  ADD_FAILURE() << "no assignment for " << node;
+  return {};
+}
+
+// Every rank of a multi-node job gets what torchrun gives: its rank, the world, and where rank 0
+// listens (the first node's advertised address) on a port that is fresh at every placement; the
+// submission's own values of those names give way.
+TEST(Decide, EachRankOfAPlacementLearnsWhereRankZeroListens) {
+  Cluster cluster({"n2", "n3"});
+  cluster.store.node("n1", "10.0.0.1");
+  cluster.store.keys[std::string(kContractsPrefix) + "pair"] =
+      encodeSubmission({"pair", kPair, {"/bin/true"}, {{"MASTER_PORT", "1"}, {"EPOCHS", "3"}}});
+  Decision first = cluster.decideAt();
+  const ContractAction *a = actionFor(first, "pair");
+  ASSERT_TRUE(a);
+  ASSERT_EQ(a->kind, ContractAction::Kind::Place) << statusOf(*a);
+  std::map<std::string, std::string> rank0 = environmentPut(*a, "n1"), rank1 = environmentPut(*a, "n2");
+  EXPECT_EQ(rank0["RANK"], "0");
+  EXPECT_EQ(rank1["RANK"], "1");
+  EXPECT_EQ(rank1["NODE_RANK"], "1");
+  EXPECT_EQ(rank1["LOCAL_RANK"], "0");
+  EXPECT_EQ(rank1["WORLD_SIZE"], "2");
+  EXPECT_EQ(rank1["LOCAL_WORLD_SIZE"], "1");
+  EXPECT_EQ(rank0["MASTER_ADDR"], "10.0.0.1");
+  EXPECT_EQ(rank1["MASTER_ADDR"], "10.0.0.1") << "the address rank 0's node advertises";
+  EXPECT_EQ(rank0["MASTER_PORT"], rank1["MASTER_PORT"]);
+  EXPECT_EQ(rank1["EPOCHS"], "3") << "the submission's other variables stay";
+  int port = std::stoi(rank0["MASTER_PORT"]);
+  EXPECT_GE(port, kRendezvousPortBase);
+  EXPECT_LT(port, kRendezvousPortBase + kRendezvousPorts);
+
+  for (const char *node : {"n1", "n2"})
+    cluster.store.assign(node, "pair", first);
+  cluster.lose("n1");
+  cluster.decideAt(0);
+  Decision again = cluster.decideAt(2 * kSecond);
+  a = actionFor(again, "pair");
+  ASSERT_TRUE(a);
+  ASSERT_EQ(a->kind, ContractAction::Kind::Place) << statusOf(*a);
+  std::map<std::string, std::string> newRank0 = environmentPut(*a, "n2");
+  EXPECT_EQ(newRank0["RANK"], "0");
+  EXPECT_EQ(newRank0["MASTER_ADDR"], "n2") << "a node that advertises no address is reached by its name";
+  EXPECT_EQ(std::stoi(newRank0["MASTER_PORT"]), port + 1 == kRendezvousPortBase + kRendezvousPorts ? kRendezvousPortBase : port + 1)
+      << "a fresh port for the new placement";
+}
+
+// What happened to a contract is kept as its events, stamped by the injected clock's wall time, as
+// `kubectl describe` shows them: each placement and refusal once, with the node lost as the cause.
+TEST(Decide, EachPlacementAndRefusalIsAnEventSaidOnce) {
+  Cluster cluster({"n1"});
+  Decision refused = cluster.decideAt(5 * kSecond);
+  std::optional<std::vector<ContractEvent>> events = eventsPut(refused);
+  ASSERT_TRUE(events);
+  ASSERT_EQ(events->size(), 1u);
+  EXPECT_EQ(events->back().unixMs, ManualClock(5 * kSecond).unixMs());
+  EXPECT_TRUE(llvm::StringRef(events->back().text).starts_with("refused: error[ERR_PLACE_002]")) << events->back().text;
+  cluster.commit(refused);
+  EXPECT_FALSE(eventsPut(cluster.decideAt(6 * kSecond))) << "the same refusal is no news";
+
+  cluster.store.node("n2");
+  cluster.store.node("n3");
+  Decision placed = cluster.decideAt(7 * kSecond);
+  events = eventsPut(placed);
+  ASSERT_TRUE(events);
+  ASSERT_EQ(events->size(), 2u) << "the earlier events stay";
+  EXPECT_EQ(events->back().text, "placed on n1,n2");
+  cluster.commit(placed);
+
+  cluster.lose("n2");
+  cluster.decideAt(8 * kSecond);
+  Decision again = cluster.decideAt(10 * kSecond);
+  events = eventsPut(again);
+  ASSERT_TRUE(events);
+  EXPECT_EQ(events->back().text, "node n2 lost: placed again on n1,n3");
+  cluster.commit(again);
+
+  cluster.lose("n3");
+  cluster.decideAt(11 * kSecond);
+  Decision gone = cluster.decideAt(13 * kSecond);
+  events = eventsPut(gone);
+  ASSERT_TRUE(events);
+  EXPECT_TRUE(llvm::StringRef(events->back().text).starts_with("node n3 lost: refused: error[ERR_PLACE_002]"))
+      << events->back().text;
+  cluster.commit(gone);
+
+  cluster.store.keys.erase(std::string(kContractsPrefix) + "pair");
+  Decision withdrawn = cluster.decideAt(14 * kSecond);
+  ASSERT_TRUE(eventsPut(withdrawn));
+  EXPECT_TRUE(eventsPut(withdrawn)->empty()) << "a withdrawn contract's events go";
+}
+
+TEST(ClusterKeys, EventsKeepTheNewestOnesOneLineEach) {
+  std::vector<ContractEvent> events;
+  for (int i = 0; i < 30; ++i)
+    events.push_back({1000 + i, "event\n" + std::to_string(i)});
+  std::vector<ContractEvent> back = decodeEvents(encodeEvents(events));
+  ASSERT_EQ(back.size(), kContractEventsKept);
+  EXPECT_EQ(back.front().text, "event 10");
+  EXPECT_EQ(back.back().unixMs, 1029);
+  EXPECT_EQ(decodeEvents("x y\n12 fine\n").size(), 1u) << "a line that does not read is skipped";
+}
+
 TEST(Decide, AJobThatCannotBePlacedWholeAgainRunsNowhere) {
   Cluster cluster({"n1", "n2"});
   cluster.placed();
@@ -267,7 +406,8 @@ TEST(Decide, AnUnreadableRegistrationIsReportedOncePerValueAndPlacesNothing) {
   ClusterState state = cluster.store.read(cluster.memory);
   ASSERT_EQ(state.unreadableNodes.size(), 1u);
   EXPECT_NE(state.unreadableNodes[0].find("ERR_CLUSTER_012"), std::string::npos);
-  Decision d = decide(state, cluster.memory, 0, options(), kLeaderRev);
+  ManualClock clock(0);
+  Decision d = decide(state, cluster.memory, clock, options(), kLeaderRev);
   EXPECT_EQ(actionFor(d, "pair")->kind, ContractAction::Kind::Refuse);
   EXPECT_TRUE(cluster.store.read(cluster.memory).unreadableNodes.empty()) << "the same value again is not news";
 }

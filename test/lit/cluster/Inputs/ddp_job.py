@@ -1,0 +1,19 @@
+"""The example PyTorch job (examples/python/train.py: DistributedDataParallel over gloo with exact
+resume) as a cluster job's worker: the ranks find each other through the variables the placement
+gives them (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT). The cluster compiled the job's contract
+(two recorded nodes) itself, so the example's own contract check, which compiles its tiny_vlm
+contract for the machine it runs on, is not what this job's plan is: it is bypassed (the undecorated
+function). Each start appends the rendezvous it was given to ``<--log>.rendezvous`` (one line:
+``rank R of W at ADDR:PORT``).  Usage: ddp_job.py ARGS... (train.py's)."""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "examples", "python"))
+import train  # noqa: E402
+
+if __name__ == "__main__":
+    log = sys.argv[sys.argv.index("--log") + 1]
+    with open(log + ".rendezvous", "a") as f:
+        f.write("rank %s of %s at %s:%s\n" % tuple(os.environ.get(k, "?") for k in
+                                               ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")))
+    sys.exit(train.main.__wrapped__(sys.argv[1:]))
