@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace msc {
 
@@ -40,6 +41,9 @@ private:
   uint64_t nowNs_;
   int64_t unixUsAtZero_;
 };
+
+// "2026-12-04T01:02:03.456Z": a wall time as every tool prints it (status, history, events).
+std::string formatUtcMs(int64_t unixMs);
 
 // now + delta, saturated: plan durations have no upper bound, and a wrapped sum would put a
 // deadline in the past.

@@ -1,5 +1,7 @@
 #include "executor/client/AgentClient.h"
 
+#include "support/Clock.h"
+
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/Support/Format.h>
 
@@ -122,17 +124,6 @@ const char *workerStateName(agent::Worker::State s) {
   default:
     return "none";
   }
-}
-
-std::string formatUtcMs(int64_t unixMs) {
-  time_t secs = time_t(unixMs / 1000);
-  tm utc;
-  gmtime_r(&secs, &utc);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &utc);
-  char ms[8];
-  std::snprintf(ms, sizeof ms, ".%03dZ", int(unixMs % 1000));
-  return std::string(stamp) + ms;
 }
 
 void printStatus(const agent::ContractStatus &s, llvm::raw_ostream &os) {

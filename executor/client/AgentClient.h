@@ -42,8 +42,6 @@ agent::Request attachRequest(const std::string &contract, int pid);
 
 // "running", "exited", "killed", "none": the worker state as status, list and metrics print it.
 const char *workerStateName(agent::Worker::State s);
-// "2026-12-01T22:41:07.123Z"
-std::string formatUtcMs(int64_t unixMs);
 void printStatus(const agent::ContractStatus &s, llvm::raw_ostream &os);
 void printList(const agent::ListResponse &l, llvm::raw_ostream &os);
 // Where the answer came from and the worker, then the source as submitted.

@@ -1,4 +1,4 @@
-// mscale-cli cluster nodes | show NODE [--matrix] | topology [NODE] | status [CONTRACT]
+// mscale-cli cluster nodes [--json] | show NODE [--matrix] | topology [NODE] | status [CONTRACT] [--json]
 //                   submit FILE.msc [--contract NAME] [--env K=V]... [-- WORKER COMMAND...]
 //                   withdraw CONTRACT
 // Reads are serializable: any etcd member answers from its own copy without asking the raft
@@ -13,12 +13,14 @@
 #include "cluster/deploy/RegisteredNodes.h"
 #include "cluster/etcd/EtcdClient.h"
 #include "cluster/keys/Keys.h"
+#include "cluster/status/ClusterStatus.h"
 #include "hal/LinkMatrix.h"
 #include "hal/Render.h"
 #include "driver/Compile.h"
 #include "hal/TopologyYaml.h"
 
 #include <llvm/ADT/StringRef.h>
+#include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -51,15 +53,9 @@ cl::opt<std::string> Controller("controller", cl::desc("submit, withdraw: call t
 cluster::WriteOptions writeOptions() { return {std::chrono::milliseconds(TimeoutMs), Controller}; }
 cl::opt<std::string> Endpoints("endpoints", cl::desc("etcd members (default: $ETCD_ENDPOINTS)"),
                                cl::value_desc("host:port,..."), cl::sub(ClusterCmd));
+cl::opt<bool> Json("json", cl::desc("nodes, status: write JSON for scripts"), cl::sub(ClusterCmd));
 cl::opt<bool> ShowMatrix("matrix", cl::desc("show: GPU/NIC/NVMe link classes (like nvidia-smi topo -m)"),
                          cl::sub(ClusterCmd));
-
-etcd::RangeOptions serializablePrefix(const std::string &prefix) {
-  etcd::RangeOptions o;
-  o.rangeEnd = etcd::prefixEnd(prefix);
-  o.consistency = etcd::Consistency::Serializable;
-  return o;
-}
 
 int fail(const etcd::Status &s) {
   llvm::errs() << "mscale-cli: " << s.str() << "\n";
@@ -71,13 +67,25 @@ int usage(DiagnosticEngine &diags, const std::string &what) {
   return 2;
 }
 
-// Every registered node with its topology (nodes whose registration does not read are said, not hidden).
-int nodes(etcd::EtcdClient &client, DiagnosticEngine &diags, const std::string &only) {
-  auto r = client.range(only.empty() ? cluster::kNodesPrefix : cluster::nodeKey(only),
-                        only.empty() ? serializablePrefix(cluster::kNodesPrefix) : etcd::RangeOptions{});
+// Every node: ready (registered) with its capacity and what is assigned there, or not ready (its
+// registration gone or unreadable while assignments remain): ClusterStatus.h.
+int nodes(etcd::EtcdClient &client) {
+  auto view = cluster::readClusterStatus(client);
+  if (!view)
+    return fail(view.status());
+  if (Json)
+    llvm::outs() << llvm::formatv("{0:2}", cluster::nodesJson(*view)) << "\n";
+  else
+    cluster::printNodes(*view, llvm::outs());
+  return 0;
+}
+
+// One registered node's topology: its tree, or its link matrix.
+int show(etcd::EtcdClient &client, DiagnosticEngine &diags, const std::string &only) {
+  auto r = client.range(cluster::nodeKey(only));
   if (!r)
     return fail(r.status());
-  if (!only.empty() && r->kvs.empty()) {
+  if (r->kvs.empty()) {
     diags.report(DiagCode::ERR_DRV_005) << ("no node '" + only + "' is registered");
     return 1;
   }
@@ -90,11 +98,7 @@ int nodes(etcd::EtcdClient &client, DiagnosticEngine &diags, const std::string &
       llvm::outs() << node << ": unreadable registration" << (why.empty() ? "" : ": " + why) << "\n";
       continue;
     }
-    if (only.empty()) {
-      hal::Summary s = hal::summarize(*topo);
-      llvm::outs() << node << ": " << s.gpus << " GPU(s), " << s.rdma << " RDMA, " << s.nvme << " NVMe, " << s.cores
-                   << " core(s) on " << s.numaNodes << " NUMA node(s); agent " << reg->agentVersion << "\n";
-    } else if (ShowMatrix) {
+    if (ShowMatrix) {
       hal::printLinkMatrix(hal::computeLinkMatrix(*topo), llvm::outs());
     } else {
       hal::printTree(*topo, llvm::outs());
@@ -140,33 +144,19 @@ int topology(etcd::EtcdClient &client, DiagnosticEngine &diags, const std::strin
   return 0;
 }
 
-// The leader's decision for each contract, and what each node made of its assignment.
-int status(etcd::EtcdClient &client, const std::string &only) {
-  auto decided = client.range(cluster::kContractStatusPrefix, serializablePrefix(cluster::kContractStatusPrefix));
-  auto applied = client.range(cluster::kStatusPrefix, serializablePrefix(cluster::kStatusPrefix));
-  if (!decided)
-    return fail(decided.status());
-  if (!applied)
-    return fail(applied.status());
-  for (const etcd::KeyValue &kv : decided->kvs) {
-    std::string contract = kv.key.substr(std::string(cluster::kContractStatusPrefix).size());
-    if (!only.empty() && contract != only)
-      continue;
-    llvm::StringRef value(kv.value);
-    auto [decision, rest] = value.split('\n');
-    llvm::outs() << "contract " << contract << ": " << decision << "\n";
-    // The cluster config's scaling defaults, when they decided part of the policy.
-    if (llvm::StringRef second = rest.split('\n').first; second.starts_with("defaults from "))
-      llvm::outs() << "  " << second << "\n";
-    for (const etcd::KeyValue &s : applied->kvs) {
-      llvm::StringRef rest = llvm::StringRef(s.key).drop_front(std::string(cluster::kStatusPrefix).size());
-      auto [node, name] = rest.split('/');
-      if (name != contract)
-        continue;
-      std::optional<cluster::AssignmentStatus> st = cluster::decodeStatus(s.value);
-      llvm::outs() << "  node " << node << ": " << (st ? st->state + ", worker " + st->worker : "unreadable status")
-                   << "\n";
-    }
+// Per contract the leader's decision, why, the scaling defaults it took, its events, and what each
+// node made of its assignment (ClusterStatus.h).
+int status(etcd::EtcdClient &client, DiagnosticEngine &diags, const std::string &only) {
+  auto view = cluster::readClusterStatus(client);
+  if (!view)
+    return fail(view.status());
+  if (Json) {
+    llvm::outs() << llvm::formatv("{0:2}", cluster::contractsJson(*view, only)) << "\n";
+    return 0;
+  }
+  if (!cluster::printContracts(*view, only, llvm::outs())) {
+    diags.report(DiagCode::ERR_DRV_005) << ("no contract '" + only + "' is submitted or decided");
+    return 1;
   }
   return 0;
 }
@@ -227,13 +217,13 @@ int run() {
     return fail(client.status());
   const std::string &what = Args.front();
   if (what == "nodes" && Args.size() == 1)
-    return nodes(**client, diags, "");
+    return nodes(**client);
   if (what == "show" && Args.size() == 2)
-    return nodes(**client, diags, Args[1]);
+    return show(**client, diags, Args[1]);
   if (what == "topology" && Args.size() <= 2)
     return topology(**client, diags, Args.size() == 2 ? Args[1] : "");
   if (what == "status" && Args.size() <= 2)
-    return status(**client, Args.size() == 2 ? Args[1] : "");
+    return status(**client, diags, Args.size() == 2 ? Args[1] : "");
   if (what == "submit" && Args.size() >= 2) {
     std::vector<std::string> command(Args.begin() + 2, Args.end());
     if (!command.empty() && command.front() == "--")

@@ -1,6 +1,7 @@
 #include "tools/mscale-cli/StatusView.h"
 
 #include "executor/client/AgentClient.h"
+#include "support/Clock.h"
 #include "support/Units.h"
 
 #include <google/protobuf/util/json_util.h>
@@ -64,7 +65,7 @@ int showStatus(const StatusViewOptions &options, DiagnosticEngine &diags) {
         auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();
-        os << "mscale-cli contract status " << options.contract << "   " << exec::formatUtcMs(now) << "   every "
+        os << "mscale-cli contract status " << options.contract << "   " << formatUtcMs(now) << "   every "
            << formatDuration(Nanoseconds{uint64_t(options.interval.count())}) << " (Ctrl-C quits)\n\n";
       }
       exec::printStatus(resp->status(), os);

@@ -24,5 +24,5 @@ cluster_contract c1 2 "$work/c1.msc"
 mscale-cli cluster submit "$work/c1.msc" --timeout-ms 20000 | sed -e 's/ at revision.*//'
 until_ok 30 decided c1 || fail "c1 not decided"
 echo "c1: $(ectl get --print-value-only /mscale/contract-status/c1 | head -1 | cut -d' ' -f1)"
-echo "nodes read: $(mscale-cli cluster nodes | grep -c GPU)"
+echo "nodes read: $(mscale-cli cluster nodes | grep -c ' Ready ')"
 echo "a controller leads: $(mscale-controller leader > /dev/null && echo yes)"

@@ -50,7 +50,7 @@ mscale-cli cluster submit "$work/c3.msc" > /dev/null
 until_ok 20 decided c3 || fail "c3 not decided"
 until_ok 10 bash -c "(( \$(grep -c ERR_CLUSTER_012 '$work/A.log') >= 2 ))" || fail "the leader did not report bad registrations"
 grep -o "ignoring a node: error\[ERR_CLUSTER_012\]: the registration of node '[a-z0-9]*' cannot be read: [a-z]*" "$work/A.log" | sort -u
-mscale-cli cluster nodes | grep unreadable | sed -e 's/:.*unreadable/: unreadable/' -e 's/registration:.*/registration/'
+mscale-cli cluster nodes | awk '$2 == "NotReady" && /registration does not read/ {print $1 ": unreadable registration"}'
 echo "c3: $(ectl get --print-value-only /mscale/contract-status/c3 | grep -o 'refused\|error\[ERR_[A-Z]*_[0-9]*\]' | tr '\n' ' ')"
 # Withdrawn: its assignments and status go; withdrawing it again is refused.
 mscale-cli cluster withdraw c1 | sed -e 's/revision [0-9]*/revision R/; s/at 127[^,]*/at ADDR/; s/leader-rev [0-9]*/leader-rev N/'

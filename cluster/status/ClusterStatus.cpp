@@ -1,0 +1,313 @@
+#include "cluster/status/ClusterStatus.h"
+
+#include "cluster/placement/NodeRegistry.h"
+#include "hal/Render.h"
+#include "hal/TopologyYaml.h"
+#include "plan/PlanFile.h"
+#include "support/Clock.h"
+
+#include <llvm/ADT/StringExtras.h>
+#include <llvm/ADT/StringRef.h>
+#include <llvm/Support/Format.h>
+
+#include <map>
+#include <set>
+
+namespace msc::cluster {
+
+namespace {
+
+struct Read {
+  std::map<std::string, NodeView> nodes;
+  std::map<std::string, std::shared_ptr<const hal::Topology>> topologies;
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> plans; // node -> (contract, plan bytes)
+  std::map<std::string, std::string> decisions, events;                           // contract -> value
+  std::set<std::string> submitted;
+  std::map<std::pair<std::string, std::string>, std::string> statuses; // (contract, node) -> value
+};
+
+std::string after(llvm::StringRef key, const char *prefix) { return key.drop_front(llvm::StringRef(prefix).size()).str(); }
+
+void readNode(Read &r, const std::string &name, const std::string &value) {
+  NodeView &n = r.nodes[name];
+  n.name = name;
+  std::string why;
+  std::optional<Registration> reg = decodeRegistration(value, why);
+  CollectingConsumer sink;
+  DiagnosticEngine diags(nullptr, sink);
+  std::optional<hal::Topology> topo = reg ? hal::readTopologyYaml(reg->topologyYaml, name, diags) : std::nullopt;
+  if (!topo) {
+    n.notReady = "its registration does not read: " + (reg ? (sink.diags.empty() ? std::string("no topology")
+                                                                                 : sink.diags.front().message)
+                                                          : why);
+    return;
+  }
+  n.ready = true;
+  n.agentVersion = reg->agentVersion;
+  n.address = reg->address;
+  hal::Summary s = hal::summarize(*topo);
+  n.gpus = unsigned(s.gpus), n.cores = unsigned(s.cores), n.rdma = unsigned(s.rdma), n.nvme = unsigned(s.nvme);
+  n.numaNodes = unsigned(s.numaNodes);
+  topo->setName(name);
+  r.topologies[name] = std::make_shared<const hal::Topology>(std::move(*topo));
+}
+
+// "placed n1,n2 leader-rev 7" or "refused leader-rev 7", then "defaults from ...", then diagnostics.
+void readDecision(ContractView &c, const std::string &value) {
+  llvm::SmallVector<llvm::StringRef> lines;
+  llvm::StringRef(value).split(lines, '\n', -1, /*KeepEmpty=*/false);
+  if (lines.empty())
+    return;
+  c.decisionLine = lines.front().str();
+  llvm::SmallVector<llvm::StringRef> words;
+  lines.front().split(words, ' ', -1, false);
+  if (!words.empty())
+    c.decision = words.front().str();
+  for (size_t i = 0; i + 1 < words.size(); ++i)
+    if (words[i] == "leader-rev")
+      words[i + 1].getAsInteger(10, c.leaderRevision);
+  if (c.decision == "placed" && words.size() > 1)
+    for (llvm::StringRef node : llvm::split(words[1], ','))
+      c.nodes.push_back(node.str());
+  for (size_t i = 1; i < lines.size(); ++i) {
+    if (i == 1 && lines[i].starts_with("defaults from "))
+      c.defaults = lines[i].str();
+    else
+      c.diagnostics.push_back(lines[i].str());
+  }
+}
+
+std::string workerText(const AssignmentStatus &s) {
+  std::string out = s.state + (s.code.empty() ? "" : " " + s.code) + ", worker " + s.worker;
+  if (s.pid)
+    out += " (pid " + std::to_string(s.pid) + ")";
+  if (s.worker == "exited")
+    out += ", exit status " + std::to_string(s.exitStatus);
+  else if (s.worker == "killed")
+    out += ", signal " + std::to_string(s.exitStatus);
+  return out;
+}
+
+} // namespace
+
+ClusterStatusView statusOf(const std::vector<etcd::KeyValue> &kvs) {
+  Read r;
+  for (const etcd::KeyValue &kv : kvs) {
+    llvm::StringRef key(kv.key);
+    if (key.starts_with(kNodesPrefix)) {
+      readNode(r, after(key, kNodesPrefix), kv.value);
+    } else if (key.starts_with(kAssignmentsPrefix)) {
+      std::string rest = after(key, kAssignmentsPrefix);
+      auto [node, contract] = llvm::StringRef(rest).split('/');
+      std::string why;
+      std::optional<Assignment> a = decodeAssignment(kv.value, why);
+      if (!contract.empty())
+        r.plans[node.str()].push_back({contract.str(), a ? a->plan : std::string()});
+    } else if (key.starts_with(kStatusPrefix)) {
+      std::string rest = after(key, kStatusPrefix);
+      auto [node, contract] = llvm::StringRef(rest).split('/');
+      r.statuses[{contract.str(), node.str()}] = kv.value;
+    } else if (key.starts_with(kContractsPrefix)) {
+      r.submitted.insert(after(key, kContractsPrefix));
+    } else if (key.starts_with(kContractStatusPrefix)) {
+      r.decisions[after(key, kContractStatusPrefix)] = kv.value;
+    } else if (key.starts_with(kContractEventsPrefix)) {
+      r.events[after(key, kContractEventsPrefix)] = kv.value;
+    }
+  }
+
+  ClusterStatusView view;
+  // Nodes: the registered ones, and those that still hold assignments without a registration.
+  NodeRegistry registry;
+  CollectingConsumer sink;
+  DiagnosticEngine diags(nullptr, sink);
+  for (const auto &[name, topo] : r.topologies)
+    registry.add(name, topo, diags);
+  for (auto &[node, list] : r.plans) {
+    NodeView &n = r.nodes[node];
+    n.name = node;
+    if (!n.ready && n.notReady.empty())
+      n.notReady = "its registration is gone: the agent stopped or its lease expired";
+    for (const auto &[contract, bytes] : list) {
+      n.contracts.push_back(contract);
+      if (!n.ready)
+        continue;
+      if (std::optional<plan::Plan> p = plan::decodePlan(bytes, node, diags))
+        registry.admit(node, std::move(*p), "an assignment", diags);
+    }
+  }
+  for (auto &[name, n] : r.nodes) {
+    if (const NodeState *state = n.ready ? registry.find(name) : nullptr) {
+      n.gpusUsed = n.gpus - std::min(n.gpus, state->capacity.freeGpus);
+      n.coresUsed = n.cores - std::min(n.cores, state->capacity.freeCores);
+    }
+    view.nodes.push_back(n);
+  }
+
+  std::set<std::string> names = r.submitted;
+  for (const auto &[name, value] : r.decisions)
+    names.insert(name);
+  for (const std::string &name : names) {
+    ContractView c;
+    c.name = name;
+    c.decision = "pending";
+    if (auto d = r.decisions.find(name); d != r.decisions.end())
+      readDecision(c, d->second);
+    if (auto e = r.events.find(name); e != r.events.end())
+      c.events = decodeEvents(e->second);
+    for (const std::string &node : c.nodes) {
+      ContractOnNode on{node, std::nullopt, false};
+      if (auto s = r.statuses.find({name, node}); s != r.statuses.end()) {
+        on.status = decodeStatus(s->second);
+        on.unreadable = !on.status;
+      }
+      c.onNodes.push_back(std::move(on));
+    }
+    view.contracts.push_back(std::move(c));
+  }
+  return view;
+}
+
+etcd::Result<ClusterStatusView> readClusterStatus(etcd::EtcdClient &client) {
+  etcd::RangeOptions o;
+  o.rangeEnd = etcd::prefixEnd(kRootPrefix);
+  o.consistency = etcd::Consistency::Serializable;
+  auto all = client.range(kRootPrefix, o);
+  if (!all)
+    return all.status();
+  return statusOf(all->kvs);
+}
+
+bool printContracts(const ClusterStatusView &view, const std::string &only, llvm::raw_ostream &os) {
+  bool found = only.empty();
+  for (const ContractView &c : view.contracts) {
+    if (!only.empty() && c.name != only)
+      continue;
+    found = true;
+    os << "contract " << c.name << ": "
+       << (c.decisionLine.empty() ? std::string("submitted, not decided yet") : c.decisionLine) << "\n";
+    if (!c.defaults.empty())
+      os << "  " << c.defaults << "\n";
+    if (!c.diagnostics.empty()) {
+      os << "  why:\n";
+      for (const std::string &line : c.diagnostics)
+        os << "    " << line << "\n";
+    }
+    if (!c.events.empty()) {
+      os << "  events:\n";
+      for (const ContractEvent &e : c.events)
+        os << "    " << formatUtcMs(e.unixMs) << "  " << e.text << "\n";
+    }
+    auto ready = [&](const std::string &node) {
+      for (const NodeView &n : view.nodes)
+        if (n.name == node)
+          return n.ready;
+      return false;
+    };
+    for (const ContractOnNode &on : c.onNodes) {
+      os << "  node " << on.node << ": ";
+      if (on.status)
+        os << workerText(*on.status) << "\n";
+      else
+        os << (on.unreadable ? "unreadable status" : ready(on.node) ? "no status yet" : "no status: the node is not ready")
+           << "\n";
+      if (on.status)
+        for (const std::string &m : on.status->messages)
+          os << "    " << m << "\n";
+    }
+  }
+  return found;
+}
+
+llvm::json::Value contractsJson(const ClusterStatusView &view, const std::string &only) {
+  llvm::json::Array out;
+  for (const ContractView &c : view.contracts) {
+    if (!only.empty() && c.name != only)
+      continue;
+    llvm::json::Array nodes, diagnostics, events, onNodes;
+    for (const std::string &n : c.nodes)
+      nodes.push_back(n);
+    for (const std::string &d : c.diagnostics)
+      diagnostics.push_back(d);
+    for (const ContractEvent &e : c.events)
+      events.push_back(llvm::json::Object{{"unix_ms", e.unixMs}, {"time", formatUtcMs(e.unixMs)}, {"text", e.text}});
+    for (const ContractOnNode &on : c.onNodes) {
+      llvm::json::Object o{{"node", on.node}};
+      if (on.status) {
+        llvm::json::Array messages;
+        for (const std::string &m : on.status->messages)
+          messages.push_back(m);
+        o["state"] = on.status->state;
+        if (!on.status->code.empty())
+          o["code"] = on.status->code;
+        o["worker"] = on.status->worker;
+        if (on.status->pid)
+          o["pid"] = on.status->pid;
+        if (on.status->worker == "exited" || on.status->worker == "killed")
+          o[on.status->worker == "exited" ? "exit_status" : "signal"] = on.status->exitStatus;
+        o["messages"] = std::move(messages);
+      } else {
+        o["state"] = on.unreadable ? "unreadable" : "unknown";
+      }
+      onNodes.push_back(std::move(o));
+    }
+    llvm::json::Object o{{"name", c.name},           {"decision", c.decision},
+                         {"nodes", std::move(nodes)}, {"leader_revision", c.leaderRevision},
+                         {"diagnostics", std::move(diagnostics)}, {"events", std::move(events)},
+                         {"on_nodes", std::move(onNodes)}};
+    if (!c.defaults.empty())
+      o["defaults"] = c.defaults;
+    out.push_back(std::move(o));
+  }
+  return llvm::json::Object{{"contracts", std::move(out)}};
+}
+
+void printNodes(const ClusterStatusView &view, llvm::raw_ostream &os) {
+  std::vector<std::vector<std::string>> rows = {
+      {"NODE", "STATUS", "GPUS", "USED", "CORES", "USED", "RDMA", "NVME", "NUMA", "AGENT", "ADDRESS", "CONTRACTS"}};
+  for (const NodeView &n : view.nodes) {
+    std::string contracts = n.contracts.empty() ? "-" : llvm::join(n.contracts, ",");
+    if (n.ready)
+      rows.push_back({n.name, "Ready", std::to_string(n.gpus), std::to_string(n.gpusUsed), std::to_string(n.cores),
+                      std::to_string(n.coresUsed), std::to_string(n.rdma), std::to_string(n.nvme),
+                      std::to_string(n.numaNodes), n.agentVersion, n.address.empty() ? "-" : n.address, contracts});
+    else
+      rows.push_back({n.name, "NotReady", "-", "-", "-", "-", "-", "-", "-", "-", "-", contracts + "  (" + n.notReady + ")"});
+  }
+  std::vector<size_t> width(rows.front().size(), 0);
+  for (const auto &row : rows)
+    for (size_t i = 0; i < row.size(); ++i)
+      width[i] = std::max(width[i], row[i].size());
+  for (const auto &row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i)
+      line += i + 1 < row.size() ? row[i] + std::string(width[i] - row[i].size() + 2, ' ') : row[i];
+    os << line << "\n";
+  }
+}
+
+llvm::json::Value nodesJson(const ClusterStatusView &view) {
+  llvm::json::Array out;
+  for (const NodeView &n : view.nodes) {
+    llvm::json::Array contracts;
+    for (const std::string &c : n.contracts)
+      contracts.push_back(c);
+    llvm::json::Object o{{"name", n.name}, {"ready", n.ready}, {"contracts", std::move(contracts)}};
+    if (n.ready) {
+      o["agent_version"] = n.agentVersion;
+      if (!n.address.empty())
+        o["address"] = n.address;
+      o["gpus"] = llvm::json::Object{{"total", int64_t(n.gpus)}, {"used", int64_t(n.gpusUsed)}, {"free", int64_t(n.gpus - n.gpusUsed)}};
+      o["cores"] = llvm::json::Object{{"total", int64_t(n.cores)}, {"used", int64_t(n.coresUsed)}, {"free", int64_t(n.cores - n.coresUsed)}};
+      o["rdma"] = int64_t(n.rdma);
+      o["nvme"] = int64_t(n.nvme);
+      o["numa_nodes"] = int64_t(n.numaNodes);
+    } else {
+      o["not_ready"] = n.notReady;
+    }
+    out.push_back(std::move(o));
+  }
+  return llvm::json::Object{{"nodes", std::move(out)}};
+}
+
+} // namespace msc::cluster

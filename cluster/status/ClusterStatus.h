@@ -1,0 +1,67 @@
+// The cluster as `mscale-cli cluster status` and `cluster nodes` show it, like `kubectl describe`
+// and `kubectl get nodes`: made purely from the keys of one read of /mscale/ (statusOf), so that
+// what is shown is unit-tested without etcd, then printed as text or JSON.
+//   - A contract: the leader's decision (placed on which nodes, refused, or not decided yet), the
+//     diagnostics that decided it, the scaling defaults the cluster config filled in, its events,
+//     and what each node made of its assignment (the worker, its exit, the messages).
+//   - A node: ready (registered) or not ready (its assignments are still there, its registration is
+//     gone: the agent stopped or its lease expired), its GPUs and cores and how many the admitted
+//     plans hold, the contracts assigned to it.
+#pragma once
+
+#include "cluster/etcd/EtcdClient.h"
+#include "cluster/keys/Keys.h"
+
+#include <llvm/Support/JSON.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace msc::cluster {
+
+struct ContractOnNode {
+  std::string node;
+  std::optional<AssignmentStatus> status; // nullopt: none written yet (or the node is gone)
+  bool unreadable = false;                // a status that does not read
+};
+
+struct ContractView {
+  std::string name;
+  std::string decision;           // "placed", "refused", or "pending" (submitted, not decided yet)
+  std::vector<std::string> nodes; // placed on, in rank order
+  int64_t leaderRevision = 0;
+  std::string decisionLine;       // the stored first line, as the leader wrote it
+  std::string defaults;           // "defaults from cluster config ...", when the config filled some in
+  std::vector<std::string> diagnostics; // the diagnostics that refused it, as printed
+  std::vector<ContractEvent> events;
+  std::vector<ContractOnNode> onNodes;
+};
+
+struct NodeView {
+  std::string name;
+  bool ready = false;
+  std::string notReady; // why, when not ready
+  std::string agentVersion, address;
+  unsigned gpus = 0, gpusUsed = 0, cores = 0, coresUsed = 0, rdma = 0, nvme = 0, numaNodes = 0;
+  std::vector<std::string> contracts; // assigned here
+};
+
+struct ClusterStatusView {
+  std::vector<ContractView> contracts; // by name
+  std::vector<NodeView> nodes;         // by name
+};
+
+ClusterStatusView statusOf(const std::vector<etcd::KeyValue> &kvs);
+// A serializable read of /mscale/: any member answers, even without a raft leader.
+etcd::Result<ClusterStatusView> readClusterStatus(etcd::EtcdClient &client);
+
+// `only`: one contract (empty: all). False when `only` names no contract.
+bool printContracts(const ClusterStatusView &view, const std::string &only, llvm::raw_ostream &os);
+llvm::json::Value contractsJson(const ClusterStatusView &view, const std::string &only);
+void printNodes(const ClusterStatusView &view, llvm::raw_ostream &os);
+llvm::json::Value nodesJson(const ClusterStatusView &view);
+
+} // namespace msc::cluster

@@ -1,0 +1,141 @@
+// `mscale-cli cluster status` and `cluster nodes` as a person reads them: why a contract was refused,
+// what happened to it, what each node made of it, which nodes are not ready and what they hold.
+#include "cluster/controller/Decide.h"
+#include "cluster/status/ClusterStatus.h"
+#include "hal/Loader.h"
+#include "hal/TopologyYaml.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace msc::cluster {
+namespace {
+
+const std::string &machineYaml() {
+  static const std::string yaml = [] {
+    CollectingConsumer sink;
+    DiagnosticEngine diags(nullptr, sink);
+    std::optional<hal::Topology> topo = hal::loadTopology(
+        hal::TopologySource::file(std::string(MSC_SOURCE_DIR) +
+                                  "/../shared/fixtures/topologies/hwloc-xml/psmgmt-jwb0004-juwelsbooster-4xA100.xml"),
+        diags);
+    return topo ? hal::writeTopologyYaml(*topo) : std::string();
+  }();
+  return yaml;
+}
+
+std::string contract(const std::string &name, unsigned nodes) {
+  return "import \"profiles/mlvm.msc\";\ncontract " + name + " uses profile mlvm_light {\n  nodes = " +
+         std::to_string(nodes) + ";\n  io_topology { r0 { gpu = any; rdma_port = nearest; } }\n}\n";
+}
+
+// A store the leader has decided on: the keys its decisions left.
+struct Store {
+  std::map<std::string, std::string> keys;
+  ReconcileMemory memory;
+  std::vector<etcd::KeyValue> kvs() const {
+    std::vector<etcd::KeyValue> out;
+    for (const auto &[k, v] : keys) {
+      etcd::KeyValue kv;
+      kv.key = k, kv.value = v, kv.modRevision = 1;
+      out.push_back(kv);
+    }
+    return out;
+  }
+  void decide(uint64_t nowNs) {
+    ReconcileOptions o;
+    o.stdlibDir = std::string(MSC_SOURCE_DIR) + "/stdlib";
+    o.compilerVersion = "test";
+    ManualClock clock(nowNs);
+    Decision d = cluster::decide(clusterStateFrom(kvs(), 1, memory), memory, clock, o, 7);
+    for (const ContractAction &a : d.actions)
+      for (const etcd::TxnOp &op : a.ops)
+        if (op.kind == etcd::TxnOp::Kind::Put)
+          keys[op.key] = op.value;
+        else
+          keys.erase(op.key);
+  }
+};
+
+TEST(ClusterStatus, SaysWhyAContractWasRefusedWhatHappenedAndWhatEachNodeDid) {
+  Store s;
+  for (const char *n : {"n1", "n2"})
+    s.keys[std::string(kNodesPrefix) + n] = encodeRegistration({"0.9", machineYaml(), "10.0.0.1"});
+  s.keys[std::string(kContractsPrefix) + "pair"] = encodeSubmission({"pair", contract("pair", 2), {"/bin/true"}, {}});
+  s.keys[std::string(kContractsPrefix) + "big"] = encodeSubmission({"big", contract("big", 5), {"/bin/true"}, {}});
+  s.decide(1'000'000'000);
+  AssignmentStatus crashed{"applied", "", 7, "exited", 4242, 1, {"fault worker-crashed at step 30 (exit 1: RuntimeError: loss is nan)"}};
+  s.keys[statusKey("n1", "pair")] = encodeStatus(crashed);
+  s.keys[std::string(kContractsPrefix) + "later"] = encodeSubmission({"later", contract("later", 1), {}, {}});
+
+  ClusterStatusView view = statusOf(s.kvs());
+  ASSERT_EQ(view.contracts.size(), 3u);
+  const ContractView &big = view.contracts[0], &later = view.contracts[1], &pair = view.contracts[2];
+  EXPECT_EQ(big.decision, "refused");
+  ASSERT_FALSE(big.diagnostics.empty()) << "the reason is shown, not only kept in etcd";
+  EXPECT_NE(big.diagnostics.front().find("error[ERR_PLACE_002]"), std::string::npos) << big.diagnostics.front();
+  ASSERT_EQ(big.events.size(), 1u);
+  EXPECT_EQ(big.events[0].text.rfind("refused: error[ERR_PLACE_002]", 0), 0u) << big.events[0].text;
+  EXPECT_EQ(later.decision, "pending");
+  EXPECT_EQ(pair.decision, "placed");
+  EXPECT_EQ(pair.nodes, (std::vector<std::string>{"n1", "n2"}));
+  EXPECT_EQ(pair.leaderRevision, 7);
+  ASSERT_EQ(pair.onNodes.size(), 2u);
+  ASSERT_TRUE(pair.onNodes[0].status);
+  EXPECT_EQ(pair.onNodes[0].status->exitStatus, 1);
+  EXPECT_FALSE(pair.onNodes[1].status);
+
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  EXPECT_TRUE(printContracts(view, "big", os));
+  EXPECT_NE(text.find("contract big: refused leader-rev 7\n  why:\n    big.msc:2:10: error[ERR_PLACE_002]"), std::string::npos) << text;
+  EXPECT_NE(text.find("  events:\n    20"), std::string::npos) << text;
+  text.clear();
+  printContracts(view, "pair", os);
+  EXPECT_NE(text.find("  node n1: applied, worker exited (pid 4242), exit status 1\n"
+                      "    fault worker-crashed at step 30 (exit 1: RuntimeError: loss is nan)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  node n2: no status yet\n"), std::string::npos) << text;
+  EXPECT_FALSE(printContracts(view, "nope", os));
+  llvm::json::Value json = contractsJson(view, "pair");
+  const llvm::json::Array *contracts = json.getAsObject()->getArray("contracts");
+  ASSERT_TRUE(contracts && contracts->size() == 1);
+  EXPECT_EQ(*(*contracts)[0].getAsObject()->getString("decision"), "placed");
+}
+
+TEST(ClusterStatus, ALostNodeIsNotReadyWhileItHoldsAssignmentsAndNodesShowWhatIsUsed) {
+  Store s;
+  for (const char *n : {"n1", "n2", "n3"})
+    s.keys[std::string(kNodesPrefix) + n] = encodeRegistration({"0.9", machineYaml()});
+  s.keys[std::string(kContractsPrefix) + "pair"] = encodeSubmission({"pair", contract("pair", 2), {"/bin/true"}, {}});
+  s.decide(1'000'000'000);
+  s.keys.erase(std::string(kNodesPrefix) + "n2"); // its lease expired; the leader waits out the grace
+
+  ClusterStatusView view = statusOf(s.kvs());
+  ASSERT_EQ(view.nodes.size(), 3u);
+  const NodeView &n1 = view.nodes[0], &n2 = view.nodes[1], &n3 = view.nodes[2];
+  EXPECT_TRUE(n1.ready);
+  EXPECT_EQ(n1.gpus, 4u);
+  EXPECT_EQ(n1.gpusUsed, 1u) << "the pair's plan holds one GPU there";
+  EXPECT_GT(n1.cores, 0u);
+  EXPECT_EQ(n1.contracts, std::vector<std::string>{"pair"});
+  EXPECT_FALSE(n2.ready) << "a lost node is marked, not dropped";
+  EXPECT_NE(n2.notReady.find("registration is gone"), std::string::npos);
+  EXPECT_EQ(n2.contracts, std::vector<std::string>{"pair"});
+  EXPECT_TRUE(n3.ready);
+  EXPECT_EQ(n3.gpusUsed, 0u);
+
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  printNodes(view, os);
+  EXPECT_EQ(text.rfind("NODE", 0), 0u) << text;
+  EXPECT_NE(text.find("n2    NotReady"), std::string::npos) << text;
+  llvm::json::Value json = nodesJson(view);
+  const llvm::json::Object *first = (*json.getAsObject()->getArray("nodes"))[0].getAsObject();
+  EXPECT_EQ(*first->getObject("gpus")->getInteger("free"), 3);
+}
+
+} // namespace
+} // namespace msc::cluster
