@@ -257,8 +257,9 @@ bool Session::startWorker(const std::vector<std::string> &argv, const std::map<s
 
 pid_t Session::startWorkerProcess(const std::vector<std::string> &argv,
                                   const std::map<std::string, std::string> &extraEnv, DiagnosticEngine &diags,
-                                  const std::vector<int> &extraFds, const std::string &label) {
+                                  const std::vector<int> &extraFds, const std::string &label, int stdioFd) {
   WorkerEnvironment env = env_;
+  env.stdioFd = stdioFd;
   for (auto &[k, v] : extraEnv)
     env.variables[k] = v;
   env.inheritedFds.insert(env.inheritedFds.end(), extraFds.begin(), extraFds.end());
@@ -365,6 +366,10 @@ pid_t spawnGated(const std::vector<std::string> &argv, const WorkerEnvironment &
     ::syscall(SYS_close_range, 3u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */);
     for (int fd : env.inheritedFds)
       ::fcntl(fd, F_SETFD, 0);
+    if (env.stdioFd >= 0) { // dup2 leaves the copies open across exec
+      ::dup2(env.stdioFd, STDOUT_FILENO);
+      ::dup2(env.stdioFd, STDERR_FILENO);
+    }
     ::execvpe(cargv[0], cargv.data(), cenv.data());
     int err = errno;
     ssize_t ignored = ::write(errPipe[1], &err, sizeof err);

@@ -56,9 +56,11 @@ public:
                    DiagnosticEngine &diags, const std::vector<int> &extraFds = {});
   // The same for one of several workers (the ranks of a job): returns its pid, or -1. `label` names
   // it in the log ("rank 1"; empty for a single worker). The session keeps every worker it started
-  // until workerExited, so release() and killWorkerTree() reach all of them.
+  // until workerExited, so release() and killWorkerTree() reach all of them. `stdioFd`: the
+  // worker's stdout and stderr (-1: the executor's own).
   pid_t startWorkerProcess(const std::vector<std::string> &argv, const std::map<std::string, std::string> &extraEnv,
-                           DiagnosticEngine &diags, const std::vector<int> &extraFds, const std::string &label);
+                           DiagnosticEngine &diags, const std::vector<int> &extraFds, const std::string &label,
+                           int stdioFd = -1);
   // Binds a process the session did not start (a Slurm task) to the contract: every applied
   // applier's attach (cgroups, CPU affinity), as for the session's own workers. It is not one of
   // workerPids(): whoever started it waits for it. False with the appliers' diagnostics.
@@ -79,6 +81,7 @@ public:
   // cgroup.kill would take them too.
   void killWorkerTree(const std::vector<pid_t> &sparing = {});
   const std::string &contract() const { return contract_; }
+  Logger &log() const { return log_; }
   const std::string &planName() const { return planName_; }
   const plan::Plan &plan() const { return plan_; }
   const WorkerEnvironment &environment() const { return env_; }

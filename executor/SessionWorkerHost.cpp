@@ -4,13 +4,28 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace msc::exec {
 
 pid_t SessionWorkerHost::start(const std::vector<std::string> &argv, const std::map<std::string, std::string> &env,
                                const std::vector<int> &fds, const std::string &label, DiagnosticEngine &diags) {
-  return session_.startWorkerProcess(argv, env, diags, fds, label);
+  if (!output_)
+    return session_.startWorkerProcess(argv, env, diags, fds, label);
+  auto number = [&](const char *name) {
+    auto it = env.find(name);
+    return it == env.end() ? 0u : unsigned(std::strtoul(it->second.c_str(), nullptr, 10));
+  };
+  std::string error;
+  int out = output_->open(number("MSCALE_RANK"), number("MSCALE_ATTEMPT"), env.count("MSCALE_STANDBY") != 0, error);
+  if (out < 0) // the worker still runs; what it prints goes where the executor's own output goes
+    session_.log().warn(session_.contract(), "worker output not kept: " + error);
+  pid_t pid = session_.startWorkerProcess(argv, env, diags, fds, label, out);
+  if (out >= 0)
+    ::close(out);
+  return pid;
 }
 
 void SessionWorkerHost::signal(pid_t pid, int sig) {

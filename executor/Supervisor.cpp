@@ -46,7 +46,7 @@ struct Supervisor::SliceWatch {
 
 Supervisor::Supervisor(Session &session, Logger &log, SupervisorOptions options)
     : session_(session), log_(log), options_(std::move(options)), clock_(*options_.clock),
-      sessionHost_(options_.host ? nullptr : std::make_unique<SessionWorkerHost>(session)),
+      sessionHost_(options_.host ? nullptr : std::make_unique<SessionWorkerHost>(session, options_.output)),
       host_(options_.host ? *options_.host : *sessionHost_),
       group_(host_, std::max(1u, options_.nprocPerNode), options_.nprocPerNode > 0),
       standby_(session, log, group_, [this](uint32_t attempt) { return attemptEnvironment(attempt, true); }),
@@ -670,6 +670,9 @@ std::optional<int> Supervisor::onWorkerExit(pid_t pid, int status, DiagnosticEng
   if (!rank)
     return std::nullopt; // not a worker of this contract
   WorkerGroup::SaidFailure said = group_.failureSaid(*rank);
+  // A worker that said nothing on its page is named by the last line it printed (when kept).
+  if (said.line.empty() && options_.output && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+    said.line = options_.output->lastLine(*rank);
   log_.info(contract, "worker " + std::to_string(pid) + rankText(rank) +
                           (WIFEXITED(status) ? " exited with status " + std::to_string(WEXITSTATUS(status))
                                              : " killed by " + signalName(WTERMSIG(status))) +

@@ -24,6 +24,7 @@
 #include "executor/Session.h"
 #include "executor/WarmStandby.h"
 #include "executor/WorkerGroup.h"
+#include "executor/WorkerOutput.h"
 #include "support/Clock.h"
 #include "executor/supervise/DeviceProbes.h"
 #include "executor/supervise/Fault.h"
@@ -50,6 +51,9 @@ struct SupervisorOptions {
   // What it does to worker processes: null for the session's own (SessionWorkerHost); a model of
   // them (supervise/SimWorkerHost.h) in virtual time.
   WorkerHost *host = nullptr;
+  // Where the session's workers' output is kept by rank and attempt (the agent's); null: the
+  // executor's own stdout and stderr (mscale-exec run, a terminal). Its last line names a crash.
+  WorkerOutput *output = nullptr;
   std::map<std::string, std::string> environment; // extra worker environment (the submitter's)
   uint32_t maxRestarts = 10;
   // Program faults in a row at the same step that stop the job as a crash loop (ERR_EXEC_029; 0: never).

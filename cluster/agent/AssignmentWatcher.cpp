@@ -137,6 +137,18 @@ AssignmentStatus AssignmentWatcher::statusOf(const exec::NodeLedger &ledger, con
   s.worker = workerName(c->workerState);
   s.pid = c->session->workerPid() > 0 ? c->session->workerPid() : c->lastPid;
   s.exitStatus = c->exitStatus;
+  // Why it ended, for `cluster status`: the last fault (with the worker's own error line) and the
+  // supervisor's give-up, as its history says them.
+  using WorkerState = exec::NodeLedger::WorkerState;
+  if (c->supervisor && (c->workerState == WorkerState::Killed || (c->workerState == WorkerState::Exited && c->exitStatus))) {
+    const std::vector<exec::HistoryEntry> &history = c->supervisor->history();
+    for (const char *kind : {"fault", "gave-up"})
+      for (auto it = history.rbegin(); it != history.rend(); ++it)
+        if (it->kind == kind) {
+          s.messages.push_back(it->kind + ": " + it->text);
+          break;
+        }
+  }
   return s;
 }
 

@@ -79,7 +79,7 @@ void readDecision(ContractView &c, const std::string &value) {
 
 std::string workerText(const AssignmentStatus &s) {
   std::string out = s.state + (s.code.empty() ? "" : " " + s.code) + ", worker " + s.worker;
-  if (s.pid)
+  if (s.pid > 0) // between a crash and its restart there is none
     out += " (pid " + std::to_string(s.pid) + ")";
   if (s.worker == "exited")
     out += ", exit status " + std::to_string(s.exitStatus);
@@ -241,7 +241,7 @@ llvm::json::Value contractsJson(const ClusterStatusView &view, const std::string
         if (!on.status->code.empty())
           o["code"] = on.status->code;
         o["worker"] = on.status->worker;
-        if (on.status->pid)
+        if (on.status->pid > 0)
           o["pid"] = on.status->pid;
         if (on.status->worker == "exited" || on.status->worker == "killed")
           o[on.status->worker == "exited" ? "exit_status" : "signal"] = on.status->exitStatus;

@@ -8,6 +8,8 @@
 #include "plan/PlanFile.h"
 
 #include <algorithm>
+#include <fcntl.h>
+#include <filesystem>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -321,6 +323,10 @@ agent::Response Agent::handle(const agent::Request &request, const PeerCredentia
       *out.mutable_list()->add_contracts() = statusOf(*c);
     out.set_ok(true);
     break;
+  case agent::Request::kLogs:
+    ++requests_["logs"];
+    logs(request.logs(), diags, out);
+    break;
   case agent::Request::kLookup:
     ++requests_["lookup"];
     if (!lookup_) {
@@ -340,6 +346,70 @@ agent::Response Agent::handle(const agent::Request &request, const PeerCredentia
   if (diags.hasErrors())
     out.set_ok(false);
   return out;
+}
+
+// Worker output is read from the files, not from the ledger: it stays readable after the contract
+// ended, until the contract is admitted again.
+void Agent::logs(const agent::LogsRequest &r, DiagnosticEngine &diags, agent::Response &out) {
+  const std::string &contract = r.contract();
+  std::string why, rank = std::to_string(r.rank());
+  if (!validContractId(contract, why)) {
+    diags.report(DiagCode::ERR_EXEC_021) << contract << why;
+    return;
+  }
+  std::string dir = ledger_.logDir(contract);
+  if (dir.empty()) {
+    diags.report(DiagCode::ERR_EXEC_031) << contract << rank << "the agent keeps none without a state_dir (node config)";
+    return;
+  }
+  std::vector<uint32_t> attempts;
+  std::string prefix = "rank" + rank + ".attempt";
+  std::error_code ec;
+  for (const auto &entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::string file = entry.path().filename().string();
+    llvm::StringRef name(file);
+    uint32_t attempt = 0;
+    if (name.consume_front(prefix) && name.consume_back(".log") && !name.getAsInteger(10, attempt))
+      attempts.push_back(attempt);
+  }
+  std::sort(attempts.begin(), attempts.end());
+  if (attempts.empty()) {
+    diags.report(DiagCode::ERR_EXEC_031) << contract << rank << "no worker of it ran on this node";
+    return;
+  }
+  uint32_t attempt = r.attempt() < 0 ? attempts.back() : uint32_t(r.attempt());
+  if (r.attempt() < 0 ? false : !std::binary_search(attempts.begin(), attempts.end(), attempt)) {
+    std::string kept;
+    for (uint32_t a : attempts)
+      kept += (kept.empty() ? "" : ", ") + std::to_string(a);
+    diags.report(DiagCode::ERR_EXEC_031) << contract << rank
+                                         << "attempt " + std::to_string(r.attempt()) + " is not kept (kept: " + kept + ")";
+    return;
+  }
+  agent::WorkerLog &log = *out.mutable_log();
+  log.set_file(WorkerOutput::fileName(r.rank(), attempt, false));
+  log.set_attempt(attempt);
+  for (uint32_t a : attempts)
+    log.add_attempts(a);
+  const NodeLedger::Contract *c = ledger_.find(contract);
+  log.set_running(c && c->workerState == NodeLedger::WorkerState::Running);
+  std::string path = dir + "/" + log.file();
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    diags.report(DiagCode::ERR_EXEC_031) << contract << rank << path + ": " + errnoText(errno);
+    return;
+  }
+  struct stat st {};
+  ::fstat(fd, &st);
+  uint64_t size = uint64_t(st.st_size), offset = std::min<uint64_t>(r.offset(), size);
+  uint64_t want = std::min<uint64_t>(size - offset, r.max_bytes() ? r.max_bytes() : 1u << 20);
+  std::string data(want, '\0');
+  ssize_t n = want ? ::pread(fd, data.data(), want, off_t(offset)) : 0;
+  ::close(fd);
+  data.resize(n > 0 ? size_t(n) : 0);
+  log.set_next_offset(offset + data.size());
+  log.set_data(std::move(data));
+  out.set_ok(true);
 }
 
 std::string Agent::metricsText() const {

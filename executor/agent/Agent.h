@@ -63,6 +63,7 @@ private:
   void attach(const agent::AttachRequest &r, const PeerCredentials &peer, DiagnosticEngine &diags,
               agent::Response &out);
   void resize(const agent::ResizeRequest &r, const std::string &who, DiagnosticEngine &diags, agent::Response &out);
+  void logs(const agent::LogsRequest &r, DiagnosticEngine &diags, agent::Response &out);
 
   AgentOptions options_;
   Logger &log_;

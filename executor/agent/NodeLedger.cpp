@@ -152,10 +152,15 @@ std::shared_ptr<const hal::Topology> NodeLedger::nodeTopology(DiagnosticEngine &
   return live_;
 }
 
+std::string NodeLedger::logDir(const std::string &contract) const {
+  return options_.config.stateDir.empty() ? std::string() : options_.config.stateDir + "/logs/" + contract;
+}
+
 std::unique_ptr<Supervisor> NodeLedger::makeSupervisor(Session &session, std::vector<std::string> command,
                                                        std::map<std::string, std::string> environment,
-                                                       const std::string &planName) {
+                                                       const std::string &planName, WorkerOutput *output) {
   SupervisorOptions o;
+  o.output = output;
   o.command = std::move(command);
   o.environment = std::move(environment);
   if (!options_.config.stateDir.empty()) // the worker's MSCALE_PLAN: kept current across resizes
@@ -217,7 +222,16 @@ const NodeLedger::Contract *NodeLedger::admit(const plan::Plan &plan, const std:
   if (!c->session->apply(diags))
     return nullptr;
   bool withWorker = !command.empty();
-  c->supervisor = makeSupervisor(*c->session, command, std::move(environment), planName);
+  if (withWorker && !logDir(name).empty()) {
+    // One admission's output: a contract admitted again starts its logs afresh.
+    std::error_code ec;
+    std::filesystem::remove_all(logDir(name), ec);
+    std::string error;
+    c->output = WorkerOutput::create(logDir(name), {}, error);
+    if (!c->output)
+      log_.warn(name, "worker output not kept: " + error);
+  }
+  c->supervisor = makeSupervisor(*c->session, command, std::move(environment), planName, c->output.get());
   // Persisted before the worker starts: the state file is the plan its MSCALE_PLAN names.
   if (!persist(*c, diags)) {
     c->session->release(diags);

@@ -34,8 +34,13 @@ struct LedgerOptions {
 class NodeLedger {
 public:
   enum class WorkerState { None, Running, Exited, Killed };
+  // Where a contract's worker output is kept: state_dir/logs/<contract>/ (empty without state_dir).
+  std::string logDir(const std::string &contract) const;
   struct Contract {
     std::unique_ptr<Session> session;
+    // What its workers print, by rank and attempt (state_dir/logs/<contract>/); before the
+    // supervisor, which writes through it, so that it outlives it.
+    std::unique_ptr<WorkerOutput> output;
     std::unique_ptr<Supervisor> supervisor; // its worker (if any), heartbeats, recovery, resizes
     std::vector<std::string> command;
     WorkerState workerState = WorkerState::None;
@@ -108,7 +113,7 @@ private:
   SessionOptions sessionOptions() const;
   std::unique_ptr<Supervisor> makeSupervisor(Session &session, std::vector<std::string> command,
                                              std::map<std::string, std::string> environment,
-                                             const std::string &planName);
+                                             const std::string &planName, WorkerOutput *output = nullptr);
 
   LedgerOptions options_;
   Logger &log_;

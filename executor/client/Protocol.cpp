@@ -101,6 +101,15 @@ std::optional<agent::Request> decodeRequest(llvm::StringRef payload, ProtocolErr
       return std::nullopt;
     }
     break;
+  case agent::Request::kLogs:
+    if (!needContract(r.logs().contract(), "logs"))
+      return std::nullopt;
+    if (r.logs().attempt() < -1) {
+      error = make(DiagCode::ERR_EXEC_012, {"logs request for attempt " + std::to_string(r.logs().attempt()) +
+                                            " (expected -1, the newest, or an attempt >= 0)"});
+      return std::nullopt;
+    }
+    break;
   case agent::Request::kList:
     break;
   }

@@ -29,6 +29,7 @@ using LogSink = std::function<void(const std::string &)>;
 struct WorkerEnvironment {
   std::map<std::string, std::string> variables;
   std::vector<int> inheritedFds;
+  int stdioFd = -1; // when set, the worker's stdout and stderr (WorkerOutput.h); else the executor's
 };
 
 // Test hook: makes the applier named `failIn` fail at its apply step (roll-back tests).

@@ -1,9 +1,11 @@
-// mscale-cli contract status ID [--watch] [--json] | release ID | resize ID --profile NAME
+// mscale-cli contract status ID [--watch] [--json] | logs ID [--rank R] [--attempt N] [-f]
+//                   | release ID | resize ID --profile NAME
 //                   | submit PLAN [--check] [-- CMD] | list | lookup ID | attach ID --pid PID
 //                   | trace ID [--duration 60s] [--json]
 // Talks to the node agent (mscale-exec serve) through executor/client/AgentClient.h, and traces a
 // contract's cgroup with bpf/TraceSession.h; this file only parses.
 #include "tools/mscale-cli/CommandGroup.h"
+#include "tools/mscale-cli/LogsView.h"
 #include "tools/mscale-cli/StatusView.h"
 
 #include "bpf/Process.h"
@@ -29,8 +31,8 @@ using namespace msc;
 namespace {
 
 cl::SubCommand ContractCmd("contract",
-                           "Talk to the node agent (status, release, resize, submit, list, lookup, attach); trace");
-cl::opt<std::string> Action(cl::Positional, cl::desc("<status|release|resize|submit|list|lookup|attach|trace>"),
+                           "Talk to the node agent (status, logs, release, resize, submit, list, lookup, attach); trace");
+cl::opt<std::string> Action(cl::Positional, cl::desc("<status|logs|release|resize|submit|list|lookup|attach|trace>"),
                             cl::Required,
                             cl::sub(ContractCmd));
 cl::list<std::string> Args(cl::Positional, cl::desc("<contract id | plan.msp> [-- worker command]"),
@@ -38,6 +40,13 @@ cl::list<std::string> Args(cl::Positional, cl::desc("<contract id | plan.msp> [-
 cl::opt<std::string> Socket("socket", cl::desc("The agent's socket (default: $MSCALE_AGENT_SOCKET or "
                                                "/run/mscale/agent.sock)"),
                             cl::sub(ContractCmd));
+cl::opt<unsigned> Rank("rank", cl::desc("logs: the rank whose output to show (default 0)"), cl::init(0),
+                       cl::sub(ContractCmd));
+cl::opt<int> Attempt("attempt", cl::desc("logs: the attempt (0 the first run, 1 its first restart, ...; default the newest)"),
+                     cl::init(-1), cl::sub(ContractCmd));
+cl::opt<bool> Follow("follow", cl::desc("logs: follow the output as it is written, and the next attempts, like tail -f"),
+                     cl::sub(ContractCmd));
+cl::alias FollowShort("f", cl::desc("Alias for --follow"), cl::aliasopt(Follow));
 cl::opt<std::string> Profile("profile", cl::desc("resize: the profile to resize to"), cl::sub(ContractCmd));
 cl::opt<std::string> ContractFile("contract",
                                   cl::desc("resize: the contract file (default: the one the running plan was "
@@ -179,6 +188,16 @@ int run() {
       view.count = Count;
     return cli::showStatus(view, diags);
   }
+  if (Action == "logs") {
+    if (Args.size() != 1)
+      return usage("'contract logs' takes one contract id");
+    if (Attempt < -1)
+      return usage("--attempt " + std::to_string(Attempt) + ": an attempt is 0 or more");
+    cli::LogsViewOptions view{socket, Args[0], Rank, std::nullopt, Follow};
+    if (Attempt >= 0)
+      view.attempt = uint32_t(Attempt);
+    return cli::showLogs(view, diags);
+  }
   if (Action == "list") {
     req = exec::listRequest();
   } else if (Action == "lookup") {
@@ -228,7 +247,7 @@ int run() {
     req->mutable_submit()->set_check_only(Check);
   } else {
     return usage("unknown contract action '" + Action +
-                 "' (expected status, release, resize, submit, list, lookup, attach or trace)");
+                 "' (expected status, logs, release, resize, submit, list, lookup, attach or trace)");
   }
   std::optional<exec::AgentClient> client = exec::AgentClient::connect(socket, diags);
   if (!client)
