@@ -4,9 +4,9 @@
 #include "cluster/controller/Decide.h"
 #include "cluster/controller/Reconcile.h"
 #include "cluster/controller/Rendezvous.h"
-#include "hal/Loader.h"
-#include "hal/TopologyYaml.h"
 #include "plan/PlanFile.h"
+
+#include "test/unit/RecordedNodes.h"
 
 #include <gtest/gtest.h>
 #include <llvm/ADT/StringRef.h>
@@ -19,19 +19,7 @@ namespace {
 constexpr int64_t kLeaderRev = 7;
 constexpr uint64_t kSecond = 1'000'000'000;
 
-const std::string &machineYaml() {
-  static const std::string yaml = [] {
-    CollectingConsumer sink;
-    DiagnosticEngine diags(nullptr, sink);
-    std::optional<hal::Topology> topo = hal::loadTopology(
-        hal::TopologySource::file(std::string(MSC_SOURCE_DIR) +
-                                  "/../shared/fixtures/topologies/hwloc-xml/psmgmt-jwb0004-juwelsbooster-4xA100.xml"),
-        diags);
-    EXPECT_TRUE(topo) << (sink.diags.empty() ? "" : sink.diags.front().message);
-    return topo ? hal::writeTopologyYaml(*topo) : std::string();
-  }();
-  return yaml;
-}
+const std::string &machineYaml() { return test::recordedNodeYaml(); }
 
 const char *kPair = "import \"profiles/mlvm.msc\";\ncontract pair uses profile mlvm_light {\n  nodes = 2;\n"
                     "  io_topology { r0 { gpu = any; rdma_port = nearest; } }\n}\n";

@@ -2,8 +2,8 @@
 // what happened to it, what each node made of it, which nodes are not ready and what they hold.
 #include "cluster/controller/Decide.h"
 #include "cluster/status/ClusterStatus.h"
-#include "hal/Loader.h"
-#include "hal/TopologyYaml.h"
+
+#include "test/unit/RecordedNodes.h"
 
 #include <gtest/gtest.h>
 
@@ -12,18 +12,7 @@
 namespace msc::cluster {
 namespace {
 
-const std::string &machineYaml() {
-  static const std::string yaml = [] {
-    CollectingConsumer sink;
-    DiagnosticEngine diags(nullptr, sink);
-    std::optional<hal::Topology> topo = hal::loadTopology(
-        hal::TopologySource::file(std::string(MSC_SOURCE_DIR) +
-                                  "/../shared/fixtures/topologies/hwloc-xml/psmgmt-jwb0004-juwelsbooster-4xA100.xml"),
-        diags);
-    return topo ? hal::writeTopologyYaml(*topo) : std::string();
-  }();
-  return yaml;
-}
+const std::string &machineYaml() { return test::recordedNodeYaml(); }
 
 std::string contract(const std::string &name, unsigned nodes) {
   return "import \"profiles/mlvm.msc\";\ncontract " + name + " uses profile mlvm_light {\n  nodes = " +

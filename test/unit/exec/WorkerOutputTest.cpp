@@ -1,6 +1,7 @@
 // What a worker prints, kept per rank and attempt by the agent (executor/WorkerOutput.h): real pipes
 // written by the test as a worker would, bounded files, the newest attempts kept, the last line.
 #include "executor/WorkerOutput.h"
+#include "test/unit/TestFiles.h"
 
 #include <gtest/gtest.h>
 
@@ -21,19 +22,11 @@ std::string readFile(const std::string &path) {
   return s.str();
 }
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char t[] = "/tmp/msc-output-XXXXXX";
-    path = ::mkdtemp(t);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 void put(int fd, const std::string &text) { ASSERT_EQ(::write(fd, text.data(), text.size()), ssize_t(text.size())); }
 
 TEST(WorkerOutput, KeepsEachWorkersOutputAndItsLastLine) {
-  TempDir dir;
+  test::TempDir dir("msc-output");
   std::string error;
   auto out = WorkerOutput::create(dir.path + "/logs/c", {}, error);
   ASSERT_TRUE(out) << error;
@@ -54,7 +47,7 @@ TEST(WorkerOutput, KeepsEachWorkersOutputAndItsLastLine) {
 }
 
 TEST(WorkerOutput, FilesAreBoundedAndOnlyTheNewestAttemptsKept) {
-  TempDir dir;
+  test::TempDir dir("msc-output");
   std::string error;
   auto out = WorkerOutput::create(dir.path, {/*maxFileBytes=*/64, /*attemptsKept=*/2}, error);
   ASSERT_TRUE(out) << error;
