@@ -11,7 +11,9 @@ function(msc_unit_test name)
   target_compile_definitions(${name} PRIVATE MSC_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
                                               MSC_BINARY_DIR="${PROJECT_BINARY_DIR}")
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/unittests)
-  set(properties LABELS unit)
+  # Each test binary has a node ledger of its own (executor/claims/NodeClaims.h): its admissions are
+  # judged against each other, not against a lit test's or another binary's running meanwhile.
+  set(properties LABELS unit ENVIRONMENT "MSCALE_CLAIMS_DIR=${PROJECT_BINARY_DIR}/test/claims/${name}")
   if(ARG_LOCKS)
     list(APPEND properties RESOURCE_LOCK "${ARG_LOCKS}")
   endif()

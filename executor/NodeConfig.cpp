@@ -24,7 +24,7 @@ struct ConfigDoc {
   std::optional<std::string> nvme_scheduler;
   std::optional<HugepagesDoc> hugepages;
   std::vector<std::string> allowed_users, allowed_groups;
-  std::optional<std::string> socket_group, state_dir, log_file;
+  std::optional<std::string> socket_group, state_dir, claims_dir, log_file;
   std::optional<uint64_t> max_frame_bytes;
   std::optional<bool> strict_fingerprint;
 };
@@ -70,6 +70,7 @@ template <> struct MappingTraits<ConfigDoc> {
     io.mapOptional("allowed_groups", d.allowed_groups);
     io.mapOptional("socket_group", d.socket_group);
     io.mapOptional("state_dir", d.state_dir);
+    io.mapOptional("claims_dir", d.claims_dir);
     io.mapOptional("log_file", d.log_file);
     io.mapOptional("max_frame_bytes", d.max_frame_bytes);
     io.mapOptional("strict_fingerprint", d.strict_fingerprint);
@@ -176,6 +177,7 @@ std::optional<NodeConfig> parseNodeConfig(llvm::StringRef text, llvm::StringRef 
       return bad("unknown group '" + c.socketGroup + "' in socket_group"), std::nullopt;
   }
   c.stateDir = doc.state_dir.value_or("");
+  c.claimsDir = doc.claims_dir.value_or("");
   c.logFile = doc.log_file.value_or("");
   if (doc.max_frame_bytes) {
     if (*doc.max_frame_bytes < 1024 || *doc.max_frame_bytes > (1ull << 30))

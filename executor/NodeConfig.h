@@ -46,6 +46,9 @@ struct NodeConfig {
   std::string socketGroup;
   std::optional<gid_t> socketGid;
   std::string stateDir;
+  // The node's one ledger (executor/claims/NodeClaims.h): every mscale-exec on the node claims what
+  // it holds there. Empty: $MSCALE_CLAIMS_DIR, else /run/mscale/claims.
+  std::string claimsDir;
   uint64_t maxFrameBytes = 16ull << 20;
   bool strictFingerprint = false;
   std::string logFile;

@@ -6,6 +6,9 @@
 #include "hal/Loader.h"
 #include "plan/PlanFile.h"
 #include "admission/PlanRecheck.h"
+#include "executor/claims/NodeClaims.h"
+
+#include <llvm/ADT/ScopeExit.h>
 
 #include <csignal>
 #include <filesystem>
@@ -34,8 +37,32 @@ int runPlan(const RunOptions &o, Logger &log) {
   if (!live)
     return 1;
   admission::RecheckOptions ro{o.planPath, o.strictFingerprint || config.strictFingerprint, config.hugepageAutoAllocate};
-  // A single run admits nothing else; the agent passes its admitted contracts here.
-  if (!admission::recheckPlan(*p, *live, admission::Held{}, diags, ro)) {
+  // Judged against everything the node holds (other runs, the agent's admissions), under the node's
+  // lock, and claimed before the lock goes: of two runs racing for one core exactly one gets it. A
+  // check alone against a recorded node is about that node, and a sim host backend's node is
+  // simulated: neither is judged against this machine's ledger.
+  bool liveNode = o.topology == "live";
+  bool ledgerUsed = !(o.dryRun && !liveNode) && NodeClaims::used(config.hostBackend == HostBackend::Sim, config.claimsDir);
+  std::string error, claimsDir = NodeClaims::dirFor(config.claimsDir);
+  std::optional<NodeClaims> ledger;
+  std::vector<NodeClaim> claims;
+  if (ledgerUsed) {
+    ledger = NodeClaims::lock(claimsDir, error);
+    if (!ledger) {
+      diags.report(DiagCode::ERR_EXEC_032) << claimsDir << error;
+      return 1;
+    }
+    std::vector<std::string> dropped;
+    claims = ledger->read(dropped);
+    for (const std::string &line : dropped)
+      log.warn(contract, line);
+  }
+  std::vector<const plan::Plan *> held;
+  for (const NodeClaim &c : claims)
+    held.push_back(&c.plan);
+  if (!admission::recheckPlan(*p, *live, admission::heldByPlans(held, /*hugepagesTakenFromFree=*/liveNode), diags, ro)) {
+    for (const NodeClaim &c : claims)
+      log.error(contract, "held on this node: " + c.describe());
     log.error(contract, "plan refused; nothing was applied");
     return 1;
   }
@@ -43,6 +70,17 @@ int runPlan(const RunOptions &o, Logger &log) {
     log.info(contract, "re-check passed (dry run: nothing applied)");
     return 0;
   }
+  if (ledger && !ledger->claim(*p, "mscale-exec run", error)) {
+    diags.report(DiagCode::ERR_EXEC_032) << claimsDir << error;
+    return 1;
+  }
+  ledger.reset(); // the claim is made: others see it; the node is not held while this job runs
+  auto unclaim = llvm::make_scope_exit([&] {
+    if (!ledgerUsed)
+      return;
+    if (std::optional<NodeClaims> l = NodeClaims::lock(claimsDir, error))
+      l->release(contract);
+  });
   SessionOptions so;
   so.appliers.cgroups = CgroupLayout::discover();
   so.appliers.nvmeScheduler = config.nvmeScheduler;

@@ -35,10 +35,14 @@ NodeLedger::NodeLedger(LedgerOptions options, Logger &log) : options_(std::move(
 NodeLedger::~NodeLedger() {
   CollectingConsumer sink;
   DiagnosticEngine diags(nullptr, sink);
+  std::string error;
+  std::optional<NodeClaims> claims = usesLedger() ? NodeClaims::lock(claimsDir(), error) : std::nullopt;
   for (auto &[name, c] : contracts_) {
     if (c->supervisor)
       c->supervisor->shutdown();
     c->session->release(diags);
+    if (claims) // released now: the admission stays in state_dir, to be claimed again at the next start
+      claims->release(name);
   }
 }
 
@@ -63,8 +67,42 @@ admission::Held NodeLedger::heldExcept(const std::string &contract) const {
   for (const auto &[name, c] : contracts_)
     if (name != contract)
       plans.push_back(&c->session->plan());
+  // What the node's other mscale-exec processes hold (a run beside the agent): one ledger per node.
+  std::vector<NodeClaim> foreign = usesLedger() ? NodeClaims::look(claimsDir()) : std::vector<NodeClaim>{};
+  std::erase_if(foreign, [](const NodeClaim &c) { return c.pid == ::getpid(); });
+  for (const NodeClaim &c : foreign)
+    if (c.contract != contract)
+      plans.push_back(&c.plan);
   // The agent applied each admitted plan's pools: their pages are gone from the live free counts.
   return admission::heldByPlans(plans, /*hugepagesTakenFromFree=*/true);
+}
+
+std::string NodeLedger::claimsDir() const { return NodeClaims::dirFor(options_.config.claimsDir); }
+
+bool NodeLedger::usesLedger() const {
+  return NodeClaims::used(options_.config.hostBackend == HostBackend::Sim, options_.config.claimsDir);
+}
+
+// The node's lock, held across a re-check and the claim that follows it; a ledger that cannot be
+// used refuses the admission (ERR_EXEC_032), as a run's does.
+std::optional<NodeClaims> NodeLedger::lockClaims(DiagnosticEngine &diags) const {
+  std::string error;
+  std::optional<NodeClaims> claims = NodeClaims::lock(claimsDir(), error);
+  if (!claims) {
+    diags.report(DiagCode::ERR_EXEC_032) << claimsDir() << error;
+    return claims;
+  }
+  std::vector<std::string> dropped;
+  claims->read(dropped); // the stale claims go now, while the node is locked
+  for (const std::string &line : dropped)
+    log_.warn("", line);
+  return claims;
+}
+
+void NodeLedger::claim(const plan::Plan &plan, NodeClaims &claims) {
+  std::string error;
+  if (!claims.claim(plan, "mscale-exec serve", error))
+    log_.warn(plan.provenance().contract(), "not in the node's ledger (runs beside the agent do not see it): " + error);
 }
 
 std::string NodeLedger::statePath(const std::string &contract) const {
@@ -115,9 +153,13 @@ void NodeLedger::loadState(DiagnosticEngine &diags) {
     c->supervisor = makeSupervisor(*c->session, {}, {}, f);
     c->admittedMs = nowMs();
     admission::RecheckOptions ro{f, options_.config.strictFingerprint, options_.config.hugepageAutoAllocate};
-    if (live && admission::recheckPlan(*p, *live, held(), diags, ro) && c->session->apply(diags))
+    std::optional<NodeClaims> claims;
+    bool locked = !usesLedger() || (claims = lockClaims(diags));
+    if (locked && live && admission::recheckPlan(*p, *live, held(), diags, ro) && c->session->apply(diags)) {
+      if (claims)
+        claim(*p, *claims);
       log_.info(name, "re-admitted from " + f);
-    else
+    } else
       log_.error(name, "kept admitted from " + f + " but not applied; release it or fix the node");
     contracts_[name] = std::move(c);
   }
@@ -211,6 +253,9 @@ const NodeLedger::Contract *NodeLedger::admit(const plan::Plan &plan, const std:
                                               std::map<std::string, std::string> environment,
                                               DiagnosticEngine &diags) {
   std::string name = plan.provenance().contract();
+  std::optional<NodeClaims> claims;
+  if (usesLedger() && !(claims = lockClaims(diags)))
+    return nullptr;
   std::shared_ptr<const hal::Topology> live = recheck(plan, planName, diags);
   if (!live)
     return nullptr;
@@ -248,6 +293,8 @@ const NodeLedger::Contract *NodeLedger::admit(const plan::Plan &plan, const std:
     c->workerState = WorkerState::Running;
     c->lastPid = c->session->workerPid();
   }
+  if (claims)
+    claim(plan, *claims);
   log_.info(name, "admitted plan '" + planName + "'");
   return (contracts_[name] = std::move(c)).get();
 }
@@ -260,6 +307,10 @@ void NodeLedger::release(const std::string &contract, DiagnosticEngine &diags) {
   it->second->session->release(diags);
   if (!options_.config.stateDir.empty())
     ::unlink(statePath(contract).c_str());
+  std::string error;
+  if (usesLedger())
+    if (std::optional<NodeClaims> claims = NodeClaims::lock(claimsDir(), error))
+      claims->release(contract);
   contracts_.erase(it);
 }
 

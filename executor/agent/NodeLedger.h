@@ -10,6 +10,7 @@
 #include "executor/Session.h"
 #include "executor/Supervisor.h"
 #include "executor/agent/AttachedProcesses.h"
+#include "executor/claims/NodeClaims.h"
 
 #include <cstdint>
 #include <map>
@@ -101,6 +102,10 @@ public:
   uint64_t nextWakeNs(uint64_t nowNs) const;
 
 private:
+  std::string claimsDir() const;
+  bool usesLedger() const; // NodeClaims::used
+  std::optional<NodeClaims> lockClaims(DiagnosticEngine &diags) const;
+  void claim(const plan::Plan &plan, NodeClaims &claims);
   void reapWorkers();
   // The node's topology as plans are re-checked against it (options_.topology, named nodeName). A
   // live node (or a recorded sysfs tree) is discovered once and then kept current by re-reading

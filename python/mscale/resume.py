@@ -489,6 +489,9 @@ def _install_exit_status_hook() -> None:
     if _hook_installed:
         return
     previous = sys.excepthook
+    # The worker's own death only: a data-loader process forked from it shares its control page,
+    # and its errors (a reset connection when the worker is killed) are not the worker's.
+    worker_pid = os.getpid()
 
     def hook(kind: type, value: BaseException, tb: Any) -> None:
         if isinstance(value, MScaleError):
@@ -497,10 +500,11 @@ def _install_exit_status_hook() -> None:
             previous(kind, value, tb)
         status = exit_status_of(value)
         try:
-            from mscale import io as worker_io  # the control page is the native library's
-            worker_io.failed(_error_line(kind, value), getattr(value, "retry_cannot_fix", False))
-            if status == EXIT_NOTHING_TO_RESUME:
-                worker_io.nothing_to_resume()
+            if os.getpid() == worker_pid:
+                from mscale import io as worker_io  # the control page is the native library's
+                worker_io.failed(_error_line(kind, value), getattr(value, "retry_cannot_fix", False))
+                if status == EXIT_NOTHING_TO_RESUME:
+                    worker_io.nothing_to_resume()
         except MScaleError:  # no native library: no page to tell, as there is none to beat on
             pass
         if status != 1:

@@ -67,6 +67,8 @@ gpu_backend: sim
 rdma: { enabled: true, backend: sim }
 host_backend: sim
 state_dir: $ad/state
+# Its own ledger: the nodes on this machine are simulated, each holds only its own resources.
+claims_dir: $ad/claims
 YAML
   pairs=() inner=()
   for ((j = 0; j < ${#members[@]}; j++)); do

@@ -1,10 +1,13 @@
 #include "tools/mscale-cli/StatusView.h"
 
+#include "executor/claims/NodeClaims.h"
 #include "executor/client/AgentClient.h"
 #include "support/Clock.h"
 #include "support/Units.h"
 
 #include <google/protobuf/util/json_util.h>
+#include <llvm/Support/FormatVariadic.h>
+#include <llvm/Support/JSON.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include <atomic>
@@ -49,6 +52,30 @@ int showStatus(const StatusViewOptions &options, DiagnosticEngine &diags) {
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
   }
+  // A contract `mscale-exec run` holds is in the node's ledger, not in an agent: said from there.
+  for (const exec::NodeClaim &claim : exec::NodeClaims::look(exec::NodeClaims::dirFor(options.claimsDir)))
+    if (claim.contract == options.contract && claim.holder != "mscale-exec serve") {
+      const plan::Provenance &p = claim.plan.provenance();
+      if (options.json) {
+        os << llvm::formatv("{0}", llvm::json::Value(llvm::json::Object{{"contract", claim.contract},
+                                                       {"holder", claim.holder},
+                                                       {"pid", int64_t(claim.pid)},
+                                                       {"since_unix_ms", claim.sinceUnixMs},
+                                                       {"profile", p.profile()},
+                                                       {"plan", exec::NodeClaims::dirFor(options.claimsDir) + "/" +
+                                                                    claim.contract + ".msp"}}))
+           << "\n";
+        return 0;
+      }
+      os << "contract " << claim.contract << "\n"
+         << "  held by    " << claim.holder << ", pid " << claim.pid << ", since " << formatUtcMs(claim.sinceUnixMs)
+         << "\n"
+         << "  profile    " << p.profile() << "\n"
+         << "  plan       " << exec::NodeClaims::dirFor(options.claimsDir) << "/" << claim.contract
+         << ".msp (mscale-plan dump shows what it holds)\n"
+         << "  worker     supervised by that mscale-exec run: its log says how it runs\n";
+      return 0;
+    }
   for (unsigned round = 1;; ++round) {
     std::optional<exec::AgentClient> client = exec::AgentClient::connect(options.socket, diags);
     if (!client)
