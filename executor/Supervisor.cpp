@@ -579,11 +579,21 @@ bool Supervisor::start(DiagnosticEngine &diags) {
   group_.prepare(restarts_.config().recoverable && session_.plan().fault_tolerance().in_memory_tier(), warnings);
   for (const std::string &w : warnings)
     log_.warn(contract, w);
-  if (options_.resumeAfterNodeLoss)
+  if (options_.resumeAfterNodeLoss) {
     log_.info(contract, "resuming after a lost node: the in-memory tier went with it, the worker restores from disk");
+    // Timed and logged as every recovery is (recovered from node-lost ... timeline: ...), from this
+    // executor's start: when the node was lost is the previous executor's, which nothing here saw.
+    uint64_t startNs = clock_.monotonicNs();
+    beginRecovery(Fault{FaultClass::NodeLost, "the executor before this one was lost (--resume)"}, startNs, 0);
+    recovery_.timeline.stoppedNs = recovery_.timeline.movedNs = startNs;
+  }
   if (!startWorker(diags, options_.resumeAfterNodeLoss ? "node-lost" : ""))
     return false;
   uint64_t now = clock_.monotonicNs();
+  if (options_.resumeAfterNodeLoss) {
+    recovery_.timeline.startedNs = now;
+    recovery_.active = true;
+  }
   nextHeartbeat_ = after(now, heartbeatNs_);
   nextBeatSample_ = after(now, beatSampleNs_);
   nextWindow_ = session_.gpuBackend() && !slices_.empty() ? after(now, windowNs_) : UINT64_MAX;

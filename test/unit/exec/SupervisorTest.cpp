@@ -348,6 +348,30 @@ TEST(VirtualSupervisor, AnErrorNoRestartCanFixEndsSupervisionAtOnce) {
   EXPECT_TRUE(named) << "the give-up carries the worker's line";
 }
 
+// `run --resume` after the executor was lost is a recovery like any other: timed from this
+// executor's start and logged with its timeline, once the worker got past its restored step.
+TEST(VirtualSupervisor, AResumeAfterALostNodeIsLoggedAsItsRecovery) {
+  VirtualJob job;
+  job.program = [&](pid_t pid, size_t, uint64_t now) {
+    if (now == 100 * kMs)
+      job.host.beat(pid, mscale::worker::kStepRestoring);
+    else if (now == 200 * kMs)
+      job.host.beat(pid, 20); // restored: the snapshot of step 20
+    else if (now == 300 * kMs)
+      job.host.beat(pid, 21);
+    else if (now == 400 * kMs)
+      job.host.exit(pid, 0);
+  };
+  SupervisorOptions o;
+  o.resumeAfterNodeLoss = true;
+  job.start(o);
+  job.runFor(1'000 * kMs);
+  ASSERT_EQ(job.status, std::optional<int>(0));
+  EXPECT_TRUE(job.logged("resuming after a lost node")) << job.logText();
+  EXPECT_TRUE(job.logged("recovered from node-lost: step 21 done")) << job.logText();
+  EXPECT_TRUE(job.logged("timeline: fault=node-lost step=21")) << job.logText();
+}
+
 TEST(VirtualSupervisor, ASignalDuringTheBackOffEndsSupervisionWithoutARestart) {
   VirtualJob job;
   job.program = [&](pid_t pid, size_t, uint64_t) { job.host.exit(pid, 1); };
