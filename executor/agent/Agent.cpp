@@ -4,6 +4,7 @@
 #include "executor/Supervisor.h"
 #include "executor/host/Sys.h"
 #include "executor/agent/Metrics.h"
+#include "executor/rdma/RdmaBackend.h"
 #include "executor/rdma/RdmaRetryCounters.h"
 #include "plan/PlanFile.h"
 
@@ -158,6 +159,12 @@ agent::ContractStatus Agent::statusOf(const NodeLedger::Contract &c) const {
     agent::RdmaRetries *out = s.add_rdma();
     out->set_role(r.role());
     out->set_port(r.device() + ":" + std::to_string(r.port()));
+    if (session.rdmaBackend() && session.rdmaBackend()->name() == "sim") {
+      out->set_available(false);
+      out->set_retries_per_minute(-1);
+      out->set_unavailable_reason("the sim RDMA backend simulates the port: it has no hardware counters");
+      continue;
+    }
     RdmaRetryReading reading = readRdmaRetries("", r.device(), r.port());
     out->set_available(reading.available);
     out->set_retries_per_minute(-1);

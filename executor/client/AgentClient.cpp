@@ -204,6 +204,8 @@ void printStatus(const agent::ContractStatus &s, llvm::raw_ostream &os) {
   lastOf({"resize"}, "resizes    ");
   for (const agent::Resource &r : s.resources()) {
     os << "  " << r.applier() << ":\n";
+    if (r.applied().empty())
+      os << "    nothing (the plan asks this applier for none)\n";
     for (const std::string &l : r.applied())
       os << "    " << l << "\n";
   }

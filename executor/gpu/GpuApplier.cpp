@@ -54,6 +54,15 @@ public:
 
   void rollback(ApplyContext &ctx) override { undo(ctx); }
   void state(AppliedState &out) const override { out.gpuSlices = specs_; }
+  // What is bound now, and by which backend (`contract status`): after hand-overs and moves too.
+  std::vector<std::string> describe() const override {
+    std::vector<std::string> lines;
+    for (const AppliedSlice &a : applied_)
+      lines.push_back("role '" + a.role + "': " + backend_.name().str() + " slice " + std::to_string(a.id) +
+                      " on gpu " + std::to_string(a.gpuIndex) +
+                      (backend_.name() == "sim" ? " (simulated: no device is touched)" : ""));
+    return lines;
+  }
 
   const std::vector<AppliedSlice> &slices() const { return applied_; }
 

@@ -60,6 +60,16 @@ public:
     return true;
   }
 
+  // What is bound now, and by which backend (`contract status`): after a failover too.
+  std::vector<std::string> describe() const override {
+    std::vector<std::string> lines;
+    for (const AppliedQpGroup &a : applied_)
+      lines.push_back("role '" + a.role + "': '" + a.device + "' port " + std::to_string(a.port) + " -> " +
+                      backend_.name().str() + " group " + std::to_string(a.id) +
+                      (backend_.name() == "sim" ? " (simulated: no device is touched)" : ""));
+    return lines;
+  }
+
   // Moves every group whose port went down to its failover port (a group already there stays).
   bool failOverDownPorts(ApplyContext &ctx, std::vector<std::string> &moved, std::string &error) {
     // Every group that must move needs somewhere to go before any of them moves.
