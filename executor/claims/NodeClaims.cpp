@@ -107,9 +107,10 @@ std::string NodeClaim::describe() const {
 }
 
 std::string NodeClaims::dirFor(const std::string &configured) {
-  if (const char *env = std::getenv("MSCALE_CLAIMS_DIR"); env && *env)
-    return env;
-  return configured.empty() ? std::string("/run/mscale/claims") : configured;
+  if (!configured.empty())
+    return configured; // the node config says where its node's ledger is
+  const char *env = std::getenv("MSCALE_CLAIMS_DIR");
+  return env && *env ? std::string(env) : std::string("/run/mscale/claims");
 }
 
 std::optional<NodeClaims> NodeClaims::lock(const std::string &dir, std::string &error) {

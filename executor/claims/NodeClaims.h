@@ -7,8 +7,8 @@
 //   DIR/<contract>.msp     the plan it holds (plan/PlanFile.h)
 //   DIR/<contract>.holder  one line: "PID START_TICKS UNIX_MS WHAT" (WHAT: "mscale-exec run", ...)
 // A claim whose holder is gone (no such process, or one started at another time: a reused pid) is
-// stale: the next reader drops it and says so. DIR is $MSCALE_CLAIMS_DIR, else the node config's
-// claims_dir, else /run/mscale/claims.
+// stale: the next reader drops it and says so. DIR is the node config's claims_dir, else
+// $MSCALE_CLAIMS_DIR, else /run/mscale/claims.
 #pragma once
 
 #include "plan/plan.pb.h"

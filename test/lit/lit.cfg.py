@@ -20,6 +20,9 @@ for var in ("HOME", "TMPDIR", "ASAN_OPTIONS", "UBSAN_OPTIONS"):
 # The tools' content cache (support/ContentCache.h) would carry state from one test (or run) to the
 # next: off here; test/lit/hal/content-cache.test turns it on in a directory of its own.
 config.environment["MSCALE_NO_CACHE"] = "1"
+# The suite's own node ledger (executor/claims/NodeClaims.h): its runs and agents are judged against
+# each other, not against an agent of the machine's or a quickstart running beside the suite.
+config.environment["MSCALE_CLAIMS_DIR"] = os.path.join(config.msc_obj_root, "test", "lit", "claims")
 # Sanitized builds: leak checks stay on, but a report must fail the test, not scroll by.
 config.environment.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
 

@@ -109,9 +109,9 @@ TEST(NodeClaims, ALedgerThatCannotBeMadeIsSaid) {
   EXPECT_FALSE(NodeClaims::lock(file + "/claims", error));
   EXPECT_NE(error.find("cannot make"), std::string::npos) << error;
   ::setenv("MSCALE_CLAIMS_DIR", "/elsewhere", 1);
-  EXPECT_EQ(NodeClaims::dirFor("/configured"), "/elsewhere");
+  EXPECT_EQ(NodeClaims::dirFor("/configured"), "/configured") << "the node config wins";
+  EXPECT_EQ(NodeClaims::dirFor(""), "/elsewhere");
   ::unsetenv("MSCALE_CLAIMS_DIR");
-  EXPECT_EQ(NodeClaims::dirFor("/configured"), "/configured");
   EXPECT_EQ(NodeClaims::dirFor(""), "/run/mscale/claims");
   EXPECT_FALSE(NodeClaims::used(/*simulatedHost=*/true, ""));
   EXPECT_TRUE(NodeClaims::used(true, "/mine"));
