@@ -749,7 +749,9 @@ std::optional<int> Supervisor::endAttempt(uint64_t now, DiagnosticEngine &diags)
           << contract << who + " found no valid snapshot in any tier" + (line.empty() ? " (see the worker's message)" : ": " + line);
       record("gave-up", "no valid snapshot");
     } else {
-      diags.report(DiagCode::ERR_EXEC_030) << contract << who + (line.empty() ? " gave no error line" : ": " + line);
+      // The line is the worker's own; a rank is named where there are several.
+      std::string rank = group_.size() > 1 ? "rank " + std::to_string(giveUp->rank) + ": " : std::string();
+      diags.report(DiagCode::ERR_EXEC_030) << contract << (line.empty() ? who + " gave no error line" : rank + line);
       record("gave-up", "a restart cannot fix it" + (line.empty() ? std::string() : ": " + line));
     }
     recovery_.active = false;

@@ -13,27 +13,31 @@ etcd::Result<std::vector<RegisteredNode>> readRegisteredNodes(etcd::EtcdClient &
   if (!r)
     return r.status();
   std::vector<RegisteredNode> nodes;
-  for (const etcd::KeyValue &kv : r->kvs) {
-    RegisteredNode node;
-    node.name = kv.key.substr(std::string(kNodesPrefix).size());
-    std::optional<Registration> registration = decodeRegistration(kv.value, node.unreadable);
-    if (registration) {
-      node.agentVersion = registration->agentVersion;
-      // The topology reader's first error is the reason; the registration is no file to show.
-      CollectingConsumer errors;
-      DiagnosticEngine diags(nullptr, errors);
-      node.topology = hal::readTopologyYaml(registration->topologyYaml, kv.key, diags);
-      if (node.topology)
-        node.topology->setName(node.name);
-      else
-        for (const Diagnostic &d : errors.diags)
-          if (d.severity == Severity::Error && node.unreadable.empty())
-            node.unreadable = "error[" + diagInfo(d.code).name.str() + "]: " + d.message +
-                              (d.loc.line ? " (line " + std::to_string(d.loc.line + 1) + " of the value)" : "");
-    }
-    nodes.push_back(std::move(node));
-  }
+  for (const etcd::KeyValue &kv : r->kvs)
+    nodes.push_back(registeredNodeOf(kv));
   return nodes;
+}
+
+RegisteredNode registeredNodeOf(const etcd::KeyValue &kv) {
+  RegisteredNode node;
+  node.name = kv.key.substr(std::string(kNodesPrefix).size());
+  std::optional<Registration> registration = decodeRegistration(kv.value, node.unreadable);
+  if (!registration)
+    return node;
+  node.agentVersion = registration->agentVersion;
+  node.address = registration->address;
+  // The topology reader's first error is the reason; the registration is no file to show.
+  CollectingConsumer errors;
+  DiagnosticEngine diags(nullptr, errors);
+  node.topology = hal::readTopologyYaml(registration->topologyYaml, kv.key, diags);
+  if (node.topology)
+    node.topology->setName(node.name);
+  else
+    for (const Diagnostic &d : errors.diags)
+      if (d.severity == Severity::Error && node.unreadable.empty())
+        node.unreadable = "error[" + diagInfo(d.code).name.str() + "]: " + d.message +
+                          (d.loc.line ? " (line " + std::to_string(d.loc.line + 1) + " of the value)" : "");
+  return node;
 }
 
 etcd::Result<std::optional<StoredConfig>> readStoredConfig(etcd::EtcdClient &client, etcd::Consistency consistency) {

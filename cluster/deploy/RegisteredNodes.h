@@ -17,6 +17,7 @@ namespace msc::cluster {
 struct RegisteredNode {
   std::string name;
   std::string agentVersion;
+  std::string address; // Registration::address; empty when it advertises none
   std::optional<hal::Topology> topology;
   std::string unreadable; // why the registration does not read, when topology is absent
 };
@@ -24,6 +25,9 @@ struct RegisteredNode {
 // In name order. `consistency`: mscale-deploy checks against the newest (linearizable); reads for
 // people may come from any member (serializable).
 etcd::Result<std::vector<RegisteredNode>> readRegisteredNodes(etcd::EtcdClient &client, etcd::Consistency consistency);
+// One registration key (/mscale/nodes/<node>) as read: every reader of registrations for people
+// reads them so (mscale-deploy, `cluster topology`, `cluster status`, `cluster nodes`).
+RegisteredNode registeredNodeOf(const etcd::KeyValue &kv);
 
 // The config at /mscale/config: absent (nothing published), or its value; `modRevision` of the key.
 struct StoredConfig {

@@ -1,8 +1,8 @@
 #include "cluster/status/ClusterStatus.h"
 
+#include "cluster/deploy/RegisteredNodes.h"
 #include "cluster/placement/NodeRegistry.h"
 #include "hal/Render.h"
-#include "hal/TopologyYaml.h"
 #include "plan/PlanFile.h"
 #include "support/Clock.h"
 
@@ -28,28 +28,21 @@ struct Read {
 
 std::string after(llvm::StringRef key, const char *prefix) { return key.drop_front(llvm::StringRef(prefix).size()).str(); }
 
-void readNode(Read &r, const std::string &name, const std::string &value) {
-  NodeView &n = r.nodes[name];
-  n.name = name;
-  std::string why;
-  std::optional<Registration> reg = decodeRegistration(value, why);
-  CollectingConsumer sink;
-  DiagnosticEngine diags(nullptr, sink);
-  std::optional<hal::Topology> topo = reg ? hal::readTopologyYaml(reg->topologyYaml, name, diags) : std::nullopt;
-  if (!topo) {
-    n.notReady = "its registration does not read: " + (reg ? (sink.diags.empty() ? std::string("no topology")
-                                                                                 : sink.diags.front().message)
-                                                          : why);
+void readNode(Read &r, const etcd::KeyValue &kv) {
+  RegisteredNode reg = registeredNodeOf(kv);
+  NodeView &n = r.nodes[reg.name];
+  n.name = reg.name;
+  if (!reg.topology) {
+    n.notReady = "its registration does not read: " + reg.unreadable;
     return;
   }
   n.ready = true;
-  n.agentVersion = reg->agentVersion;
-  n.address = reg->address;
-  hal::Summary s = hal::summarize(*topo);
+  n.agentVersion = reg.agentVersion;
+  n.address = reg.address;
+  hal::Summary s = hal::summarize(*reg.topology);
   n.gpus = unsigned(s.gpus), n.cores = unsigned(s.cores), n.rdma = unsigned(s.rdma), n.nvme = unsigned(s.nvme);
   n.numaNodes = unsigned(s.numaNodes);
-  topo->setName(name);
-  r.topologies[name] = std::make_shared<const hal::Topology>(std::move(*topo));
+  r.topologies[reg.name] = std::make_shared<const hal::Topology>(std::move(*reg.topology));
 }
 
 // "placed n1,n2 leader-rev 7" or "refused leader-rev 7", then "defaults from ...", then diagnostics.
@@ -95,7 +88,7 @@ ClusterStatusView statusOf(const std::vector<etcd::KeyValue> &kvs) {
   for (const etcd::KeyValue &kv : kvs) {
     llvm::StringRef key(kv.key);
     if (key.starts_with(kNodesPrefix)) {
-      readNode(r, after(key, kNodesPrefix), kv.value);
+      readNode(r, kv);
     } else if (key.starts_with(kAssignmentsPrefix)) {
       std::string rest = after(key, kAssignmentsPrefix);
       auto [node, contract] = llvm::StringRef(rest).split('/');

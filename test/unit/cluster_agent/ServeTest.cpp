@@ -148,6 +148,13 @@ TEST_F(ServeTest, BadClusterOptionsAreRefused) {
   EXPECT_EQ(wait(p), 2);
   EXPECT_NE(err("t").find("error[ERR_DRV_005]: invalid option value: --lease-ttl 'five'"), std::string::npos)
       << err("t");
+  p = spawn("a", {"serve", "--socket", dir_ + "/a.sock", "--endpoints", "127.0.0.1:1", "--node", "x",
+                  "--advertise-address", "two words"});
+  EXPECT_EQ(wait(p), 2);
+  EXPECT_NE(err("a").find("error[ERR_DRV_005]: invalid option value: --advertise-address 'two words': a host name "
+                          "or an IP address, without blanks"),
+            std::string::npos)
+      << err("a");
   EXPECT_FALSE(registered());
 }
 

@@ -65,6 +65,16 @@ TEST(Protocol, MalformedPayloadIsErrExec012) {
   r.mutable_release();
   EXPECT_FALSE(decodeRequest(r.SerializeAsString(), e));
   EXPECT_EQ(e.message, "agent message does not decode: release request without a contract");
+  agent::Request logs;
+  logs.mutable_logs()->set_attempt(0);
+  EXPECT_FALSE(decodeRequest(logs.SerializeAsString(), e));
+  EXPECT_EQ(e.message, "agent message does not decode: logs request without a contract");
+  logs.mutable_logs()->set_contract("c");
+  logs.mutable_logs()->set_attempt(-2);
+  EXPECT_FALSE(decodeRequest(logs.SerializeAsString(), e));
+  EXPECT_EQ(e.message, "agent message does not decode: logs request for attempt -2 (expected -1, the newest, or an attempt >= 0)");
+  logs.mutable_logs()->set_attempt(-1);
+  EXPECT_TRUE(decodeRequest(logs.SerializeAsString(), e)) << "the newest attempt";
 }
 
 TEST(Protocol, DiagnosticsTravelWithCodes) {

@@ -262,6 +262,13 @@ TEST_F(WorkerCApiTest, HeartbeatsOnTheControlPage) {
   EXPECT_EQ(page->step.load(), 42u);
   fn<decltype(&msc_worker_report_throughput)>("msc_worker_report_throughput")(1.25);
   EXPECT_EQ(page->milliTflops.load(), 1250u);
+  // The worker's failure word, through the C ABI: its line and whether a restart can help.
+  auto failed = fn<decltype(&msc_worker_failed)>("msc_worker_failed");
+  EXPECT_EQ(failed(nullptr, 0), EINVAL);
+  EXPECT_EQ(page->failure.load(), 0u) << "a refused call says nothing";
+  EXPECT_EQ(failed("error: shard 3 is corrupt\nmore", 1), 0);
+  EXPECT_EQ(page->failure.load(), uint32_t(mscale::worker::Failure::RetryCannotFix));
+  EXPECT_STREQ(page->failureLine, "error: shard 3 is corrupt");
   ::unsetenv("MSCALE_CONTROL_FD");
   ::munmap(p, 4096);
   ::close(fd);

@@ -43,6 +43,8 @@ def main() -> int:
             io.UringReader(role="image_loader")
         elif case == "past-end":
             io.UringReader().read_ranges([(small, 4, 8)])
+        elif case == "failed-not-str":
+            io.failed(3)
         elif case == "gds-required":
             from mscale.gds import GDSLoader
             GDSLoader(small, require_gds=True)
