@@ -23,6 +23,18 @@ std::string advertisedAddress(const std::string &given) {
     return {};
   return host;
 }
+
+// What other machines connect to: a Unix socket is only for this machine, and a wildcard address
+// (0.0.0.0, [::]) is reached at the node's advertised address.
+std::string advertisedHttp(const std::string &bound, const std::string &address) {
+  size_t colon = bound.rfind(':');
+  if (bound.empty() || bound.compare(0, 5, "unix:") == 0 || colon == std::string::npos)
+    return {};
+  std::string host = bound.substr(0, colon);
+  if ((host == "0.0.0.0" || host == "[::]") && !address.empty())
+    host = address.find(':') != std::string::npos ? "[" + address + "]" : address;
+  return validNodeAddress(host + bound.substr(colon)) ? host + bound.substr(colon) : std::string();
+}
 } // namespace
 
 ClusterAgent::ClusterAgent(ClusterAgentOptions options, exec::Logger &log) : options_(std::move(options)), log_(log) {}
@@ -58,7 +70,8 @@ bool ClusterAgent::start(exec::NodeLedger &ledger) {
   topology->setName(options_.node);
   RegistrationOptions ro;
   ro.node = options_.node;
-  ro.value = Registration{kVersion, hal::writeTopologyYaml(*topology), advertisedAddress(options_.address)};
+  std::string address = advertisedAddress(options_.address);
+  ro.value = Registration{kVersion, hal::writeTopologyYaml(*topology), address, advertisedHttp(httpBound_, address)};
   ro.ttlSeconds = options_.leaseTtlSeconds;
   registration_ = std::make_unique<NodeRegistration>(*client_, ro, log_);
   if (etcd::Status s = registration_->registerNode(); !s.ok()) {

@@ -50,6 +50,10 @@ public:
   // watch's thread when assignments change, so a plan is applied within milliseconds of its
   // assignment instead of at the loop's next timeout. Set before start().
   void setWake(std::function<void()> wake) { wake_ = std::move(wake); }
+  // Where the node agent's HTTP endpoint listens (exec::Agent::httpAddress: "HOST:PORT" as bound,
+  // "unix:PATH", or empty), so that the registration says where other machines read this node's
+  // worker output. Set before start().
+  void setHttpEndpoint(const std::string &bound) { httpBound_ = bound; }
   // From the agent's loop: lease loss (stop everything), re-registration, assignments.
   void tick(exec::NodeLedger &ledger);
 
@@ -80,6 +84,7 @@ private:
   std::unique_ptr<NodeRegistration> registration_;
   std::unique_ptr<AssignmentWatcher> watcher_;
   std::function<void()> wake_;
+  std::string httpBound_;
   ContractCache cache_;
 };
 

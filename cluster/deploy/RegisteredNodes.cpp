@@ -26,6 +26,7 @@ RegisteredNode registeredNodeOf(const etcd::KeyValue &kv) {
     return node;
   node.agentVersion = registration->agentVersion;
   node.address = registration->address;
+  node.http = registration->http;
   // The topology reader's first error is the reason; the registration is no file to show.
   CollectingConsumer errors;
   DiagnosticEngine diags(nullptr, errors);

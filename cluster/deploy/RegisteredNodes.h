@@ -18,6 +18,7 @@ struct RegisteredNode {
   std::string name;
   std::string agentVersion;
   std::string address; // Registration::address; empty when it advertises none
+  std::string http;    // Registration::http; empty when it serves none to other machines
   std::optional<hal::Topology> topology;
   std::string unreadable; // why the registration does not read, when topology is absent
 };

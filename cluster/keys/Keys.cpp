@@ -15,6 +15,7 @@ namespace {
 constexpr const char *kRegistrationHeader = "# mscale node registration; agent ";
 constexpr const char *kConfigHeader = "# mscale cluster config; written by ";
 constexpr const char *kAddressLine = "# address ";
+constexpr const char *kHttpLine = "# http ";
 
 template <class T> bool number(const std::string &text, T &out) {
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
@@ -32,7 +33,7 @@ std::string contractOfKey(const std::string &key, const std::string &prefix) {
 std::string encodeRegistration(const Registration &r) {
   // A YAML comment: the value stays one valid YAML document that hal::readTopologyYaml accepts whole.
   return kRegistrationHeader + r.agentVersion + "\n" + (r.address.empty() ? "" : kAddressLine + r.address + "\n") +
-         r.topologyYaml;
+         (r.http.empty() ? "" : kHttpLine + r.http + "\n") + r.topologyYaml;
 }
 
 bool validNodeAddress(const std::string &address) {
@@ -48,14 +49,17 @@ std::optional<Registration> decodeRegistration(const std::string &value, std::st
     return std::nullopt;
   }
   Registration r{value.substr(header.size(), eol - header.size()), value.substr(eol + 1)};
-  if (r.topologyYaml.compare(0, std::strlen(kAddressLine), kAddressLine) == 0) {
+  // The lines the agent writes after its version, in that order, each at most once.
+  for (auto [line, field] : {std::pair{kAddressLine, &r.address}, std::pair{kHttpLine, &r.http}}) {
+    if (r.topologyYaml.compare(0, std::strlen(line), line) != 0)
+      continue;
     size_t end = r.topologyYaml.find('\n');
-    std::string address = r.topologyYaml.substr(std::strlen(kAddressLine), end == std::string::npos ? end : end - std::strlen(kAddressLine));
-    if (!validNodeAddress(address)) {
-      why = "the address line '" + std::string(kAddressLine) + address + "' holds no usable address";
+    std::string word = r.topologyYaml.substr(std::strlen(line), end == std::string::npos ? end : end - std::strlen(line));
+    if (!validNodeAddress(word)) {
+      why = "the line '" + std::string(line) + word + "' holds no usable address";
       return std::nullopt;
     }
-    r.address = std::move(address);
+    *field = std::move(word);
     r.topologyYaml = end == std::string::npos ? std::string() : r.topologyYaml.substr(end + 1);
   }
   return r;

@@ -82,13 +82,16 @@ void parseElectionValue(const std::string &value, std::string &name, std::string
 
 // /mscale/nodes/<node>: YAML, so that `etcdctl get` is readable and placement reads it with
 // hal::readTopologyYaml. The agent's version line comes first, then "# address ADDR" when the
-// agent advertises one, then the topology document.
+// agent advertises one, then "# http HOST:PORT" when it serves HTTP, then the topology document.
 struct Registration {
   std::string agentVersion;
   std::string topologyYaml; // hal::writeTopologyYaml
   // Where the workers of this node are reached from other nodes (a host name or an IP address):
   // MASTER_ADDR of a job whose rank 0 runs here. Empty: not said (the node's name stands in).
   std::string address = {};
+  // The agent's HTTP endpoint as other machines reach it (metrics, and worker output for
+  // `mscale-cli cluster logs`). Empty: it serves none there.
+  std::string http = {};
 };
 // Whether `address` can be advertised: non-empty, printable, without blanks (it is one YAML comment
 // word and one environment value).

@@ -10,6 +10,7 @@
 #include <llvm/ADT/StringRef.h>
 #include <llvm/Support/Format.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -39,6 +40,7 @@ void readNode(Read &r, const etcd::KeyValue &kv) {
   n.ready = true;
   n.agentVersion = reg.agentVersion;
   n.address = reg.address;
+  n.http = reg.http;
   hal::Summary s = hal::summarize(*reg.topology);
   n.gpus = unsigned(s.gpus), n.cores = unsigned(s.cores), n.rdma = unsigned(s.rdma), n.nvme = unsigned(s.nvme);
   n.numaNodes = unsigned(s.numaNodes);
@@ -255,6 +257,35 @@ llvm::json::Value contractsJson(const ClusterStatusView &view, const std::string
   return llvm::json::Object{{"contracts", std::move(out)}};
 }
 
+std::optional<RankOutput> rankOutputOf(const ClusterStatusView &view, const std::string &contract, unsigned rank,
+                                       std::string &why) {
+  auto c = std::find_if(view.contracts.begin(), view.contracts.end(),
+                        [&](const ContractView &v) { return v.name == contract; });
+  if (c == view.contracts.end()) {
+    why = "no such contract is submitted or decided";
+    return std::nullopt;
+  }
+  if (c->decision != "placed") {
+    why = "it is not placed (" + c->decision + "; see mscale-cli cluster status " + contract + ")";
+    return std::nullopt;
+  }
+  if (rank >= c->nodes.size()) {
+    why = "the job has " + std::to_string(c->nodes.size()) + " rank(s), on " + llvm::join(c->nodes, ",");
+    return std::nullopt;
+  }
+  const std::string &name = c->nodes[rank];
+  auto n = std::find_if(view.nodes.begin(), view.nodes.end(), [&](const NodeView &v) { return v.name == name; });
+  if (n == view.nodes.end() || !n->ready) {
+    why = "its node '" + name + "' is not ready" + (n == view.nodes.end() ? "" : " (" + n->notReady + ")");
+    return std::nullopt;
+  }
+  if (n->http.empty()) {
+    why = "its node '" + name + "' serves no HTTP endpoint (its agent runs without --metrics HOST:PORT)";
+    return std::nullopt;
+  }
+  return RankOutput{name, n->http};
+}
+
 void printNodes(const ClusterStatusView &view, llvm::raw_ostream &os) {
   std::vector<std::vector<std::string>> rows = {
       {"NODE", "STATUS", "GPUS", "USED", "CORES", "USED", "RDMA", "NVME", "NUMA", "AGENT", "ADDRESS", "CONTRACTS"}};
@@ -290,6 +321,8 @@ llvm::json::Value nodesJson(const ClusterStatusView &view) {
       o["agent_version"] = n.agentVersion;
       if (!n.address.empty())
         o["address"] = n.address;
+      if (!n.http.empty())
+        o["http"] = n.http;
       o["gpus"] = llvm::json::Object{{"total", int64_t(n.gpus)}, {"used", int64_t(n.gpusUsed)}, {"free", int64_t(n.gpus - n.gpusUsed)}};
       o["cores"] = llvm::json::Object{{"total", int64_t(n.cores)}, {"used", int64_t(n.coresUsed)}, {"free", int64_t(n.cores - n.coresUsed)}};
       o["rdma"] = int64_t(n.rdma);

@@ -45,6 +45,7 @@ struct NodeView {
   bool ready = false;
   std::string notReady; // why, when not ready
   std::string agentVersion, address;
+  std::string http; // the agent's HTTP endpoint, where `cluster logs` reads its workers' output
   unsigned gpus = 0, gpusUsed = 0, cores = 0, coresUsed = 0, rdma = 0, nvme = 0, numaNodes = 0;
   std::vector<std::string> contracts; // assigned here
 };
@@ -57,6 +58,15 @@ struct ClusterStatusView {
 ClusterStatusView statusOf(const std::vector<etcd::KeyValue> &kvs);
 // A serializable read of /mscale/: any member answers, even without a raft leader.
 etcd::Result<ClusterStatusView> readClusterStatus(etcd::EtcdClient &client);
+
+// Where rank `rank` of a placed job prints: the rank-th node of its placement (one worker a node) and
+// that node's HTTP endpoint, for `mscale-cli cluster logs`. nullopt with `why` when there is none to
+// ask: no such contract, not placed, no such rank, the node not ready or serving no endpoint.
+struct RankOutput {
+  std::string node, http;
+};
+std::optional<RankOutput> rankOutputOf(const ClusterStatusView &view, const std::string &contract, unsigned rank,
+                                       std::string &why);
 
 // `only`: one contract (empty: all). False when `only` names no contract.
 bool printContracts(const ClusterStatusView &view, const std::string &only, llvm::raw_ostream &os);

@@ -1,12 +1,14 @@
-// Requests to ledger operations; ledger entries to protocol statuses; the metrics text.
+// Requests to ledger operations; ledger entries to protocol statuses; the HTTP routes; the metrics text.
 #include "executor/agent/Agent.h"
 
 #include "executor/Supervisor.h"
 #include "executor/host/Sys.h"
 #include "executor/agent/Metrics.h"
+#include "executor/client/LogsHttp.h"
 #include "executor/rdma/RdmaBackend.h"
 #include "executor/rdma/RdmaRetryCounters.h"
 #include "plan/PlanFile.h"
+#include "support/DiagnosticPrinters.h"
 
 #include <algorithm>
 #include <fcntl.h>
@@ -21,7 +23,7 @@ namespace {
 ServerOptions serverOptions(const AgentOptions &o) {
   ServerOptions s;
   s.socketPath = o.socketPath;
-  s.metrics = o.metrics;
+  s.http = o.http;
   s.socketGid = o.config.socketGid;
   s.maxFrameBytes = o.config.maxFrameBytes;
   s.allowedUids = o.config.allowedUids;
@@ -51,7 +53,7 @@ Agent::Agent(AgentOptions options, Logger &log)
       server_(serverOptions(options_), log,
               ServerHandlers{
                   [this](const agent::Request &r, const PeerCredentials &p) { return handle(r, p); },
-                  [this] { return metricsText(); },
+                  [this](const HttpRequest &r) { return http(r); },
                   [this] {
                     uint64_t now = SystemClock::instance().monotonicNs();
                     uint64_t wake = std::min(ledger_.nextWakeNs(now), now + 200'000'000);
@@ -74,7 +76,7 @@ bool Agent::start(DiagnosticEngine &diags) {
       !pathExists(options_.config.stateDir + "/."))
     return false; // the state directory itself is unusable: refuse to run without it
   log_.info("", "agent listening on " + options_.socketPath + " (mode 0660)" +
-                    (options_.metrics.empty() ? "" : ", metrics on " + options_.metrics) + "; " +
+                    (httpAddress().empty() ? "" : ", metrics and logs on http " + httpAddress()) + "; " +
                     describeHostBackend(options_.config.hostBackend, options_.appliers.cgroups));
   return true;
 }
@@ -353,6 +355,40 @@ agent::Response Agent::handle(const agent::Request &request, const PeerCredentia
   if (diags.hasErrors())
     out.set_ok(false);
   return out;
+}
+
+HttpReply Agent::http(const HttpRequest &request) {
+  llvm::StringRef target(request.target);
+  llvm::StringRef path = target.split('?').first;
+  if (path == "/" || path == "/metrics")
+    return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8", metricsText()};
+  if (!path.startswith(kLogsRoute))
+    return HttpReply{404, "text/plain; charset=utf-8", "not found: this agent serves /metrics and " +
+                                                           std::string(kLogsRoute) + "CONTRACT\n"};
+  ++requests_["logs"];
+  agent::Response out;
+  ResponseDiagnostics collect(out);
+  DiagnosticEngine diags(nullptr, collect);
+  std::string why;
+  if (std::optional<agent::LogsRequest> r = parseLogsTarget(target, why))
+    logs(*r, diags, out);
+  else
+    diags.report(DiagCode::ERR_EXEC_012) << "GET " + request.target + ": " + why;
+  if (diags.hasErrors())
+    out.set_ok(false);
+  // A client of the protocol reads the Response the socket would have sent: the diagnostics keep
+  // their codes and arguments.
+  if (llvm::StringRef(request.accept).contains(kProtobufType))
+    return HttpReply{200, kProtobufType, out.SerializeAsString()};
+  if (out.ok())
+    return HttpReply{200, "text/plain; charset=utf-8", out.log().data()};
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  TextDiagnosticPrinter printer(os);
+  DiagnosticEngine render(nullptr, printer);
+  emitDiagnostics(out, render);
+  bool notKept = out.diagnostics_size() && out.diagnostics(0).code() == "ERR_EXEC_031";
+  return HttpReply{notKept ? 404u : 400u, "text/plain; charset=utf-8", os.str()};
 }
 
 // Worker output is read from the files, not from the ledger: it stays readable after the contract

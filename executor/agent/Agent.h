@@ -1,6 +1,7 @@
 // The node agent (`mscale-exec serve`): the protocol's requests (submit, status, release, resize,
-// list, lookup, attach) mapped onto the node's ledger (NodeLedger.h), behind the agent's transport (AgentServer.h);
-// ledger entries as protocol statuses; the request counters of the metrics.
+// list, lookup, attach, logs) mapped onto the node's ledger (NodeLedger.h), behind the agent's transport
+// (AgentServer.h); ledger entries as protocol statuses; the routes of its HTTP endpoint (/metrics, and
+// /logs/ for readers on other machines) and the request counters of the metrics.
 #pragma once
 
 #include "executor/host/HostAppliers.h"
@@ -20,7 +21,7 @@ namespace msc::exec {
 
 struct AgentOptions {
   std::string socketPath;
-  std::string metrics; // "" | "PORT" (127.0.0.1) | "unix:PATH"
+  std::string http; // "" | "PORT" (127.0.0.1) | "HOST:PORT" | "unix:PATH" (HttpEndpoint::listen)
   std::string topology = "live"; // what plans are re-checked against (tests: a recorded node)
   std::string nodeName;           // LedgerOptions::nodeName
   NodeConfig config;
@@ -31,7 +32,7 @@ class Agent {
 public:
   Agent(AgentOptions options, Logger &log);
 
-  // Creates the socket (and metrics endpoint), loads the state directory. False with diagnostics.
+  // Creates the socket (and the HTTP endpoint), loads the state directory. False with diagnostics.
   bool start(DiagnosticEngine &diags);
   // Serves until stop(); returns the exit status.
   int serve();
@@ -44,6 +45,11 @@ public:
   // One request, as the loop hands it over (tests and the fuzzer call it directly).
   agent::Response handle(const agent::Request &request, const PeerCredentials &peer);
   std::string metricsText() const;
+  // A GET of the HTTP endpoint: / and /metrics the metrics text, /logs/CONTRACT?... (LogsHttp.h)
+  // what `logs` answers on the socket; anything else 404.
+  HttpReply http(const HttpRequest &request);
+  // Where the HTTP endpoint listens, the port bound ("10.0.0.7:41234"); empty without one.
+  const std::string &httpAddress() const { return server_.httpAddress(); }
 
   // What else acts on the ledger from the agent's loop (the cluster's registration and assignments,
   // cluster/agent): called after every wake-up, at least every 200 ms, on the loop's thread, so the

@@ -24,7 +24,7 @@ struct AgentServer::Connection {
 };
 
 AgentServer::AgentServer(ServerOptions options, Logger &log, ServerHandlers handlers)
-    : options_(std::move(options)), log_(log), handlers_(std::move(handlers)), metrics_(handlers_.metrics) {}
+    : options_(std::move(options)), log_(log), handlers_(std::move(handlers)), http_(handlers_.http) {}
 
 AgentServer::~AgentServer() {
   for (auto &[fd, c] : connections_)
@@ -47,8 +47,8 @@ bool AgentServer::listen(DiagnosticEngine &diags) {
     diags.report(DiagCode::ERR_EXEC_014) << options_.socketPath << ("chown: " + errnoText(errno));
     return false;
   }
-  if (!options_.metrics.empty() && !metrics_.listen(options_.metrics, error)) {
-    diags.report(DiagCode::ERR_EXEC_014) << options_.metrics << error;
+  if (!options_.http.empty() && !http_.listen(options_.http, error)) {
+    diags.report(DiagCode::ERR_EXEC_014) << options_.http << error;
     return false;
   }
   int p[2];
@@ -89,12 +89,12 @@ int AgentServer::serve() {
     std::vector<pollfd> fds;
     fds.push_back({listenFd_, POLLIN, 0});
     fds.push_back({wakeRead_, POLLIN, 0});
-    metrics_.addPollFds(fds);
+    http_.addPollFds(fds);
     for (auto &[fd, c] : connections_)
       fds.push_back({fd, static_cast<short>(c->out.empty() ? POLLIN : POLLIN | POLLOUT), 0});
     int n = ::poll(fds.data(), fds.size(), handlers_.wakeInMs ? handlers_.wakeInMs() : 200);
     handlers_.tick();
-    metrics_.expire(std::chrono::steady_clock::now());
+    http_.expire(std::chrono::steady_clock::now());
     if (n < 0 && errno != EINTR) {
       log_.error("", "poll: " + errnoText(errno));
       return 1;
@@ -110,7 +110,7 @@ int AgentServer::serve() {
         char buf[64];
         while (::read(wakeRead_, buf, sizeof buf) > 0) {
         }
-      } else if (metrics_.onReady(p)) {
+      } else if (http_.onReady(p)) {
       } else if (auto it = connections_.find(p.fd); it != connections_.end()) {
         Connection &c = *it->second;
         if (p.revents & (POLLIN | POLLHUP | POLLERR))

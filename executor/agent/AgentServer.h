@@ -1,10 +1,10 @@
 // The agent's transport: the Unix socket, peer credentials checked at accept, frames in and
-// responses out, the metrics endpoint; one thread, one poll loop that also wakes for the handler's
+// responses out, the HTTP endpoint (metrics, logs); one thread, one poll loop that also wakes for the handler's
 // timers. What a request means is the handler's business: this file only moves bytes.
 #pragma once
 
 #include "executor/core/Logger.h"
-#include "executor/agent/MetricsEndpoint.h"
+#include "executor/agent/HttpEndpoint.h"
 #include "executor/agent/Sockets.h"
 #include "executor/client/Protocol.h"
 
@@ -20,18 +20,18 @@ namespace msc::exec {
 
 struct ServerOptions {
   std::string socketPath;
-  std::string metrics; // "" | "PORT" (127.0.0.1) | "unix:PATH"
+  std::string http; // "" | "PORT" (127.0.0.1) | "HOST:PORT" | "unix:PATH" (HttpEndpoint::listen)
   std::optional<gid_t> socketGid;
   uint64_t maxFrameBytes = kDefaultMaxFrameBytes;
   std::vector<uid_t> allowedUids;
   std::vector<gid_t> allowedGids;
 };
 
-// What the loop calls: a decoded request of an allowed peer; the metrics text; and the timers
+// What the loop calls: a decoded request of an allowed peer; a request to the HTTP endpoint; and the timers
 // (wakeInMs: how long the loop may sleep at most; tick: after every wake-up).
 struct ServerHandlers {
   std::function<agent::Response(const agent::Request &, const PeerCredentials &)> handle;
-  std::function<std::string()> metrics;
+  HttpEndpoint::Handler http;
   std::function<int()> wakeInMs;
   std::function<void()> tick;
 };
@@ -46,7 +46,7 @@ public:
   AgentServer(const AgentServer &) = delete;
   AgentServer &operator=(const AgentServer &) = delete;
 
-  // Creates the socket and the metrics endpoint. False with ERR_EXEC_014.
+  // Creates the socket and the HTTP endpoint. False with ERR_EXEC_014.
   bool listen(DiagnosticEngine &diags);
   // Serves until stop(); returns the exit status.
   int serve();
@@ -56,6 +56,8 @@ public:
   void wake();
 
   bool allowed(const PeerCredentials &peer) const;
+  // Where the HTTP endpoint listens (HttpEndpoint::boundAddress); empty without one.
+  const std::string &httpAddress() const { return http_.boundAddress(); }
   // Connections and frames refused, by error code (for the metrics).
   const std::map<std::string, uint64_t> &refusals() const { return refusals_; }
 
@@ -70,7 +72,7 @@ private:
   ServerOptions options_;
   Logger &log_;
   ServerHandlers handlers_;
-  MetricsEndpoint metrics_;
+  HttpEndpoint http_;
   int listenFd_ = -1, wakeRead_ = -1, wakeWrite_ = -1;
   volatile bool stopping_ = false;
   std::map<int, std::unique_ptr<Connection>> connections_;

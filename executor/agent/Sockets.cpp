@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <netinet/in.h>
+#include <netdb.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -51,24 +52,48 @@ int listenUnix(const std::string &path, mode_t mode, std::string &error) {
   return fd;
 }
 
-int listenLoopback(unsigned port, std::string &error) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) {
-    error = errnoText(errno);
+int listenTcp(const std::string &host, unsigned port, std::string &error) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo *found = nullptr;
+  std::string service = std::to_string(port);
+  if (int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0) {
+    error = "'" + host + "': " + ::gai_strerror(rc);
     return -1;
   }
-  int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 || ::listen(fd, 16) != 0) {
-    error = errnoText(errno);
-    ::close(fd);
-    return -1;
+  int fd = -1;
+  error = "'" + host + "' has no address";
+  // The first address the name resolves to that binds: one socket, one address, as advertised.
+  for (addrinfo *a = found; a && fd < 0; a = a->ai_next) {
+    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+    if (fd < 0) {
+      error = errnoText(errno);
+      continue;
+    }
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, 16) != 0) {
+      error = errnoText(errno);
+      ::close(fd);
+      fd = -1;
+    }
   }
+  ::freeaddrinfo(found);
   return fd;
+}
+
+std::string localAddress(int fd) {
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
+  if (::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) != 0)
+    return {};
+  char host[NI_MAXHOST], port[NI_MAXSERV];
+  if (::getnameinfo(reinterpret_cast<sockaddr *>(&a), len, host, sizeof host, port, sizeof port,
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+    return {};
+  return a.ss_family == AF_INET6 ? "[" + std::string(host) + "]:" + port : std::string(host) + ":" + port;
 }
 
 PeerCredentials peerCredentials(int fd) {

@@ -13,7 +13,8 @@
 # share one more network, the nodes' own: a bridge (DIR/agents/bridge) with one veth per namespace,
 # its end `eth0` holding the node's address (10.233.S.K/24, DIR/agents/nodeK/address), which the
 # agent advertises: the ranks of a multi-node job reach each other there (MASTER_ADDR). Without
-# --netns every node is 127.0.0.1. Workers share DIR/shared: the storage the nodes share (snapshots'
+# --netns every node is 127.0.0.1. Each agent serves its HTTP endpoint (metrics, worker output for
+# `mscale-cli cluster logs`) on its address, a port the kernel picks, advertised in its registration. Workers share DIR/shared: the storage the nodes share (snapshots'
 # disk tier). Waits, bounded, until every node is registered.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -109,6 +110,7 @@ YAML
   echo "$address" >"$ad/address"
   setsid "${run[@]}" "$exec_tool" serve --endpoints "$endpoints" --node "$node" --topology "$topo" \
     --config "$ad/node.yaml" --socket "$ad/agent.sock" --lease-ttl "$lease_ttl" --advertise-address "$address" \
+    --metrics "$address:0" \
     </dev/null >/dev/null 2>"$ad/agent.log" &
   echo $! >"$ad/agent.pid"
 done

@@ -1,4 +1,5 @@
 // mscale-cli cluster nodes [--json] | show NODE [--matrix] | topology [NODE] | status [CONTRACT] [--json]
+//                   logs CONTRACT [--rank R] [--attempt N] [-f]
 //                   submit FILE.msc [--contract NAME] [--env K=V]... [-- WORKER COMMAND...]
 //                   withdraw CONTRACT
 // Reads are serializable: any etcd member answers from its own copy without asking the raft
@@ -6,6 +7,7 @@
 // controllers. Writes go through the leading controller's service (cluster/controller), found
 // through etcd's election, which checks them and writes them fenced by its leader key.
 #include "tools/mscale-cli/CommandGroup.h"
+#include "tools/mscale-cli/LogsView.h"
 
 #include "cluster/config/ClusterConfig.h"
 #include "cluster/controller/client/ControllerClient.h"
@@ -34,11 +36,11 @@ using namespace msc;
 namespace {
 
 cl::SubCommand ClusterCmd("cluster", "The cluster: read its state from etcd (nodes, show NODE, topology [NODE], "
-                                     "status [CONTRACT]); submit FILE.msc [-- COMMAND], withdraw CONTRACT through the "
-                                     "leader");
+                                     "status [CONTRACT]); a job's output from its nodes (logs CONTRACT); submit "
+                                     "FILE.msc [-- COMMAND], withdraw CONTRACT through the leader");
 cl::list<std::string> Args(cl::Positional,
-                           cl::desc("<nodes | show NODE | topology [NODE] | status [CONTRACT] | submit FILE.msc "
-                                    "[-- COMMAND...] | withdraw CONTRACT>"),
+                           cl::desc("<nodes | show NODE | topology [NODE] | status [CONTRACT] | logs CONTRACT | "
+                                    "submit FILE.msc [-- COMMAND...] | withdraw CONTRACT>"),
                            cl::OneOrMore, cl::sub(ClusterCmd));
 cl::opt<std::string> ContractName("contract", cl::desc("submit: the contract of the file (default: its only one)"),
                                   cl::sub(ClusterCmd));
@@ -49,6 +51,14 @@ cl::opt<unsigned> TimeoutMs("timeout-ms", cl::desc("submit, withdraw: how long t
 cl::opt<std::string> Controller("controller", cl::desc("submit, withdraw: call this controller only, without "
                                                        "following the leadership"),
                                 cl::value_desc("host:port"), cl::sub(ClusterCmd));
+
+cl::opt<unsigned> Rank("rank", cl::desc("logs: the job's rank whose output to show (default 0)"), cl::init(0),
+                       cl::sub(ClusterCmd));
+cl::opt<int> Attempt("attempt", cl::desc("logs: the attempt on the rank's node (0 its first run there; default the "
+                                         "newest)"),
+                     cl::init(-1), cl::sub(ClusterCmd));
+cl::opt<bool> Follow("follow", cl::desc("logs: follow the output as it is written, like tail -f"), cl::sub(ClusterCmd));
+cl::alias FollowShort("f", cl::desc("Alias for --follow"), cl::aliasopt(Follow));
 
 cluster::WriteOptions writeOptions() { return {std::chrono::milliseconds(TimeoutMs), Controller}; }
 cl::opt<std::string> Endpoints("endpoints", cl::desc("etcd members (default: $ETCD_ENDPOINTS)"),
@@ -161,6 +171,32 @@ int status(etcd::EtcdClient &client, DiagnosticEngine &diags, const std::string 
   return 0;
 }
 
+// What rank R printed, read from the node that runs it: the R-th node of the placement (one worker
+// a node, rank 0 there), at the HTTP endpoint its registration advertises.
+int logs(etcd::EtcdClient &client, DiagnosticEngine &diags, const std::string &contract) {
+  if (Attempt < -1)
+    return usage(diags, "--attempt " + std::to_string(Attempt) + ": an attempt is 0 or more");
+  auto view = cluster::readClusterStatus(client);
+  if (!view)
+    return fail(view.status());
+  std::string why;
+  std::optional<cluster::RankOutput> where = cluster::rankOutputOf(*view, contract, Rank, why);
+  if (!where) {
+    diags.report(DiagCode::ERR_CLUSTER_015) << contract << std::to_string(Rank) << why;
+    return 1;
+  }
+  cli::LogsViewOptions o;
+  o.contract = contract;
+  o.rank = 0;
+  o.http = where->http;
+  o.node = where->node;
+  o.jobRank = Rank;
+  o.follow = Follow;
+  if (Attempt >= 0)
+    o.attempt = uint32_t(Attempt);
+  return cli::showLogs(o, diags);
+}
+
 int printWrite(const etcd::Result<cluster::WriteOutcome> &done, const std::string &what) {
   if (!done)
     return fail(done.status());
@@ -224,6 +260,8 @@ int run() {
     return topology(**client, diags, Args.size() == 2 ? Args[1] : "");
   if (what == "status" && Args.size() <= 2)
     return status(**client, diags, Args.size() == 2 ? Args[1] : "");
+  if (what == "logs" && Args.size() == 2)
+    return logs(**client, diags, Args[1]);
   if (what == "submit" && Args.size() >= 2) {
     std::vector<std::string> command(Args.begin() + 2, Args.end());
     if (!command.empty() && command.front() == "--")
@@ -234,7 +272,7 @@ int run() {
     return printWrite(cluster::withdrawContract(**client, Args[1], writeOptions()),
                       "withdrew contract '" + Args[1] + "'");
   return usage(diags, "cluster: expected 'nodes', 'show NODE', 'topology [NODE]', 'status [CONTRACT]', "
-                      "'submit FILE.msc [-- COMMAND...]' or 'withdraw CONTRACT'");
+                      "'logs CONTRACT', 'submit FILE.msc [-- COMMAND...]' or 'withdraw CONTRACT'");
 }
 
 cli::Registration registration(ClusterCmd, run);

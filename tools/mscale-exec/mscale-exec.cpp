@@ -1,6 +1,6 @@
 // mscale-exec: the node side of a plan. Thin: parses options, the work is in executor/.
 //   mscale-exec run plan.msp [--log FILE] [--config node.yaml] [--nproc-per-node N] -- CMD ARGS
-//   mscale-exec serve --socket PATH [--config node.yaml] [--metrics PORT|unix:PATH] [--log FILE]
+//   mscale-exec serve --socket PATH [--config node.yaml] [--metrics PORT|HOST:PORT|unix:PATH] [--log FILE]
 //                     [--endpoints H:P,... --node NAME [--lease-ttl 5s] [--advertise-address ADDR]]
 #include "cluster/agent/ClusterAgent.h"
 #include "cluster/keys/Keys.h"
@@ -63,7 +63,8 @@ cl::opt<bool> Resume("resume", cl::desc("This job's previous executor was lost: 
                      cl::sub(RunCmd));
 
 cl::opt<std::string> Socket("socket", cl::desc("Unix socket to listen on"), cl::sub(ServeCmd));
-cl::opt<std::string> Metrics("metrics", cl::desc("Prometheus endpoint: a local TCP port or unix:PATH"),
+cl::opt<std::string> Metrics("metrics", cl::desc("The agent's HTTP endpoint (/metrics for Prometheus, /logs/CONTRACT for "
+                                      "worker output): a local TCP port, HOST:PORT (port 0: any) or unix:PATH"),
                              cl::sub(ServeCmd));
 cl::opt<std::string> ClusterEndpoints("endpoints",
                                       cl::desc("Join the cluster: register this node in etcd at these members "
@@ -149,7 +150,7 @@ int serve(exec::Logger &log) {
     return 2;
   exec::AgentOptions options;
   options.socketPath = Socket;
-  options.metrics = Metrics;
+  options.http = Metrics;
   options.topology = Topology;
   if (cluster)
     options.nodeName = NodeName;
@@ -180,6 +181,7 @@ int serve(exec::Logger &log) {
   std::signal(SIGPIPE, SIG_IGN);
   if (cluster) {
     cluster->setWake([&agent] { agent.wake(); });
+    cluster->setHttpEndpoint(agent.httpAddress());
     if (!cluster->start(agent.ledger()))
       return 1;
     agent.setTick([&] { cluster->tick(agent.ledger()); });

@@ -79,6 +79,19 @@ TEST(ClusterKeys, StatusAndRegistrationRoundTrip) {
   EXPECT_FALSE(validNodeAddress(""));
   EXPECT_FALSE(validNodeAddress("a b"));
   EXPECT_TRUE(validNodeAddress("node1.example.org"));
+
+  // The HTTP endpoint (where `cluster logs` reads a node's worker output) on the line after it.
+  r = decodeRegistration(encodeRegistration({"0.1.0", "node: a\n", "10.0.0.7", "10.0.0.7:41234"}), why);
+  ASSERT_TRUE(r) << why;
+  EXPECT_EQ(r->address, "10.0.0.7");
+  EXPECT_EQ(r->http, "10.0.0.7:41234");
+  EXPECT_EQ(r->topologyYaml, "node: a\n");
+  r = decodeRegistration(encodeRegistration({"0.1.0", "node: a\n", "", "[::1]:9100"}), why);
+  ASSERT_TRUE(r) << why;
+  EXPECT_EQ(r->address, "");
+  EXPECT_EQ(r->http, "[::1]:9100");
+  EXPECT_FALSE(decodeRegistration("# mscale node registration; agent 0.1.0\n# http \nnode: a\n", why));
+  EXPECT_NE(why.find("'# http '"), std::string::npos) << why;
 }
 
 TEST(ClusterKeys, SubmissionRoundTrip) {

@@ -126,5 +126,44 @@ TEST(ClusterStatus, ALostNodeIsNotReadyWhileItHoldsAssignmentsAndNodesShowWhatIs
   EXPECT_EQ(*first->getObject("gpus")->getInteger("free"), 3);
 }
 
+TEST(ClusterStatus, ARanksOutputIsReadFromTheNodeThatRunsIt) {
+  Store s;
+  s.keys[std::string(kNodesPrefix) + "n1"] = encodeRegistration({"0.9", machineYaml(), "10.0.0.1", "10.0.0.1:41001"});
+  s.keys[std::string(kNodesPrefix) + "n2"] = encodeRegistration({"0.9", machineYaml(), "10.0.0.2", "10.0.0.2:41002"});
+  s.keys[std::string(kNodesPrefix) + "n3"] = encodeRegistration({"0.9", machineYaml(), "10.0.0.3"});
+  s.keys[std::string(kContractsPrefix) + "pair"] = encodeSubmission({"pair", contract("pair", 2), {"/bin/true"}, {}});
+  s.keys[std::string(kContractsPrefix) + "big"] = encodeSubmission({"big", contract("big", 5), {"/bin/true"}, {}});
+  s.decide(1'000'000'000);
+  ClusterStatusView view = statusOf(s.kvs());
+  const ContractView &pair = *std::find_if(view.contracts.begin(), view.contracts.end(),
+                                           [](const ContractView &c) { return c.name == "pair"; });
+  ASSERT_EQ(pair.nodes.size(), 2u);
+  std::string why;
+  for (unsigned rank : {0u, 1u}) {
+    std::optional<RankOutput> out = rankOutputOf(view, "pair", rank, why);
+    const NodeView &node = *std::find_if(view.nodes.begin(), view.nodes.end(),
+                                         [&](const NodeView &n) { return n.name == pair.nodes[rank]; });
+    if (node.http.empty()) { // n3 advertises none
+      EXPECT_FALSE(out);
+      EXPECT_NE(why.find("serves no HTTP endpoint"), std::string::npos) << why;
+      continue;
+    }
+    ASSERT_TRUE(out) << why;
+    EXPECT_EQ(out->node, pair.nodes[rank]);
+    EXPECT_EQ(out->http, node.http);
+  }
+  EXPECT_FALSE(rankOutputOf(view, "pair", 2, why));
+  EXPECT_NE(why.find("the job has 2 rank(s), on "), std::string::npos) << why;
+  EXPECT_FALSE(rankOutputOf(view, "big", 0, why));
+  EXPECT_NE(why.find("it is not placed (refused;"), std::string::npos) << why;
+  EXPECT_FALSE(rankOutputOf(view, "nosuch", 0, why));
+  EXPECT_EQ(why, "no such contract is submitted or decided");
+
+  s.keys.erase(std::string(kNodesPrefix) + pair.nodes[1]); // its agent is gone
+  view = statusOf(s.kvs());
+  EXPECT_FALSE(rankOutputOf(view, "pair", 1, why));
+  EXPECT_NE(why.find("is not ready (its registration is gone"), std::string::npos) << why;
+}
+
 } // namespace
 } // namespace msc::cluster

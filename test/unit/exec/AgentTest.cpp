@@ -35,7 +35,7 @@ protected:
       Logger log("agent-test", false);
       AgentOptions o;
       o.socketPath = socket_;
-      o.metrics = "unix:" + dir_ + "/metrics.sock";
+      o.http = "unix:" + dir_ + "/metrics.sock";
       o.config.stateDir = dir_ + "/state";
       o.config.maxFrameBytes = 4096;
       o.appliers.cgroups = CgroupLayout::discover();

@@ -49,6 +49,8 @@ for n in ${again//,/ }; do
     || fail "the worker on $n did not finish"
 done
 echo "both workers exited"
+# What each rank printed, read from its node's HTTP endpoint on the nodes' network.
+echo "output read from the nodes: $(for r in 0 1; do mscale-cli cluster logs ddp --rank $r | grep '^rank' | sed 's/ at .*//'; done | tr '\n' ';')"
 # The new placement: rank 0 on the first node left, on a port no worker of the old one held.
 old_port=$(head -1 "$shared/train.log.rendezvous" | sed 's/.*://')
 new=$(tail -n 2 "$shared/train.log.rendezvous" | sort -u)

@@ -4,7 +4,7 @@ gives them (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT). The cluster compiled th
 (two recorded nodes) itself, so the example's own contract check, which compiles its tiny_vlm
 contract for the machine it runs on, is not what this job's plan is: it is bypassed (the undecorated
 function). Each start appends the rendezvous it was given to ``<--log>.rendezvous`` (one line:
-``rank R of W at ADDR:PORT``).  Usage: ddp_job.py ARGS... (train.py's)."""
+``rank R of W at ADDR:PORT``), and prints it: the worker's output the node keeps.  Usage: ddp_job.py ARGS... (train.py's)."""
 import os
 import sys
 
@@ -13,7 +13,9 @@ import train  # noqa: E402
 
 if __name__ == "__main__":
     log = sys.argv[sys.argv.index("--log") + 1]
+    told = "rank %s of %s at %s:%s" % tuple(os.environ.get(k, "?") for k in
+                                            ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"))
     with open(log + ".rendezvous", "a") as f:
-        f.write("rank %s of %s at %s:%s\n" % tuple(os.environ.get(k, "?") for k in
-                                               ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")))
+        f.write(told + "\n")
+    print(told, flush=True)
     sys.exit(train.main.__wrapped__(sys.argv[1:]))

@@ -10,7 +10,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
+#include <unistd.h>
 #include <sstream>
 
 using namespace msc;
@@ -37,11 +39,13 @@ const hal::Topology &mixedNode() {
     replaceIn("0000:44:00.0", "compute_capability: '8.0'", "compute_capability: '9.0'");
     replaceIn("0000:44:00.0", "sm_count:        108", "sm_count:        132");
     replaceIn("0000:84:00.0", "sm_count:        108", "sm_count:        108\n    mig:             enabled");
-    std::string path = ::testing::TempDir() + "/mixed-gpus.yaml";
+    // One file per process: ctest runs each test of this file in a process of its own, at once.
+    std::string path = ::testing::TempDir() + "/mixed-gpus." + std::to_string(::getpid()) + ".yaml";
     std::ofstream(path) << yaml;
     CollectingConsumer sink;
     DiagnosticEngine diags(nullptr, sink);
     std::optional<hal::Topology> t = hal::loadTopology(hal::TopologySource::file(path), diags);
+    std::remove(path.c_str());
     EXPECT_TRUE(t) << (sink.diags.empty() ? "" : sink.diags.front().message);
     return t ? *t : hal::Topology{};
   }();

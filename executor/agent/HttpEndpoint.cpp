@@ -1,5 +1,5 @@
-// The metrics endpoint: accept, parse with Beast's request parser, answer with its serializer.
-#include "executor/agent/MetricsEndpoint.h"
+// The HTTP endpoint: accept, parse with Beast's request parser, answer with its serializer.
+#include "executor/agent/HttpEndpoint.h"
 
 #include "executor/agent/Sockets.h"
 
@@ -20,12 +20,12 @@ namespace http = boost::beast::http;
 namespace msc::exec {
 
 namespace {
-// A scrape is one short request; a client that has not finished in this time is dropped.
+// A scrape or a piece of a log is one short request; a client that has not finished in this time is dropped.
 constexpr std::chrono::seconds kDeadline{2};
 constexpr size_t kMaxConnections = 64;
 } // namespace
 
-struct MetricsEndpoint::Connection {
+struct HttpEndpoint::Connection {
   int fd = -1;
   http::request_parser<http::empty_body> parser;
   std::string in, out; // bytes the parser has not taken; the response still to send
@@ -33,9 +33,9 @@ struct MetricsEndpoint::Connection {
   std::chrono::steady_clock::time_point deadline;
 };
 
-MetricsEndpoint::MetricsEndpoint(Render render) : render_(std::move(render)) {}
+HttpEndpoint::HttpEndpoint(Handler handler) : handler_(std::move(handler)) {}
 
-MetricsEndpoint::~MetricsEndpoint() {
+HttpEndpoint::~HttpEndpoint() {
   for (auto &[fd, c] : connections_)
     ::close(fd);
   if (listenFd_ >= 0)
@@ -44,24 +44,42 @@ MetricsEndpoint::~MetricsEndpoint() {
     ::unlink(unixPath_.c_str());
 }
 
-bool MetricsEndpoint::listen(const std::string &where, std::string &error) {
+bool HttpEndpoint::listen(const std::string &where, std::string &error) {
   llvm::StringRef w(where);
   if (w.consume_front("unix:")) {
     listenFd_ = listenUnix(w.str(), 0666, error);
-    if (listenFd_ >= 0)
+    if (listenFd_ >= 0) {
       unixPath_ = w.str();
+      bound_ = where;
+    }
     return listenFd_ >= 0;
+  }
+  std::string host = "127.0.0.1";
+  if (size_t colon = w.rfind(':'); colon != llvm::StringRef::npos) {
+    llvm::StringRef h = w.take_front(colon);
+    if (h.consume_front("[") && !h.consume_back("]")) {
+      error = "expected [V6-ADDRESS]:PORT";
+      return false;
+    }
+    if (h.empty()) {
+      error = "expected HOST:PORT with a host";
+      return false;
+    }
+    host = h.str();
+    w = w.drop_front(colon + 1);
   }
   unsigned port;
   if (w.getAsInteger(10, port) || port > 65535) {
-    error = "expected a port number or unix:PATH";
+    error = "expected a port number, HOST:PORT or unix:PATH";
     return false;
   }
-  listenFd_ = listenLoopback(port, error);
+  listenFd_ = listenTcp(host, port, error);
+  if (listenFd_ >= 0)
+    bound_ = localAddress(listenFd_);
   return listenFd_ >= 0;
 }
 
-void MetricsEndpoint::addPollFds(std::vector<pollfd> &fds) const {
+void HttpEndpoint::addPollFds(std::vector<pollfd> &fds) const {
   if (listenFd_ < 0)
     return;
   fds.push_back({listenFd_, POLLIN, 0});
@@ -69,7 +87,7 @@ void MetricsEndpoint::addPollFds(std::vector<pollfd> &fds) const {
     fds.push_back({fd, static_cast<short>(c->answered ? POLLOUT : POLLIN), 0});
 }
 
-bool MetricsEndpoint::onReady(const pollfd &p) {
+bool HttpEndpoint::onReady(const pollfd &p) {
   if (listenFd_ >= 0 && p.fd == listenFd_) {
     accept();
     return true;
@@ -85,7 +103,7 @@ bool MetricsEndpoint::onReady(const pollfd &p) {
   return true;
 }
 
-void MetricsEndpoint::expire(std::chrono::steady_clock::time_point now) {
+void HttpEndpoint::expire(std::chrono::steady_clock::time_point now) {
   std::vector<int> late;
   for (auto &[fd, c] : connections_)
     if (now >= c->deadline)
@@ -94,7 +112,7 @@ void MetricsEndpoint::expire(std::chrono::steady_clock::time_point now) {
     close(fd);
 }
 
-void MetricsEndpoint::accept() {
+void HttpEndpoint::accept() {
   for (;;) {
     int fd = ::accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0)
@@ -110,7 +128,7 @@ void MetricsEndpoint::accept() {
   }
 }
 
-void MetricsEndpoint::onReadable(Connection &c) {
+void HttpEndpoint::onReadable(Connection &c) {
   bool eof = receiveAvailable(c.fd, c.in, 16 << 10); // beyond the parser's header limit: a 400
   boost::system::error_code ec;
   while (!c.in.empty() && !c.parser.is_done()) {
@@ -127,32 +145,36 @@ void MetricsEndpoint::onReadable(Connection &c) {
     return respond(c, 400);
   if (c.parser.is_done()) {
     http::verb method = c.parser.get().method();
-    return respond(c, method == http::verb::get || method == http::verb::head ? 200 : 405);
+    if (method != http::verb::get && method != http::verb::head)
+      return respond(c, 405);
+    const auto &req = c.parser.get();
+    HttpRequest request{std::string(req.target()), std::string(req[http::field::accept])};
+    return send(c, handler_(request), method == http::verb::head);
   }
   if (eof)
     close(c.fd); // the client left before it asked
 }
 
-void MetricsEndpoint::respond(Connection &c, unsigned status) {
+void HttpEndpoint::respond(Connection &c, unsigned status) {
+  HttpReply reply;
+  reply.status = status;
+  reply.body = std::string(http::obsolete_reason(http::int_to_status(status))) + "\n";
+  send(c, reply, false);
+}
+
+void HttpEndpoint::send(Connection &c, const HttpReply &reply, bool head) {
   bool header = c.parser.is_header_done();
   http::response<http::string_body> res;
   res.version(header ? c.parser.get().version() : 10);
-  res.result(status);
+  res.result(reply.status);
   res.keep_alive(false);
-  if (status == 200) {
-    res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
-    std::string body = render_();
-    if (c.parser.get().method() == http::verb::head) {
-      res.content_length(body.size());
-    } else {
-      res.body() = std::move(body);
-      res.prepare_payload();
-    }
+  res.set(http::field::content_type, reply.contentType);
+  if (reply.status == 405)
+    res.set(http::field::allow, "GET, HEAD");
+  if (head) {
+    res.content_length(reply.body.size());
   } else {
-    if (status == 405)
-      res.set(http::field::allow, "GET, HEAD");
-    res.set(http::field::content_type, "text/plain; charset=utf-8");
-    res.body() = std::string(res.reason()) + "\n";
+    res.body() = reply.body;
     res.prepare_payload();
   }
   std::ostringstream os;
@@ -162,13 +184,13 @@ void MetricsEndpoint::respond(Connection &c, unsigned status) {
   onWritable(c);
 }
 
-void MetricsEndpoint::onWritable(Connection &c) {
+void HttpEndpoint::onWritable(Connection &c) {
   if (sendPending(c.fd, c.out) && !c.out.empty())
     return; // the rest when the socket drains
   close(c.fd); // Connection: close
 }
 
-void MetricsEndpoint::close(int fd) {
+void HttpEndpoint::close(int fd) {
   ::close(fd);
   connections_.erase(fd);
 }
