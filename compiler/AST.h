@@ -35,6 +35,8 @@ struct Value {
   bool boolean = false; // Bool
   std::string lowText, highText; // Range: both ends as written
   llvm::SMRange lowRange, highRange;
+  std::string lowUnit, highUnit;  // Range: each end's unit ("min" of 37min..42min), empty when none
+  llvm::SMRange lowUnitRange, highUnitRange;
   std::vector<ValuePtr> elements; // List
   std::string callee;             // Call
   std::vector<Argument> arguments;

@@ -69,7 +69,9 @@ private:
     case Value::Kind::Bool:
     case Value::Kind::PciAddress:
     case Value::Kind::Ident: os_ << " " << v.text << "\n"; break;
-    case Value::Kind::Range: os_ << " " << v.lowText << ".." << v.highText << "\n"; break;
+    case Value::Kind::Range:
+      os_ << " " << v.lowText << v.lowUnit << ".." << v.highText << v.highUnit << "\n";
+      break;
     case Value::Kind::List:
       os_ << "\n";
       for (const auto &e : v.elements)

@@ -187,6 +187,14 @@ ast::ValuePtr AstBuilder::transformRange(CP::RangeContext &ctx) {
   value->lowRange = rangeOf(ctx.NUMBER(0));
   value->highText = ctx.NUMBER(1)->getText();
   value->highRange = rangeOf(ctx.NUMBER(1));
+  if (ctx.low) {
+    value->lowUnit = ctx.low->getText();
+    value->lowUnitRange = rangeOf(ctx.low);
+  }
+  if (ctx.high) {
+    value->highUnit = ctx.high->getText();
+    value->highUnitRange = rangeOf(ctx.high);
+  }
   return value;
 }
 

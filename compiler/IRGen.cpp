@@ -5,6 +5,7 @@
 #include "compiler/IRValues.h"
 
 #include <llvm/ADT/STLExtras.h>
+#include <llvm/ADT/StringExtras.h>
 #include <llvm/ADT/StringMap.h>
 
 #include <functional>
@@ -19,7 +20,7 @@ using ir::FieldKind;
 namespace {
 
 // The fields each kind of block may set.
-#define MSC_FIELD_INFO(NAME, KIND, MIN, MAX, CHOICES, ...) {#NAME, FieldKind::KIND, MIN, MAX, CHOICES},
+#define MSC_FIELD_INFO(NAME, KIND, MIN, MAX, CHOICES, ...) {ir::fieldSpelling(#NAME), FieldKind::KIND, MIN, MAX, CHOICES},
 const FieldInfo kComputeFields[] = {
 #define COMPUTE_FIELD MSC_FIELD_INFO
 #include "ir/Fields.def"
@@ -40,6 +41,10 @@ const FieldInfo kPolicyFields[] = {
 #define POLICY_FIELD MSC_FIELD_INFO
 #include "ir/Fields.def"
 };
+const FieldInfo kLendingFields[] = {
+#define LENDING_FIELD MSC_FIELD_INFO
+#include "ir/Fields.def"
+};
 #undef MSC_FIELD_INFO
 
 template <size_t N> std::vector<llvm::StringRef> namesOf(const FieldInfo (&table)[N]) {
@@ -56,7 +61,7 @@ template <size_t N> const FieldInfo *findField(const FieldInfo (&table)[N], llvm
   return nullptr;
 }
 
-const llvm::StringRef kSections[] = {"io_topology", "fault_tolerance", "scaling", "policy"};
+const llvm::StringRef kSections[] = {"io_topology", "fault_tolerance", "scaling", "policy", "phases", "lending"};
 
 class IRGen {
 public:
@@ -80,6 +85,11 @@ private:
   void checkFields(const ast::Block &block, const FieldInfo (&table)[N], Fields &fields, const std::string &where,
                    const ir::Origin &base, const std::function<void(const ast::Section &)> &onSection = {});
   void checkRoles(const ast::Block &block, ir::Body &body, const ir::Origin &base);
+  void checkPhases(const ast::Block &block, ir::Body &body, const ir::Origin &base);
+  // After the merge: each phase names roles the contract holds and resources they hold; a borrower
+  // declares only what a borrower can.
+  void checkPhasesAgainstRoles(const ir::Contract &c);
+  void checkBorrower(const ir::Contract &c, const ast::Declaration &decl);
   const ir::Body *resolveProfile(const std::string &name);
   void checkContractComplete(const ir::Contract &c, const ast::Declaration &decl);
 
@@ -160,6 +170,114 @@ void IRGen::checkRoles(const ast::Block &block, ir::Body &body, const ir::Origin
   }
 }
 
+// phases { NAME { ROLE = [cpu, io, ...]; ... when = ...; } ... }
+void IRGen::checkPhases(const ast::Block &block, ir::Body &body, const ir::Origin &base) {
+  llvm::StringMap<llvm::SMRange> seen;
+  for (const ast::Member &m : block.members) {
+    if (m.assignment) {
+      diags_.report(DiagCode::ERR_SEM_004, m.assignment->fieldRange)
+              .note(Location::none(), "every block inside 'phases' is a named phase, e.g. 'compute { trainer = [gpu, rdma]; }'")
+          << m.assignment->field << "section 'phases'";
+      continue;
+    }
+    const ast::Section &s = *m.section;
+    auto [it, inserted] = seen.try_emplace(s.name, s.nameRange);
+    if (!inserted) {
+      diags_.report(DiagCode::ERR_SEM_019, s.nameRange)
+              .note(Location{it->second, {}, 0}, "phase '" + s.name + "' first declared here")
+          << s.name;
+      continue;
+    }
+    ir::Phase phase;
+    phase.name = s.name;
+    phase.origin = base;
+    phase.origin.range = s.nameRange;
+    phase.origin.fieldRange = s.nameRange;
+    llvm::StringMap<llvm::SMRange> lines;
+    for (const ast::Member &pm : s.body->members) {
+      if (pm.section) {
+        diags_.report(DiagCode::ERR_SEM_008, pm.section->nameRange) << pm.section->name << ("phase '" + s.name + "'");
+        continue;
+      }
+      const ast::Assignment &a = *pm.assignment;
+      auto [first, fresh] = lines.try_emplace(a.field, a.fieldRange);
+      if (!fresh) {
+        diags_.report(DiagCode::ERR_SEM_007, a.fieldRange)
+                .note(Location{first->second, {}, 0}, "field '" + a.field + "' first set here")
+            << a.field;
+        continue;
+      }
+      ir::Origin origin = base;
+      origin.range = a.value->range;
+      origin.fieldRange = a.fieldRange;
+      if (a.field == "when") {
+        if (auto when = conv_.phaseWhen(*a.value, s.name)) {
+          phase.when = *when;
+          phase.when.origin = origin;
+        }
+        continue;
+      }
+      std::vector<llvm::SMRange> written;
+      if (auto kinds = conv_.exclusiveResources(*a.value, a.field, written))
+        phase.uses.push_back({a.field, std::move(*kinds), std::move(written), origin});
+    }
+    body.phases.push_back(std::move(phase));
+  }
+}
+
+void IRGen::checkPhasesAgainstRoles(const ir::Contract &c) {
+  for (const ir::Phase &phase : c.body.phases) {
+    for (const ir::PhaseUse &use : phase.uses) {
+      const ir::Role *role = c.body.role(use.role);
+      if (!role) {
+        DiagBuilder d = diags_.report(DiagCode::ERR_SEM_020, use.origin.fieldRange);
+        d << phase.name << use.role << c.name;
+        std::vector<llvm::StringRef> names;
+        for (const ir::Role &r : c.body.roles)
+          names.push_back(r.name);
+        if (auto fix = closestMatch(use.role, names))
+          d.noteWithFixIt(Location{use.origin.fieldRange, {}, 0}, "did you mean '" + *fix + "'?",
+                          {use.origin.fieldRange, *fix});
+        else if (!names.empty())
+          d.note(Location::none(), "its roles: " + llvm::join(names, ", "));
+        continue;
+      }
+      for (size_t k = 0; k < use.exclusive.size(); ++k)
+        if (!ir::roleHolds(role->fields, use.exclusive[k]))
+          diags_.report(DiagCode::ERR_SEM_021, use.written[k])
+                  .note(Location::none(), std::string("a role holds ") + ir::kRoleHoldingFields)
+              << phase.name << ir::resourceKindName(use.exclusive[k]) << use.role;
+    }
+  }
+}
+
+// A borrower holds nothing: it asks for amounts (cpu_cores, memory, gpu_sm_slices) and runs on what
+// owners lend, where the node puts it.
+void IRGen::checkBorrower(const ir::Contract &c, const ast::Declaration &decl) {
+  auto refuse = [&](llvm::SMRange at, const std::string &what, const std::string &why) {
+    diags_.report(DiagCode::ERR_SEM_024, at).note(Location::none(), why) << c.name << what;
+  };
+  const char *holdsNothing = "a borrower holds nothing of its own: it asks for amounts (cpu_cores, memory, "
+                             "gpu_sm_slices) and the node runs it on what other contracts lend";
+  for (const ir::Role &role : c.body.roles) {
+    const ir::RoleFields &f = role.fields;
+    if (f.cpu_cores || f.gpu || f.gpus || f.rdma_port || f.io_queue || f.pcie_domain)
+      refuse(role.origin.range, "pins resources in role '" + role.name + "'", holdsNothing);
+    else if (f.memory_pool)
+      refuse(f.memory_pool->origin.range, "asks for hugepages in role '" + role.name + "'",
+             "hugepage pools are never lent: a borrower could not give them back without the owner's pages");
+  }
+  if (!c.body.phases.empty())
+    refuse(c.body.phases.front().origin.range, "declares phases", "a borrower lends nothing, so it has no phases");
+  if (c.body.lending.reclaim_within || c.body.lending.lead) {
+    const ir::Origin &o = c.body.lending.reclaim_within ? c.body.lending.reclaim_within->origin : c.body.lending.lead->origin;
+    refuse(o.fieldRange, "sets lending", "lending is what an owner promises; a borrower is what is reclaimed");
+  }
+  if (!c.body.compute.cpu_cores && !c.body.compute.gpu_sm_slices && !c.body.compute.memory)
+    refuse(decl.nameRange, "asks for nothing to borrow",
+           "say what it needs: cpu_cores = N, memory = SIZE, gpu_sm_slices = N");
+}
+
 ir::Body IRGen::checkBody(const ast::Declaration &decl) {
   ir::Body body;
   std::string kind = decl.kind == ast::Declaration::Kind::Profile ? "profile" : "contract";
@@ -182,6 +300,10 @@ ir::Body IRGen::checkBody(const ast::Declaration &decl) {
       checkFields(*s.body, kScalingFields, body.scaling, "section 'scaling'", base);
     else if (s.name == "policy")
       checkFields(*s.body, kPolicyFields, body.policy, "section 'policy'", base);
+    else if (s.name == "phases")
+      checkPhases(*s.body, body, base);
+    else if (s.name == "lending")
+      checkFields(*s.body, kLendingFields, body.lending, "section 'lending'", base);
   });
   return body;
 }
@@ -235,6 +357,9 @@ const ir::Body *IRGen::resolveProfile(const std::string &name) {
 }
 
 void IRGen::checkContractComplete(const ir::Contract &c, const ast::Declaration &decl) {
+  if (c.body.compute.class_ && c.body.compute.class_->value == "opportunistic")
+    return checkBorrower(c, decl);
+  checkPhasesAgainstRoles(c);
   if (c.body.roles.empty()) {
     diags_.report(DiagCode::ERR_SEM_017, decl.nameRange) << c.name << "io_topology roles (what should it hold?)";
     return;

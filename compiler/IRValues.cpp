@@ -278,6 +278,13 @@ std::optional<ir::CpuCores> ValueConverter::convert<FieldKind::CpuList>(const as
       else
         ok = false;
     } else if (item->kind == ast::Value::Kind::Range) {
+      if (!item->lowUnit.empty() || !item->highUnit.empty()) {
+        const std::string &unit = item->lowUnit.empty() ? item->highUnit : item->lowUnit;
+        diags_.report(DiagCode::ERR_SEM_006, item->lowUnit.empty() ? item->highUnitRange : item->lowUnitRange)
+            << unit << ("'" + f.name.str() + "'");
+        ok = false;
+        continue;
+      }
       auto lo = cpuNumber(item->lowText, item->lowRange, f);
       auto hi = cpuNumber(item->highText, item->highRange, f);
       if (!lo || !hi) {
@@ -548,9 +555,141 @@ std::optional<std::vector<std::string>> ValueConverter::convert<FieldKind::Strin
   return out;
 }
 
+template <>
+std::optional<ir::LeadTime> ValueConverter::convert<FieldKind::Lead>(const ast::Value &v, const FieldInfo &f) {
+  if (v.kind == ast::Value::Kind::Ident && v.text == "auto")
+    return ir::LeadTime{};
+  if (v.kind == ast::Value::Kind::Ident) {
+    DiagBuilder d = diags_.report(DiagCode::ERR_SEM_009, v.range);
+    d << ("'" + v.text + "'") << f.name << "a duration, or auto";
+    if (closestMatch(v.text, {"auto"}))
+      d.noteWithFixIt(Location{v.range, {}, 0}, "did you mean 'auto'?", {v.range, "auto"});
+    return std::nullopt;
+  }
+  if (auto d = convert<FieldKind::Duration>(v, f))
+    return ir::LeadTime{false, *d};
+  return std::nullopt;
+}
+
+std::optional<ir::PhaseWhen> ValueConverter::phaseWhen(const ast::Value &v, const std::string &phase) {
+  auto refuse = [&](llvm::SMRange at, const std::string &why) {
+    diags_.report(DiagCode::ERR_SEM_022, at) << phase << why;
+    return std::nullopt;
+  };
+  const char *forms = "expected worker, every(N steps, for = M steps) or a window of wall time FROM..TO (e.g. 37min..42min)";
+  ir::PhaseWhen when;
+  if (v.kind == ast::Value::Kind::Ident) {
+    if (v.text != "worker")
+      return refuse(v.range, "'" + v.text + "': " + forms);
+    return when; // Kind::Worker
+  }
+  if (v.kind == ast::Value::Kind::Range) {
+    auto end = [&](llvm::StringRef text, llvm::StringRef unit, llvm::SMRange range) -> std::optional<ir::Nanoseconds> {
+      ast::Value q;
+      q.kind = ast::Value::Kind::Number;
+      q.text = text.str();
+      q.unit = unit.str();
+      q.range = range;
+      if (unit.empty() || dimensionOfUnit(unit) != Dimension::Duration) {
+        refuse(range, "'" + text.str() + unit.str() + "' is not a time within the job (e.g. 37min)");
+        return std::nullopt;
+      }
+      return convert<FieldKind::Duration>(q, FieldInfo{"when", FieldKind::Duration, 0, 0, ""});
+    };
+    auto from = end(v.lowText, v.lowUnit, v.lowUnitRange.isValid() ? v.lowUnitRange : v.lowRange);
+    if (!from)
+      return std::nullopt;
+    auto to = end(v.highText, v.highUnit, v.highUnitRange.isValid() ? v.highUnitRange : v.highRange);
+    if (!to)
+      return std::nullopt;
+    if (to->value <= from->value)
+      return refuse(v.range, "the window " + ir::formatDuration(*from) + ".." + ir::formatDuration(*to) +
+                                 " ends before it starts");
+    when.kind = ir::PhaseWhen::Kind::WallTime;
+    when.from = *from;
+    when.to = *to;
+    return when;
+  }
+  if (v.kind != ast::Value::Kind::Call)
+    return refuse(v.range, forms);
+  if (v.callee != "every")
+    return refuse(v.range, "'" + v.callee + "(...)': " + forms);
+  // every(N steps, for = M steps)
+  auto steps = [&](const ast::Value &arg, const char *what) -> std::optional<uint64_t> {
+    auto dim = arg.kind == ast::Value::Kind::Number ? dimensionOfUnit(arg.unit) : std::nullopt;
+    if (dim != Dimension::Steps) {
+      refuse(arg.range, std::string(what) + " is a number of steps (e.g. 500 steps)");
+      return std::nullopt;
+    }
+    ast::Value plain;
+    plain.kind = ast::Value::Kind::Number;
+    plain.text = arg.text;
+    plain.range = arg.range;
+    auto n = convert<FieldKind::Int>(plain, FieldInfo{what, FieldKind::Int, 1, INT64_MAX, ""});
+    return n ? std::optional<uint64_t>(uint64_t(*n)) : std::nullopt;
+  };
+  if (v.arguments.size() != 2 || !v.arguments[0].name.empty() || v.arguments[1].name != "for")
+    return refuse(v.range, "expected every(N steps, for = M steps)");
+  auto every = steps(*v.arguments[0].value, "the period");
+  if (!every)
+    return std::nullopt;
+  auto length = steps(*v.arguments[1].value, "'for'");
+  if (!length)
+    return std::nullopt;
+  if (*length >= *every)
+    return refuse(v.range, "a phase of " + std::to_string(*length) + " steps in every " + std::to_string(*every) +
+                               " never ends: 'for' must be shorter than the period");
+  when.kind = ir::PhaseWhen::Kind::Steps;
+  when.everySteps = *every;
+  when.forSteps = *length;
+  return when;
+}
+
+std::optional<std::vector<ir::ResourceKind>>
+ValueConverter::exclusiveResources(const ast::Value &v, const std::string &role, std::vector<llvm::SMRange> &written) {
+  std::vector<const ast::Value *> items;
+  if (v.kind == ast::Value::Kind::List)
+    for (const auto &e : v.elements)
+      items.push_back(e.get());
+  else
+    items.push_back(&v);
+  std::vector<llvm::StringRef> names;
+  for (ir::ResourceKind k : ir::kResourceKinds)
+    names.push_back(ir::resourceKindName(k));
+  std::vector<ir::ResourceKind> out;
+  bool ok = true;
+  for (const ast::Value *item : items) {
+    auto kind = llvm::find_if(ir::kResourceKinds, [&](ir::ResourceKind k) {
+      return item->kind == ast::Value::Kind::Ident && ir::resourceKindName(k) == item->text;
+    });
+    if (kind == std::end(ir::kResourceKinds)) {
+      std::string word = item->kind == ast::Value::Kind::Ident ? item->text : describe(*item);
+      bool hugepages = word == "hugepages" || word == "memory_pool" || word == "memory";
+      DiagBuilder d = diags_.report(DiagCode::ERR_SEM_023, item->range);
+      d << word << (hugepages ? "hugepage pools and memory are never lent, so a phase need not keep them"
+                              : "one of cpu, io, gpu, rdma");
+      if (!hugepages && item->kind == ast::Value::Kind::Ident)
+        if (auto fix = closestMatch(item->text, names))
+          d.noteWithFixIt(Location{item->range, {}, 0}, "did you mean '" + *fix + "'?", {item->range, *fix});
+      ok = false;
+      continue;
+    }
+    if (llvm::is_contained(out, *kind)) {
+      diags_.report(DiagCode::ERR_SEM_015, item->range) << item->text << role;
+      ok = false;
+      continue;
+    }
+    out.push_back(*kind);
+    written.push_back(item->range);
+  }
+  if (!ok)
+    return std::nullopt;
+  return out;
+}
+
 // Assigns a converted value to the struct member named by `info`.
 #define MSC_ASSIGN_FIELD(NAME, KIND, ...)                                                         \
-  if (info.name == #NAME) {                                                                       \
+  if (info.name == ir::fieldSpelling(#NAME)) {                                                    \
     if (auto value = convert<FieldKind::KIND>(v, info))                                           \
       fields.NAME = ir::Field<ir::KindType<FieldKind::KIND>::type>{std::move(*value), origin};    \
     return;                                                                                       \
@@ -578,6 +717,11 @@ void ValueConverter::assign(ir::ScalingFields &fields, const FieldInfo &info, co
 void ValueConverter::assign(ir::PolicyFields &fields, const FieldInfo &info, const ast::Value &v,
                             const ir::Origin &origin) {
 #define POLICY_FIELD MSC_ASSIGN_FIELD
+#include "ir/Fields.def"
+}
+void ValueConverter::assign(ir::LendingFields &fields, const FieldInfo &info, const ast::Value &v,
+                            const ir::Origin &origin) {
+#define LENDING_FIELD MSC_ASSIGN_FIELD
 #include "ir/Fields.def"
 }
 #undef MSC_ASSIGN_FIELD

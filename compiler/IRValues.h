@@ -37,6 +37,16 @@ public:
               const ir::Origin &origin);
   void assign(ir::ScalingFields &fields, const FieldInfo &info, const ast::Value &v, const ir::Origin &origin);
   void assign(ir::PolicyFields &fields, const FieldInfo &info, const ast::Value &v, const ir::Origin &origin);
+  void assign(ir::LendingFields &fields, const FieldInfo &info, const ast::Value &v, const ir::Origin &origin);
+
+  // A phase's `when`: worker, every(N steps, for = M steps), or FROM..TO of wall time (37min..42min).
+  // nullopt after ERR_SEM_022.
+  std::optional<ir::PhaseWhen> phaseWhen(const ast::Value &v, const std::string &phase);
+  // A role's line in a phase: a list of resource kinds ([cpu, io], [] for none). nullopt after
+  // ERR_SEM_023 (a word that is no resource kind) or ERR_SEM_015 (one named twice).
+  // `written` gets where each kind is written.
+  std::optional<std::vector<ir::ResourceKind>> exclusiveResources(const ast::Value &v, const std::string &role,
+                                                                  std::vector<llvm::SMRange> &written);
 
 private:
   template <ir::FieldKind K>

@@ -30,7 +30,8 @@ value       : range
             ;
 quantity    : NUMBER unit? ;
 unit        : IDENT | PERCENT ;
-range       : NUMBER DOTDOT NUMBER ;
+// 4..7 (CPUs), 37min..42min (a window of wall time): each end may carry its unit.
+range       : NUMBER low=unit? DOTDOT NUMBER high=unit? ;
 list        : LBRACKET (value (COMMA value)* COMMA?)? RBRACKET ;
 call        : ident LPAREN (argument (COMMA argument)*)? RPAREN ;
 argument    : (ident ASSIGN)? value ;

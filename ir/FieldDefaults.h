@@ -34,6 +34,10 @@ namespace policy {
 #define POLICY_FIELD MSC_FIELD_DEFAULT
 #include "ir/Fields.def"
 } // namespace policy
+namespace lending {
+#define LENDING_FIELD MSC_FIELD_DEFAULT
+#include "ir/Fields.def"
+} // namespace lending
 #undef MSC_FIELD_DEFAULT
 } // namespace defaults
 

@@ -1,5 +1,7 @@
 #include "ir/IR.h"
 
+#include <algorithm>
+
 namespace msc::ir {
 
 llvm::StringRef fieldKindName(FieldKind kind) {
@@ -21,8 +23,45 @@ llvm::StringRef fieldKindName(FieldKind kind) {
   case FieldKind::RecoveryPoint: return "every(N steps) or every(DURATION)";
   case FieldKind::StringList: return "a list of names";
   case FieldKind::Choice: return "one of the listed names";
+  case FieldKind::Lead: return "a duration (e.g. 500us), or auto";
   }
   return "a value";
+}
+
+llvm::StringRef resourceKindName(ResourceKind kind) {
+  switch (kind) {
+  case ResourceKind::Cpu: return "cpu";
+  case ResourceKind::Io: return "io";
+  case ResourceKind::Gpu: return "gpu";
+  case ResourceKind::Rdma: return "rdma";
+  }
+  return "?";
+}
+
+bool roleHolds(const RoleFields &f, ResourceKind kind) {
+  switch (kind) {
+  case ResourceKind::Cpu: return bool(f.cpu_cores);
+  case ResourceKind::Io: return f.io_queue || f.io_limit || f.io_weight || f.io_depth;
+  case ResourceKind::Gpu: return f.gpu || f.gpus || f.sm_slices || f.gpu_memory;
+  case ResourceKind::Rdma: return f.rdma_port || f.queue_pairs;
+  }
+  return false;
+}
+const char *const kRoleHoldingFields = "cpu: cpu_cores; io: io_queue, io_limit, io_weight or io_depth; gpu: gpu, "
+                                       "gpus, sm_slices or gpu_memory; rdma: rdma_port or queue_pairs";
+
+const PhaseUse *Phase::use(llvm::StringRef role) const {
+  for (const PhaseUse &u : uses)
+    if (u.role == role)
+      return &u;
+  return nullptr;
+}
+
+const Phase *Body::phase(llvm::StringRef name) const {
+  for (const Phase &p : phases)
+    if (p.name == name)
+      return &p;
+  return nullptr;
 }
 
 const Role *Body::role(llvm::StringRef name) const {
@@ -75,6 +114,10 @@ void merge(PolicyFields &base, const PolicyFields &over) {
 #define POLICY_FIELD MSC_OVERRIDE
 #include "ir/Fields.def"
 }
+void merge(LendingFields &base, const LendingFields &over) {
+#define LENDING_FIELD MSC_OVERRIDE
+#include "ir/Fields.def"
+}
 #undef MSC_OVERRIDE
 } // namespace
 
@@ -89,6 +132,16 @@ void mergeInto(Body &base, const Body &over) {
   merge(base.faultTolerance, over.faultTolerance);
   merge(base.scaling, over.scaling);
   merge(base.policy, over.policy);
+  // A phase is one decision about the job's demand: a contract's phase of a profile's name replaces
+  // it whole, rather than mixing two halves.
+  for (const Phase &phase : over.phases) {
+    auto same = std::find_if(base.phases.begin(), base.phases.end(), [&](const Phase &p) { return p.name == phase.name; });
+    if (same != base.phases.end())
+      *same = phase;
+    else
+      base.phases.push_back(phase);
+  }
+  merge(base.lending, over.lending);
 }
 
 } // namespace msc::ir

@@ -32,7 +32,7 @@ using msc::formatTemperature;
 
 enum class FieldKind {
   Int, Bool, String, Size, Duration, Temperature, Percent, Bandwidth, Real,
-  CpuList, PciBus, GpuRef, RdmaPort, HugepagePool, RecoveryPoint, StringList, Choice
+  CpuList, PciBus, GpuRef, RdmaPort, HugepagePool, RecoveryPoint, StringList, Choice, Lead
 };
 llvm::StringRef fieldKindName(FieldKind kind); // "an integer", "a size", ... for diagnostics
 
@@ -77,6 +77,16 @@ struct RecoveryPoint {
   bool operator==(const RecoveryPoint &) const = default;
 };
 
+// `lead`: a fixed time ahead of each phase, or `auto` (learnt from the job's phase rhythm).
+struct LeadTime {
+  bool automatic = true;
+  Nanoseconds fixed; // when not automatic
+  bool operator==(const LeadTime &) const = default;
+};
+
+// Fields.def names fields as C++ does: a trailing '_' escapes a keyword the language spells plainly.
+inline llvm::StringRef fieldSpelling(llvm::StringRef name) { return name.endswith("_") ? name.drop_back() : name; }
+
 template <FieldKind K> struct KindType;
 template <> struct KindType<FieldKind::Int> { using type = int64_t; };
 template <> struct KindType<FieldKind::Bool> { using type = bool; };
@@ -95,6 +105,7 @@ template <> struct KindType<FieldKind::HugepagePool> { using type = HugepagePool
 template <> struct KindType<FieldKind::RecoveryPoint> { using type = RecoveryPoint; };
 template <> struct KindType<FieldKind::StringList> { using type = std::vector<std::string>; };
 template <> struct KindType<FieldKind::Choice> { using type = std::string; };
+template <> struct KindType<FieldKind::Lead> { using type = LeadTime; };
 
 // Where a value came from: the declaration that set it and the source range of the value.
 struct Origin {
@@ -131,6 +142,10 @@ struct PolicyFields {
 #define POLICY_FIELD MSC_DECLARE_FIELD
 #include "ir/Fields.def"
 };
+struct LendingFields {
+#define LENDING_FIELD MSC_DECLARE_FIELD
+#include "ir/Fields.def"
+};
 #undef MSC_DECLARE_FIELD
 
 // What a role that `gpus = N` expanded (passes/GpuCount.h) was expanded from: the role as written
@@ -139,6 +154,49 @@ struct GpuCopyOf {
   std::string role;   // "trainer" of trainer_g2
   unsigned index = 0; // 2 of trainer_g2
   unsigned count = 0; // N
+};
+
+// What a role holds that a phase can keep for itself or leave to be lent. Hugepage pools are never
+// lent (a borrower could not give them back without the owner's pages), so they are not one.
+enum class ResourceKind { Cpu, Io, Gpu, Rdma };
+inline constexpr ResourceKind kResourceKinds[] = {ResourceKind::Cpu, ResourceKind::Io, ResourceKind::Gpu,
+                                                  ResourceKind::Rdma};
+llvm::StringRef resourceKindName(ResourceKind kind); // "cpu", "io", "gpu", "rdma"
+struct RoleFields;
+// Whether a role holds a kind (cpu: cpu_cores; io: io_queue, io_limit, io_weight, io_depth; gpu: gpu,
+// gpus, sm_slices, gpu_memory; rdma: rdma_port, queue_pairs), and that list for people.
+bool roleHolds(const RoleFields &fields, ResourceKind kind);
+extern const char *const kRoleHoldingFields;
+
+// How a phase is entered: by the worker (its control page), by a step schedule (every N steps for
+// M steps), or by wall time within the job (from..to after its start).
+struct PhaseWhen {
+  enum class Kind { Worker, Steps, WallTime };
+  Kind kind = Kind::Worker;
+  uint64_t everySteps = 0, forSteps = 0; // Steps
+  Nanoseconds from, to;                  // WallTime, since the job started
+  Origin origin;                         // the `when` as written; empty for the default
+  bool operator==(const PhaseWhen &o) const {
+    return kind == o.kind && everySteps == o.everySteps && forSteps == o.forSteps && from == o.from && to == o.to;
+  }
+};
+
+// One role's share of a phase: the resources it keeps to itself while the phase lasts.
+struct PhaseUse {
+  std::string role;
+  std::vector<ResourceKind> exclusive; // in the order written
+  std::vector<llvm::SMRange> written;  // where each of `exclusive` is written
+  Origin origin;                       // the role's line in the phase
+};
+
+// A phase of the job's demand curve: what it uses exclusively; what the contract holds beyond that
+// is lendable while the phase lasts.
+struct Phase {
+  std::string name;
+  Origin origin; // the phase's name as written
+  std::vector<PhaseUse> uses;
+  PhaseWhen when;
+  const PhaseUse *use(llvm::StringRef role) const;
 };
 
 struct Role {
@@ -155,8 +213,11 @@ struct Body {
   FaultToleranceFields faultTolerance;
   ScalingFields scaling;
   PolicyFields policy;
+  std::vector<Phase> phases; // in order of first declaration; a later body's phase replaces one by name
+  LendingFields lending;
 
   const Role *role(llvm::StringRef name) const;
+  const Phase *phase(llvm::StringRef name) const;
   Role *role(llvm::StringRef name);
 };
 

@@ -19,6 +19,9 @@ public:
     printSection("fault_tolerance", body.faultTolerance, indent);
     printSection("scaling", body.scaling, indent);
     printSection("policy", body.policy, indent);
+    for (const Phase &phase : body.phases)
+      printPhase(phase, indent);
+    printSection("lending", body.lending, indent);
   }
 
 private:
@@ -40,7 +43,8 @@ private:
     os_.indent(width < 44 ? static_cast<unsigned>(44 - width) : 1) << "// " << field->origin.declaration << "\n";
   }
 
-#define MSC_PRINT_FIELD(NAME, KIND, ...) printField(#NAME, fields.NAME, indent, FieldKind::KIND == FieldKind::Choice);
+#define MSC_PRINT_FIELD(NAME, KIND, ...)                                                          \
+  printField(fieldSpelling(#NAME), fields.NAME, indent, FieldKind::KIND == FieldKind::Choice);
   void printFields(const ComputeFields &fields, unsigned indent) {
 #define COMPUTE_FIELD MSC_PRINT_FIELD
 #include "ir/Fields.def"
@@ -60,6 +64,22 @@ private:
   void printFields(const PolicyFields &fields, unsigned indent) {
 #define POLICY_FIELD MSC_PRINT_FIELD
 #include "ir/Fields.def"
+  }
+  void printFields(const LendingFields &fields, unsigned indent) {
+#define LENDING_FIELD MSC_PRINT_FIELD
+#include "ir/Fields.def"
+  }
+
+  void printPhase(const Phase &phase, unsigned indent) {
+    line(indent) << "phase " << phase.name << " {";
+    os_ << "  // when " << formatValue(phase.when) << "\n";
+    for (const PhaseUse &use : phase.uses) {
+      std::string kinds;
+      for (ResourceKind k : use.exclusive)
+        kinds += (kinds.empty() ? "" : ", ") + resourceKindName(k).str();
+      line(indent + 2) << use.role << " = [" << kinds << "]\n";
+    }
+    line(indent) << "}\n";
   }
 #undef MSC_PRINT_FIELD
 

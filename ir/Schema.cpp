@@ -10,12 +10,13 @@ namespace msc::ir {
 llvm::ArrayRef<FieldSchema> allFields() {
   static const FieldSchema kFields[] = {
 #define MSC_SCHEMA_ROW(SECTION, NAME, KIND, MIN, MAX, CHOICES, DEFAULT, DOC)                      \
-  {SECTION, #NAME, FieldKind::KIND, MIN, MAX, CHOICES, DEFAULT, DOC},
+  {SECTION, fieldSpelling(#NAME), FieldKind::KIND, MIN, MAX, CHOICES, DEFAULT, DOC},
 #define COMPUTE_FIELD(...) MSC_SCHEMA_ROW("contract/profile", __VA_ARGS__)
 #define ROLE_FIELD(...) MSC_SCHEMA_ROW("io_topology.<role>", __VA_ARGS__)
 #define FAULT_TOLERANCE_FIELD(...) MSC_SCHEMA_ROW("fault_tolerance", __VA_ARGS__)
 #define SCALING_FIELD(...) MSC_SCHEMA_ROW("scaling", __VA_ARGS__)
 #define POLICY_FIELD(...) MSC_SCHEMA_ROW("policy", __VA_ARGS__)
+#define LENDING_FIELD(...) MSC_SCHEMA_ROW("lending", __VA_ARGS__)
 #include "ir/Fields.def"
 #undef MSC_SCHEMA_ROW
   };
@@ -41,6 +42,7 @@ llvm::StringRef fieldKindId(FieldKind kind) {
   case FieldKind::RecoveryPoint: return "cadence";
   case FieldKind::StringList: return "names";
   case FieldKind::Choice: return "name";
+  case FieldKind::Lead: return "lead";
   }
   return "raw";
 }
@@ -56,6 +58,7 @@ std::string formatDefault(const FieldSchema &f) {
   case FieldKind::Temperature: return formatTemperature({f.defaultValue});
   case FieldKind::Percent: return formatPercent({v});
   case FieldKind::Bandwidth: return formatBandwidth({v});
+  case FieldKind::Lead: return f.defaultValue < 0 ? "auto" : formatDuration({v});
   default: return std::to_string(f.defaultValue);
   }
 }

@@ -91,4 +91,16 @@ std::string formatValue(const std::vector<std::string> &v) {
   return out + "]";
 }
 
+std::string formatValue(const LeadTime &v) { return v.automatic ? "auto" : formatDuration(v.fixed); }
+
+std::string formatValue(const PhaseWhen &v) {
+  switch (v.kind) {
+  case PhaseWhen::Kind::Worker: return "worker";
+  case PhaseWhen::Kind::Steps:
+    return "every(" + std::to_string(v.everySteps) + " steps, for = " + std::to_string(v.forSteps) + " steps)";
+  case PhaseWhen::Kind::WallTime: return formatDuration(v.from) + ".." + formatDuration(v.to);
+  }
+  return "";
+}
+
 } // namespace msc::ir

@@ -25,6 +25,55 @@ uint32_t queuePairsOf(const ir::Contract &contract, const ir::Role &role) {
   return static_cast<uint32_t>(std::max<int64_t>(1, qps));
 }
 
+namespace {
+void lowerLending(const ir::Contract &contract, plan::Plan &out) {
+  const ir::ComputeFields &compute = contract.body.compute;
+  if (compute.class_ && compute.class_->value == "opportunistic") {
+    plan::Borrow *b = out.mutable_borrow();
+    b->set_cpu_cores(static_cast<uint32_t>(valueOr(compute.cpu_cores, int64_t(0))));
+    b->set_memory_bytes(compute.memory ? compute.memory->value.value : 0);
+    b->set_gpu_sm_slices(static_cast<uint32_t>(valueOr(compute.gpu_sm_slices, int64_t(0))));
+    return;
+  }
+  if (contract.body.phases.empty())
+    return;
+  plan::Lending *l = out.mutable_lending();
+  for (const ir::Phase &phase : contract.body.phases) {
+    plan::Phase *p = l->add_phases();
+    p->set_name(phase.name);
+    for (const ir::PhaseUse &use : phase.uses) {
+      const ir::Role *role = contract.body.role(use.role);
+      for (const std::string &name : role ? checkedRoleNames(*role) : std::vector<std::string>{use.role}) {
+        plan::Phase::Use *u = p->add_uses();
+        u->set_role(name);
+        for (ir::ResourceKind k : use.exclusive)
+          u->add_exclusive(ir::resourceKindName(k).str());
+      }
+    }
+    switch (phase.when.kind) {
+    case ir::PhaseWhen::Kind::Worker: p->set_trigger(plan::Phase::WORKER); break;
+    case ir::PhaseWhen::Kind::Steps:
+      p->set_trigger(plan::Phase::STEPS);
+      p->set_every_steps(phase.when.everySteps);
+      p->set_for_steps(phase.when.forSteps);
+      break;
+    case ir::PhaseWhen::Kind::WallTime:
+      p->set_trigger(plan::Phase::WALL_TIME);
+      p->set_from_ns(phase.when.from.value);
+      p->set_to_ns(phase.when.to.value);
+      break;
+    }
+  }
+  const ir::LendingFields &lf = contract.body.lending;
+  l->set_reclaim_within_ns(lf.reclaim_within ? lf.reclaim_within->value.value
+                                             : uint64_t(ir::defaults::lending::reclaim_within));
+  bool automatic = lf.lead ? lf.lead->value.automatic : ir::defaults::lending::lead < 0;
+  l->set_lead_auto(automatic);
+  if (!automatic)
+    l->set_lead_ns(lf.lead ? lf.lead->value.fixed.value : uint64_t(ir::defaults::lending::lead));
+}
+} // namespace
+
 plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement, const PlanDecisions &decisions,
                        const hal::Topology &topo, llvm::StringRef compilerVersion) {
   plan::Plan out;
@@ -163,6 +212,7 @@ plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement,
   ps->set_cooldown_ns(sc.cooldown ? sc.cooldown->value.value : uint64_t(ir::defaults::scaling::cooldown));
   ps->set_min_sm_slices(static_cast<uint32_t>(valueOr(sc.min_sm_slices, int64_t(0))));
   ps->set_max_sm_slices(static_cast<uint32_t>(valueOr(sc.max_sm_slices, int64_t(0))));
+  lowerLending(contract, out);
   return out;
 }
 

@@ -7,6 +7,7 @@ namespace msc::passes {
 llvm::ArrayRef<PassInfo> registeredPasses() {
   static const PassInfo kPasses[] = {
       {"profile", createProfilePass},     {"thermal-policy", createThermalPolicyPass},
+      {"lending", createLendingPass},
       {"gpu", createGpuPass},             {"pcie", createPciePass},
       {"cpu-numa", createCpuNumaPass},    {"nvme", createNvmePass},
       {"rdma", createRdmaPass},           {"hugepages", createHugepagePass},

@@ -6,6 +6,7 @@
 namespace msc::passes {
 
 std::unique_ptr<Pass> createProfilePass();
+std::unique_ptr<Pass> createLendingPass();
 std::unique_ptr<Pass> createThermalPolicyPass();
 std::unique_ptr<Pass> createGpuPass();
 std::unique_ptr<Pass> createPciePass();

@@ -18,6 +18,9 @@ public:
 
   void run(PassContext &ctx) override {
     const ir::Contract &c = ctx.contract;
+    // A borrower takes nothing of a profile: it has no roles, recovery or scaling of its own here.
+    if (c.body.compute.class_ && c.body.compute.class_->value == "opportunistic")
+      return;
     if (c.profile.empty()) {
       ctx.diags.report(DiagCode::WRN_SEM_001, c.nameRange)
               .note(Location::none(), "without a profile, recovery and scaling use built-in defaults; "

@@ -15,7 +15,7 @@
 namespace msc::plan {
 
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor = 1; // 1.1: IoBinding.numa_node_declared
+inline constexpr uint16_t kFormatMinor = 2; // 1.1: IoBinding.numa_node_declared; 1.2: lending, borrow
 inline constexpr size_t kHeaderSize = 32;
 inline constexpr uint64_t kMaxPayload = 64ull << 20;
 

@@ -5,6 +5,7 @@
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/reflection.h>
 #include <google/protobuf/util/json_util.h>
+#include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/Format.h>
 
 #include <map>
@@ -153,6 +154,36 @@ void dumpPlan(const Plan &plan, llvm::raw_ostream &os) {
   if (s.max_sm_slices())
     os << ", slices " << s.min_sm_slices() << ".." << s.max_sm_slices();
   os << "\n";
+  if (plan.has_lending()) {
+    const Lending &l = plan.lending();
+    os << "lending\n  reclaim within " << formatDuration({l.reclaim_within_ns()}) << ", lead "
+       << (l.lead_auto() ? std::string("auto") : formatDuration({l.lead_ns()})) << "\n";
+    for (const Phase &phase : l.phases()) {
+      os << "  phase " << phase.name() << ": ";
+      switch (phase.trigger()) {
+      case Phase::STEPS: os << "every " << phase.every_steps() << " steps for " << phase.for_steps() << " steps"; break;
+      case Phase::WALL_TIME:
+        os << formatDuration({phase.from_ns()}) << ".." << formatDuration({phase.to_ns()}) << " into the job";
+        break;
+      default: os << "entered by the worker"; break;
+      }
+      os << "; keeps";
+      bool any = false;
+      for (const Phase::Use &u : phase.uses()) {
+        if (u.exclusive().empty())
+          continue;
+        os << (any ? ";" : "") << " " << u.role() << " " << llvm::join(u.exclusive(), ",");
+        any = true;
+      }
+      os << (any ? "" : " nothing") << "\n";
+    }
+  }
+  if (plan.has_borrow()) {
+    const Borrow &b = plan.borrow();
+    os << "borrower (class opportunistic): " << b.cpu_cores() << " CPU cores, "
+       << (b.memory_bytes() ? formatBytes({b.memory_bytes()}) : std::string("no memory limit")) << ", "
+       << b.gpu_sm_slices() << " SM slices, on what other contracts lend\n";
+  }
 }
 
 std::string planToJson(const Plan &plan) {
