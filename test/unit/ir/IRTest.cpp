@@ -122,6 +122,52 @@ TEST(MergeInto, MergingAnEmptyBodyChangesNothing) {
   EXPECT_EQ(base.roles.size(), 1u);
 }
 
+// A phase is one decision about the job's demand: the contract's replaces the profile's of its name
+// whole (no half of each), keeps its place; new phases follow; lending merges field by field.
+TEST(MergeInto, APhaseIsReplacedWholeByNameAndLendingMergesByField) {
+  auto phase = [](std::string name, std::string role, std::vector<ResourceKind> kinds) {
+    Phase p;
+    p.name = std::move(name);
+    p.uses.push_back({std::move(role), std::move(kinds), {}, {}});
+    return p;
+  };
+  Body base, over;
+  base.phases = {phase("decode", "loader", {ResourceKind::Cpu, ResourceKind::Io}),
+                 phase("compute", "trainer", {ResourceKind::Gpu})};
+  base.lending.reclaim_within = field(Nanoseconds{2'000'000}, "profile base");
+  base.lending.lead = field(LeadTime{false, Nanoseconds{500'000}}, "profile base");
+  over.phases = {phase("compute", "loader", {}), phase("eval", "trainer", {ResourceKind::Gpu})};
+  over.phases[1].when.kind = PhaseWhen::Kind::Steps;
+  over.lending.lead = field(LeadTime{}, "contract c");
+  mergeInto(base, over);
+  ASSERT_EQ(base.phases.size(), 3u);
+  EXPECT_EQ(base.phases[0].name, "decode");
+  EXPECT_EQ(base.phases[1].name, "compute");
+  EXPECT_EQ(base.phases[1].use("trainer"), nullptr) << "the profile's half of 'compute' is gone";
+  ASSERT_NE(base.phases[1].use("loader"), nullptr);
+  EXPECT_TRUE(base.phases[1].use("loader")->exclusive.empty());
+  EXPECT_EQ(base.phases[2].name, "eval");
+  EXPECT_EQ(base.phases[2].when.kind, PhaseWhen::Kind::Steps);
+  EXPECT_EQ(base.phase("eval"), &base.phases[2]);
+  EXPECT_EQ(base.lending.reclaim_within->value.value, 2'000'000u);
+  EXPECT_TRUE(base.lending.lead->value.automatic);
+  EXPECT_EQ(base.lending.lead->origin.declaration, "contract c");
+}
+
+TEST(RoleHolds, EachKindByTheFieldsThatHoldIt) {
+  RoleFields f;
+  for (ResourceKind k : kResourceKinds)
+    EXPECT_FALSE(roleHolds(f, k)) << resourceKindName(k).str();
+  f.io_weight = field<int64_t>(200, "c");
+  f.queue_pairs = field<int64_t>(4, "c");
+  EXPECT_TRUE(roleHolds(f, ResourceKind::Io));
+  EXPECT_TRUE(roleHolds(f, ResourceKind::Rdma));
+  EXPECT_FALSE(roleHolds(f, ResourceKind::Cpu));
+  EXPECT_FALSE(roleHolds(f, ResourceKind::Gpu));
+  EXPECT_EQ(fieldSpelling("class_"), "class");
+  EXPECT_EQ(fieldSpelling("cpu_cores"), "cpu_cores");
+}
+
 TEST(Lookups, FindByName) {
   Module m;
   Profile p;
