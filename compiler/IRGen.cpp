@@ -3,6 +3,7 @@
 // overrides after) with the contracts' roles into an ir::Module, keeping the origin of every value.
 #include "compiler/Frontend.h"
 #include "compiler/IRValues.h"
+#include "ir/FieldDefaults.h"
 
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/ADT/StringExtras.h>
@@ -187,6 +188,11 @@ void IRGen::checkPhases(const ast::Block &block, ir::Body &body, const ir::Origi
               .note(Location{it->second, {}, 0}, "phase '" + s.name + "' first declared here")
           << s.name;
       continue;
+    }
+    if (body.phases.size() == ir::kMaxPhases) {
+      diags_.report(DiagCode::ERR_SEM_009, s.nameRange)
+          << ("phase " + std::to_string(ir::kMaxPhases + 1)) << "phases" << ("at most " + std::to_string(ir::kMaxPhases));
+      break;
     }
     ir::Phase phase;
     phase.name = s.name;

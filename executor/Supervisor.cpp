@@ -98,7 +98,7 @@ std::map<std::string, std::string> Supervisor::attemptEnvironment(uint32_t attem
     env["MSCALE_RESUME"] = "1";
   if (!options_.planPath.empty())
     env["MSCALE_PLAN"] = options_.planPath;
-  setSnapshotVariables(session_.plan().fault_tolerance(), env);
+  setPlanVariables(session_.plan(), env);
   return env;
 }
 

@@ -1,6 +1,8 @@
 #include "executor/WorkerVariables.h"
 
 #include "interposer/cuda_counters.h"
+#include "ir/FieldDefaults.h"
+#include "worker/WorkerApi.h"
 
 #include <llvm/ADT/StringRef.h>
 
@@ -8,7 +10,10 @@
 
 namespace msc::exec {
 
-void setSnapshotVariables(const plan::FaultTolerance &ft, std::map<std::string, std::string> &variables) {
+static_assert(ir::kMaxPhases == mscale::worker::kMaxPhases, "a contract's phases must fit the control page's mask");
+
+void setPlanVariables(const plan::Plan &plan, std::map<std::string, std::string> &variables) {
+  const plan::FaultTolerance &ft = plan.fault_tolerance();
   // One directory for every rank: the ranks keep their parts apart below it (<dir>/rank-<r>).
   if (!ft.snapshot_dir().empty())
     variables["MSCALE_SNAPSHOT_DIR"] = ft.snapshot_dir();
@@ -16,6 +21,11 @@ void setSnapshotVariables(const plan::FaultTolerance &ft, std::map<std::string, 
     variables["MSCALE_SNAPSHOT_EVERY"] = std::to_string(ft.snapshot_every_steps());
   if (ft.keep_snapshots())
     variables["MSCALE_SNAPSHOT_KEEP"] = std::to_string(ft.keep_snapshots());
+  std::string phases;
+  for (const plan::Phase &p : plan.lending().phases())
+    phases += (phases.empty() ? "" : ",") + p.name();
+  if (!phases.empty())
+    variables["MSCALE_PHASES"] = phases;
 }
 
 std::map<std::string, std::string> variablesWithoutFds(const WorkerEnvironment &worker) {

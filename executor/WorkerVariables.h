@@ -1,6 +1,7 @@
 // The variables the executor gives a worker beyond what the appliers set (host/HostAppliers.h lists
 // theirs; worker/WorkerApi.h reads them):
 //   MSCALE_SNAPSHOT_DIR, _EVERY, _KEEP                                   (the plan's fault tolerance)
+//   MSCALE_PHASES                                                        (the plan's phases, in order)
 //   LD_PRELOAD, MSCALE_CUDA_COUNTERS, MSCALE_CUDA_COUNTERS_MODE         (run --cuda-counters)
 #pragma once
 
@@ -13,9 +14,11 @@
 
 namespace msc::exec {
 
-// MSCALE_SNAPSHOT_DIR/_EVERY/_KEEP from the plan's fault tolerance (those it sets), for the
-// supervisor's workers and for processes attached to a contract (the Slurm tasks of slurm/).
-void setSnapshotVariables(const plan::FaultTolerance &ft, std::map<std::string, std::string> &variables);
+// What the plan tells its workers, for the supervisor's workers and for processes attached to a
+// contract (the Slurm tasks of slurm/): MSCALE_SNAPSHOT_DIR/_EVERY/_KEEP from its fault tolerance
+// (those it sets), and MSCALE_PHASES, its phases' names in plan order ("decode,compute"), by which
+// a worker enters them (worker/WorkerApi.h enterPhase).
+void setPlanVariables(const plan::Plan &plan, std::map<std::string, std::string> &variables);
 
 // The worker environment without the variables that name a file descriptor (MSCALE_*_FD): what a
 // process the executor did not start can use, since it does not inherit the executor's fds.

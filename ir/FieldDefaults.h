@@ -12,6 +12,10 @@ namespace msc::ir {
 // A field without a default: unset means absent (Fields.def rows say kNoDefault).
 inline constexpr int64_t kNoDefault = std::numeric_limits<int64_t>::min();
 
+// The most phases a contract may declare: the node's wake-up mask on the control page has one bit a
+// phase (worker/WorkerApi.h kMaxPhases; the executor checks that they agree).
+inline constexpr unsigned kMaxPhases = 32;
+
 namespace defaults {
 #define MSC_FIELD_DEFAULT(NAME, KIND, MIN, MAX, CHOICES, DEFAULT, DOC) inline constexpr int64_t NAME = DEFAULT;
 namespace compute {

@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <pthread.h>
 #include <sched.h>
 #include <string>
@@ -131,6 +132,15 @@ struct ControlPage {
   // "KEY=VALUE\0" to set, "KEY\0" to unset, ..., then an empty entry: MSCALE_RESTART_REASON, and
   // the device placement that changed since the standby started (a GPU move, an RDMA failover).
   char takeOverEnvironment[1536];
+  // The job's phase (plan lending.phases; enterPhase()): its number (index + 1; 0 between phases),
+  // how many entries so far and the CLOCK_MONOTONIC time of the newest, which the node learns the
+  // job's rhythm from. `phaseWake` is the node's: bit N-1 set while it has lent what phase N keeps
+  // and not taken it back yet, so that entering phase N must wake it (a futex wake on `phase`). A
+  // phase whose resources are home is entered with stores alone.
+  std::atomic<uint32_t> phase;
+  std::atomic<uint32_t> phaseWake;
+  std::atomic<uint64_t> phaseEntries;
+  std::atomic<uint64_t> phaseEnteredNs;
 };
 // Device runtimes a standby had loaded when it began to wait: it may have opened the devices of its
 // environment, so their placement can no longer change under it.
@@ -310,6 +320,52 @@ inline bool pendingSliceUpdate(uint64_t &generation, std::string &slices) {
 inline void acknowledgeSlices(uint64_t generation) {
   if (ControlPage *c = controlPage())
     c->ackGeneration.store(generation, std::memory_order_release);
+}
+
+// ---- phases: where the job is on its demand curve (docs/contract_language.md) -----------------
+// The executor names the plan's phases in MSCALE_PHASES ("decode,compute,eval"), in plan order.
+constexpr unsigned kMaxPhases = 32; // one bit each in ControlPage::phaseWake
+inline const std::vector<std::string> &phaseNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    const char *v = std::getenv("MSCALE_PHASES");
+    for (const char *p = v ? v : ""; *p;) {
+      const char *end = std::strchr(p, ',');
+      size_t n = end ? size_t(end - p) : std::strlen(p);
+      if (n && out.size() < kMaxPhases)
+        out.emplace_back(p, n);
+      p += n + (end ? 1 : 0);
+    }
+    return out;
+  }();
+  return names;
+}
+// The number of phase `name` (1 for the plan's first), or 0 when the plan has no such phase.
+inline unsigned phaseNumber(const char *name) {
+  const std::vector<std::string> &names = phaseNames();
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name)
+      return unsigned(i + 1);
+  return 0;
+}
+// Enters phase `number` (0: between phases). Stores on the page, and a futex wake only when the
+// node still lends what the phase keeps; no-op without a control page. Returns the phase left.
+inline unsigned enterPhase(unsigned number) {
+  ControlPage *c = controlPage();
+  if (!c)
+    return 0;
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now); // the vDSO: no system call
+  c->phaseEnteredNs.store(uint64_t(now.tv_sec) * 1'000'000'000u + uint64_t(now.tv_nsec), std::memory_order_relaxed);
+  c->phaseEntries.fetch_add(1, std::memory_order_relaxed);
+  unsigned left = c->phase.exchange(number, std::memory_order_acq_rel);
+  if (number && number <= kMaxPhases && (c->phaseWake.load(std::memory_order_acquire) & (1u << (number - 1))))
+    syscall(SYS_futex, reinterpret_cast<uint32_t *>(&c->phase), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+  return left;
+}
+inline unsigned currentPhase() {
+  ControlPage *c = controlPage();
+  return c ? c->phase.load(std::memory_order_acquire) : 0;
 }
 
 } // namespace mscale::worker

@@ -199,6 +199,28 @@ int msc_worker_failed(const char *line, int retry_cannot_fix) {
 }
 int msc_worker_standby(void) { return mscale::worker::standby() ? 1 : 0; }
 void msc_worker_take_over(void) { mscale::worker::takeOver(); }
+
+int msc_worker_enter_phase(const char *name) {
+  unsigned number = 0;
+  // Where the executor names no phases (no mscale-exec, or a plan without them) the same script
+  // runs unchanged: entering is a no-op. Where it does, a name it does not list is a mistake.
+  if (name && *name && !(number = mscale::worker::phaseNumber(name)))
+    return mscale::worker::phaseNames().empty() ? 0 : ENOENT;
+  mscale::worker::enterPhase(number);
+  return 0;
+}
+
+int msc_worker_current_phase(char *name, uint64_t capacity) {
+  if (!name || capacity == 0)
+    return ERANGE;
+  unsigned number = mscale::worker::currentPhase();
+  const std::vector<std::string> &names = mscale::worker::phaseNames();
+  std::string current = number && number <= names.size() ? names[number - 1] : std::string();
+  if (current.size() + 1 > capacity)
+    return ERANGE;
+  std::memcpy(name, current.c_str(), current.size() + 1);
+  return 0;
+}
 void msc_worker_report_throughput(double tflops) { mscale::worker::reportThroughput(tflops); }
 
 } // extern "C"

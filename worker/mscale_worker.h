@@ -97,6 +97,15 @@ MSC_WORKER_API int msc_worker_standby(void);
  * then set). msc_worker_heartbeat and opening a snapshot store wait here too. */
 MSC_WORKER_API void msc_worker_take_over(void);
 
+/* ---- phases (the contract's `phases`; the executor names them in MSCALE_PHASES) ---- */
+/* Enters phase `name` (NULL or "": between phases): stores on the control page, a system call only
+ * when the node must take back what it lent. 0; ENOENT when MSCALE_PHASES does not name it; 0 and
+ * nothing done where no phases are named (not under mscale-exec, or a plan without phases). */
+MSC_WORKER_API int msc_worker_enter_phase(const char *name);
+/* The phase the worker is in: its name copied into `name` (capacity bytes, NUL-terminated; "" between
+ * phases). 0, or ERANGE when it does not fit. */
+MSC_WORKER_API int msc_worker_current_phase(char *name, uint64_t capacity);
+
 #ifdef __cplusplus
 }
 #endif

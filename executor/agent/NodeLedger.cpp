@@ -342,7 +342,7 @@ std::optional<NodeLedger::Attachment> NodeLedger::attach(const std::string &cont
   }
   Attachment out;
   out.environment = variablesWithoutFds(session.environment());
-  setSnapshotVariables(session.plan().fault_tolerance(), out.environment);
+  setPlanVariables(session.plan(), out.environment);
   if (!options_.config.stateDir.empty())
     out.environment["MSCALE_PLAN"] = std::filesystem::absolute(statePath(contract)).string();
   for (auto &[name, value] : session.environment().variables) {

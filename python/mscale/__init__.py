@@ -16,7 +16,8 @@ This package grows module by module (issue 13):
 * ``mscale.contract`` -- ``@mscale_contract``: the contract a training function needs, compiled by the
   project's own compiler; ``ContractError`` carries its diagnostics at the decorator's lines.
 * ``mscale.io``, ``mscale.gds`` -- the worker runtime's io_uring reader at the plan's queue depth, role
-  placement of loader threads and processes, the heartbeat; ``GDSLoader``.
+  placement of loader threads and processes, the heartbeat, ``phase`` (where the job is on its demand
+  curve); ``GDSLoader``.
 * ``mscale.errors`` -- the package's coded errors (``error[ERR_PY_NNN]: ...``).
 """
 
@@ -28,7 +29,7 @@ from mscale.data import StatefulDataLoader, StatefulSampler
 from mscale.errors import MScaleError, ResumeError, SnapshotError, UsageError
 from mscale.resume import ExactResume, exit_status_of, mscale_restore, mscale_snapshot
 from mscale.gds import GDSLoader
-from mscale.io import UringReader, pin_to_role, role_worker_init
+from mscale.io import UringReader, current_phase, phase, pin_to_role, role_worker_init
 from mscale.scheduler import MScaleLRScheduler
 
 # A supervised worker (mscale-exec gave it a control page) tells its supervisor what it died of,
@@ -38,5 +39,6 @@ if _os.environ.get("MSCALE_CONTROL_FD"):
     _resume._install_exit_status_hook()
 
 __all__ = ["ContractError", "ExactResume", "GDSLoader", "MScaleError", "MScaleLRScheduler", "ResumeError",
-           "SnapshotError", "StatefulDataLoader", "StatefulSampler", "UringReader", "UsageError", "exit_status_of",
-           "mscale_contract", "mscale_restore", "mscale_snapshot", "pin_to_role", "role_worker_init"]
+           "SnapshotError", "StatefulDataLoader", "StatefulSampler", "UringReader", "UsageError", "current_phase",
+           "exit_status_of", "mscale_contract", "mscale_restore", "mscale_snapshot", "phase", "pin_to_role",
+           "role_worker_init"]

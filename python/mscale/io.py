@@ -10,6 +10,7 @@ All of it goes through the worker runtime, so the variable names and the page la
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
@@ -82,6 +83,8 @@ def _declare(lib: ctypes.CDLL) -> None:
         "msc_worker_report_throughput": (None, [ctypes.c_double]),
         "msc_worker_standby": (c_int, []),
         "msc_worker_take_over": (None, []),
+        "msc_worker_enter_phase": (c_int, [c_str]),
+        "msc_worker_current_phase": (c_int, [ctypes.c_char_p, u64]),
     }
     for name, (restype, argtypes) in signatures.items():
         fn = getattr(lib, name)
@@ -450,3 +453,41 @@ class UringReader(_native.ClosesOnExit):
                         size = offset + got
                     raise DataError("ERR_PY_049", offset, offset + length, _name(name), size)
         return results
+
+
+# ---- phases ------------------------------------------------------------------------------------
+
+def current_phase() -> str:
+    """The phase of the contract the worker is in (``""`` between phases, or where the plan names none)."""
+    buffer = ctypes.create_string_buffer(256)
+    library().msc_worker_current_phase(buffer, len(buffer))
+    return buffer.value.decode("utf-8", "replace")
+
+
+class phase(contextlib.ContextDecorator):
+    """Where the job is on its demand curve: ``with mscale.phase("compute"):`` around the code of a
+    phase, or ``@mscale.phase("compute")`` on the step function that is one.  The names are the
+    contract's ``phases`` (the executor lists the plan's in ``MSCALE_PHASES``); inside, the node has
+    the phase's resources back, and lends what it does not keep.  Entering is a store to the control
+    page (a system call only when the node must take back a loan first); leaving returns to the
+    phase the worker was in.  Where no phases are named (not under mscale-exec, a plan without
+    phases) it does nothing, so the same script runs anywhere; a name the plan does not have is
+    ``ERR_PY_050``."""
+
+    def __init__(self, name: str):
+        if not isinstance(name, str) or not name or "," in name:
+            raise UsageError("ERR_PY_044", "phase(name): a phase's name is a non-empty str, got %r" % (name,))
+        self.name = name
+        self._left: List[str] = []
+
+    def __enter__(self) -> "phase":
+        previous = current_phase()
+        if library().msc_worker_enter_phase(self.name.encode("utf-8")) == errno.ENOENT:
+            names = os.environ.get("MSCALE_PHASES", "")
+            raise UsageError("ERR_PY_050", self.name, names.replace(",", ", "))
+        self._left.append(previous)
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        library().msc_worker_enter_phase(self._left.pop().encode("utf-8"))
+        return False

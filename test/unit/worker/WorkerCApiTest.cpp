@@ -3,6 +3,13 @@
 // the heartbeat on a control page. Also checks that only the C ABI is exported.
 #include "worker/BatchReader.h"
 #include "worker/WorkerApi.h"
+#include <csignal>
+#include <sys/wait.h>
+#include <sys/syscall.h>
+#include <sys/prctl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <cstddef>
 #include "worker/mscale_worker.h"
 
 #include <gtest/gtest.h>
@@ -252,6 +259,7 @@ TEST_F(WorkerCApiTest, HeartbeatsOnTheControlPage) {
   auto *page = new (p) mscale::worker::ControlPage{};
   page->magic = mscale::worker::ControlPage::kMagic;
   ::setenv("MSCALE_CONTROL_FD", std::to_string(fd).c_str(), 1);
+  ::setenv("MSCALE_PHASES", "decode,compute,eval", 1);
   EXPECT_EQ(fn<decltype(&msc_worker_supervised)>("msc_worker_supervised")(), 1);
   auto beat = fn<decltype(&msc_worker_heartbeat)>("msc_worker_heartbeat");
   beat(MSC_WORKER_STEP_RESTORING);
@@ -269,6 +277,57 @@ TEST_F(WorkerCApiTest, HeartbeatsOnTheControlPage) {
   EXPECT_EQ(failed("error: shard 3 is corrupt\nmore", 1), 0);
   EXPECT_EQ(page->failure.load(), uint32_t(mscale::worker::Failure::RetryCannotFix));
   EXPECT_STREQ(page->failureLine, "error: shard 3 is corrupt");
+
+  // Phases: numbered in MSCALE_PHASES order, entered by name, counted, timed; "" is between phases.
+  auto enter = fn<decltype(&msc_worker_enter_phase)>("msc_worker_enter_phase");
+  auto current = fn<decltype(&msc_worker_current_phase)>("msc_worker_current_phase");
+  char name[16];
+  EXPECT_EQ(current(name, sizeof name), 0);
+  EXPECT_STREQ(name, "");
+  EXPECT_EQ(enter("compute"), 0);
+  EXPECT_EQ(page->phase.load(), 2u);
+  EXPECT_EQ(page->phaseEntries.load(), 1u);
+  EXPECT_GT(page->phaseEnteredNs.load(), 0u);
+  EXPECT_EQ(current(name, sizeof name), 0);
+  EXPECT_STREQ(name, "compute");
+  EXPECT_EQ(current(name, 4), ERANGE);
+  EXPECT_EQ(enter("evaluate"), ENOENT);
+  EXPECT_EQ(page->phase.load(), 2u) << "a name the plan does not have changes nothing";
+  EXPECT_EQ(enter(nullptr), 0);
+  EXPECT_EQ(page->phase.load(), 0u);
+  EXPECT_EQ(page->phaseEntries.load(), 2u);
+
+  // Entering a phase is stores alone, no system call, unless the node asked to be woken for it: a
+  // child under a seccomp filter that kills it at any system call but exit enters phases 10,000
+  // times and exits; with the node waiting on phase 3 the entry of phase 3 is its futex wake. (A
+  // filter, not strict mode: strict mode also takes the TSC away, which the vDSO clock reads.)
+  auto enterUnderFilter = [&](uint32_t wake) {
+    page->phaseWake.store(wake);
+    pid_t child = ::fork();
+    if (child == 0) {
+      sock_filter onlyExit[] = {
+          BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+          BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_exit, 0, 1),
+          BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+          BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+      };
+      sock_fprog program{sizeof onlyExit / sizeof onlyExit[0], onlyExit};
+      if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0)
+        ::syscall(SYS_exit, 3);
+      for (int i = 0; i < 10000; ++i)
+        enter(i % 2 ? "decode" : "eval");
+      ::syscall(SYS_exit, 0);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    return status;
+  };
+  int status = enterUnderFilter(0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  status = enterUnderFilter(1u << 2);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS) << "status " << status;
+  page->phaseWake.store(0);
+  ::unsetenv("MSCALE_PHASES");
   ::unsetenv("MSCALE_CONTROL_FD");
   ::munmap(p, 4096);
   ::close(fd);

@@ -1,0 +1,34 @@
+"""The worker's side of phases under mscale-exec: the names the executor gives (MSCALE_PHASES), a
+`with` block and a decorated step function entering them, leaving back to where it was, and a name
+the plan does not have (ERR_PY_050). Prints one line per fact."""
+import os
+import sys
+
+import mscale
+
+print("phases:", os.environ.get("MSCALE_PHASES"))
+print("before:", repr(mscale.current_phase()))
+with mscale.phase("decode"):
+    print("inside:", mscale.current_phase())
+    with mscale.phase("eval"):
+        print("nested:", mscale.current_phase())
+    print("back:", mscale.current_phase())
+print("after:", repr(mscale.current_phase()))
+
+
+@mscale.phase("eval")
+def step():
+    return mscale.current_phase()
+
+
+print("decorated:", step(), repr(mscale.current_phase()))
+try:
+    with mscale.phase("evaluate"):
+        pass
+except mscale.UsageError as e:
+    print(e)
+try:
+    mscale.phase("")
+except mscale.UsageError as e:
+    print(e)
+sys.stdout.flush()
