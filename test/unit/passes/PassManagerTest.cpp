@@ -39,7 +39,7 @@ std::vector<std::string> run(Compiled &c, PassManager &pm, bool withTopology) {
 
 TEST(PassManager, DefaultPipelineIsTheRegistryInOrder) {
   PassManager pm = PassManager::defaultPipeline();
-  EXPECT_EQ(names(pm), (std::vector<std::string>{"profile", "thermal-policy", "gpu", "pcie", "cpu-numa", "nvme",
+  EXPECT_EQ(names(pm), (std::vector<std::string>{"profile", "thermal-policy", "lending", "gpu", "pcie", "cpu-numa", "nvme",
                                                  "rdma", "hugepages", "thermal", "admission"}));
   for (const PassInfo &info : registeredPasses()) {
     auto pass = info.create();
