@@ -35,7 +35,8 @@ CgroupLayout CgroupLayout::discover() {
       llvm::SmallVector<llvm::StringRef, 8> opts;
       superOpts.split(opts, ',');
       for (llvm::StringRef o : opts)
-        if (o == "cpuset" || o == "blkio" || o == "cpu" || o == "memory" || o == "hugetlb")
+        if (o == "cpuset" || o == "blkio" || o == "cpu" || o == "memory" || o == "hugetlb" || o == "freezer" ||
+            o == "pids")
           l.v1Mounts.emplace(o.str(), mount.str());
     }
   }

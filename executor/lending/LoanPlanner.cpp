@@ -1,0 +1,123 @@
+#include "executor/lending/LoanPlanner.h"
+
+#include <algorithm>
+#include <set>
+
+namespace msc::exec::lending {
+
+namespace {
+void addAll(std::set<unsigned> &to, const CpuSet &cpus) { to.insert(cpus.begin(), cpus.end()); }
+
+bool intersects(const CpuSet &a, const CpuSet &b) {
+  for (unsigned c : a)
+    if (std::binary_search(b.begin(), b.end(), c))
+      return true;
+  return false;
+}
+
+uint64_t leadOf(const Owner &o, unsigned number) {
+  if (!o.leadAuto)
+    return o.leadNs;
+  const PhaseSpec &p = o.phases[number - 1];
+  // A worker phase's entries jitter with the step; the node's own triggers only by the reclaim.
+  if (p.trigger == PhaseSpec::Trigger::Worker && o.rhythm)
+    return o.rhythm->lead(number, o.reclaimCostNs);
+  return o.reclaimCostNs + (p.trigger == PhaseSpec::Trigger::Steps ? o.nsPerStep / 4 : 0);
+}
+} // namespace
+
+std::vector<unsigned> activePhases(const Owner &o, uint64_t nowNs) {
+  std::vector<unsigned> out;
+  for (unsigned n = 1; n <= o.phases.size(); ++n) {
+    const PhaseSpec &p = o.phases[n - 1];
+    bool active = false;
+    switch (p.trigger) {
+    case PhaseSpec::Trigger::Worker: active = o.workerPhase == n; break;
+    case PhaseSpec::Trigger::Steps: active = p.everySteps && o.step % p.everySteps < p.forSteps; break;
+    case PhaseSpec::Trigger::WallTime: {
+      uint64_t since = nowNs > o.startedNs ? nowNs - o.startedNs : 0;
+      active = o.startedNs && since >= p.fromNs && since < p.toNs;
+      break;
+    }
+    }
+    if (active)
+      out.push_back(n);
+  }
+  return out;
+}
+
+std::optional<uint64_t> nextStart(const Owner &o, unsigned number, uint64_t nowNs) {
+  const PhaseSpec &p = o.phases[number - 1];
+  switch (p.trigger) {
+  case PhaseSpec::Trigger::Worker:
+    return o.rhythm ? o.rhythm->nextEntry(number, nowNs) : std::nullopt;
+  case PhaseSpec::Trigger::Steps: {
+    if (!p.everySteps || !o.nsPerStep)
+      return std::nullopt;
+    uint64_t windowStart = (o.step / p.everySteps + 1) * p.everySteps;
+    return nowNs + (windowStart - o.step) * o.nsPerStep;
+  }
+  case PhaseSpec::Trigger::WallTime:
+    if (!o.startedNs || o.startedNs + p.fromNs < nowNs)
+      return std::nullopt;
+    return o.startedNs + p.fromNs;
+  }
+  return std::nullopt;
+}
+
+Decision decide(const std::vector<Owner> &owners, const std::vector<Borrower> &borrowers, uint64_t nowNs) {
+  Decision d;
+  std::set<unsigned> pool;
+  std::map<unsigned, const Owner *> ownerOf;
+  for (const Owner &o : owners) {
+    std::vector<unsigned> active = activePhases(o, nowNs);
+    std::set<unsigned> kept;
+    if (active.empty()) {
+      addAll(kept, o.cpus); // before the demand curve starts, and between phases
+    } else {
+      for (unsigned n : active)
+        addAll(kept, o.phases[n - 1].keptCpus);
+      for (unsigned n = 1; n <= o.phases.size(); ++n) {
+        if (std::find(active.begin(), active.end(), n) != active.end())
+          continue;
+        std::optional<uint64_t> next = nextStart(o, n, nowNs);
+        if (next && *next - nowNs <= leadOf(o, n))
+          addAll(kept, o.phases[n - 1].keptCpus);
+      }
+    }
+    d.kept[o.contract] = CpuSet(kept.begin(), kept.end());
+    for (unsigned c : o.cpus)
+      if (!kept.count(c)) {
+        pool.insert(c);
+        ownerOf[c] = &o;
+      }
+  }
+  // Borrowers in admission order: what they have and may keep first, then the lowest free CPUs.
+  std::vector<CpuSet> given(borrowers.size());
+  for (size_t i = 0; i < borrowers.size(); ++i)
+    for (unsigned c : borrowers[i].current)
+      if (given[i].size() < borrowers[i].cpuCores && pool.erase(c))
+        given[i].push_back(c);
+  for (size_t i = 0; i < borrowers.size(); ++i) {
+    while (given[i].size() < borrowers[i].cpuCores && !pool.empty()) {
+      given[i].push_back(*pool.begin());
+      pool.erase(pool.begin());
+    }
+    std::sort(given[i].begin(), given[i].end());
+    d.borrowerCpus[borrowers[i].contract] = given[i];
+    for (unsigned c : given[i])
+      d.lent[ownerOf[c]->contract].push_back(c);
+  }
+  for (const Owner &o : owners) {
+    CpuSet &lent = d.lent[o.contract];
+    std::sort(lent.begin(), lent.end());
+    uint32_t mask = 0;
+    for (unsigned n = 1; n <= o.phases.size() && n <= 32; ++n)
+      if (intersects(o.phases[n - 1].keptCpus, lent))
+        mask |= 1u << (n - 1);
+    d.wakeMask[o.contract] = mask;
+  }
+  return d;
+}
+
+} // namespace msc::exec::lending

@@ -1,0 +1,75 @@
+// What the node lends now: from each owner's phases (what each keeps exclusively), where the owner
+// is on its demand curve (the worker's phase, its step, the time since it started) and where it will
+// be soon (its rhythm, PhaseRhythm.h), decide which CPUs each borrower runs on, which it must give
+// back, and which phase entries must wake the node. Kubernetes' sync handlers: read, decide purely,
+// write; the node reads the control pages, calls decide() and reconciles the borrowers' cgroups to
+// the decision (BorrowerCgroup.h). Pure and deterministic, so it runs in virtual time.
+//
+// The rules:
+//   - Before an owner enters any phase, and between phases, it keeps everything: lending starts with
+//     the demand curve. A phase lasts until the next is entered.
+//   - In a phase, the owner lends its CPUs that no active phase keeps (the worker's, and those its
+//     step schedule or wall-time window makes active) and no phase expected within its lead keeps:
+//     `lead = auto` takes the rhythm's lead plus the measured reclaim cost, a fixed lead that time.
+//   - Borrowers, in admission order, keep the lent CPUs they have as far as they are still lent and
+//     asked for, then take more from the lowest numbers up; one that gets none is frozen.
+//   - An owner's phase whose kept CPUs are lent wakes the node when entered (ControlPage::phaseWake).
+#pragma once
+
+#include "executor/lending/PhaseRhythm.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace msc::exec::lending {
+
+using CpuSet = std::vector<unsigned>; // sorted, unique
+
+struct PhaseSpec {
+  enum class Trigger { Worker, Steps, WallTime };
+  std::string name;
+  CpuSet keptCpus; // the CPUs of the roles that keep `cpu` in this phase
+  Trigger trigger = Trigger::Worker;
+  uint64_t everySteps = 0, forSteps = 0; // Steps
+  uint64_t fromNs = 0, toNs = 0;         // WallTime, since the job started
+};
+
+struct Owner {
+  std::string contract;
+  CpuSet cpus;                   // every CPU its plan holds: the most it can lend
+  std::vector<PhaseSpec> phases; // index: phase number - 1
+  uint64_t reclaimWithinNs = 2'000'000;
+  bool leadAuto = true;
+  uint64_t leadNs = 0;
+  // What the node reads of it:
+  unsigned workerPhase = 0; // the control page's phase (0: none yet, or between phases)
+  uint64_t step = 0;        // its last completed step (heartbeats)
+  uint64_t nsPerStep = 0;   // its measured step time (0: not known yet)
+  uint64_t startedNs = 0;   // when its worker started (wall-time phases count from here)
+  const PhaseRhythm *rhythm = nullptr; // its worker phases' rhythm (null: none learnt)
+  uint64_t reclaimCostNs = 0;          // what a reclaim takes on this node, measured
+};
+
+struct Borrower {
+  std::string contract;
+  unsigned cpuCores = 0; // CPUs it asks for
+  CpuSet current;        // the CPUs it runs on now (its cgroup), for stability
+};
+
+struct Decision {
+  std::map<std::string, CpuSet> borrowerCpus; // every borrower; empty: frozen
+  std::map<std::string, CpuSet> lent;         // per owner: its CPUs that borrowers run on
+  std::map<std::string, CpuSet> kept;         // per owner: what it keeps now (active or soon)
+  std::map<std::string, uint32_t> wakeMask;   // per owner: bit N-1 when phase N's kept CPUs are lent
+};
+
+// The phases of `o` active at `nowNs` (numbers, ascending): the worker's and the node-triggered ones.
+std::vector<unsigned> activePhases(const Owner &o, uint64_t nowNs);
+// When phase `number` of `o` is next entered, at or after `nowNs`; nullopt when it cannot be said
+// (a worker phase without a rhythm yet, a step phase without a step time, a window passed).
+std::optional<uint64_t> nextStart(const Owner &o, unsigned number, uint64_t nowNs);
+Decision decide(const std::vector<Owner> &owners, const std::vector<Borrower> &borrowers, uint64_t nowNs);
+
+} // namespace msc::exec::lending

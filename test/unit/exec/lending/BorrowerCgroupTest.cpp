@@ -1,0 +1,148 @@
+// The reclaim mechanisms for real, checked from the borrower's side (/proc, ThreadPlacement.h): an
+// adversarial borrower (spinning threads that keep forking spinners) on a lent CPU; its cpuset
+// shrinks and none of its threads is runnable on the CPU taken back; frozen, none runs anywhere, the
+// forks included; a fork bomb stops at its pids limit; ending it ends the frozen tree. Needs root and
+// a cpuset and freezer controller; skipped, saying why, where the kernel has none.
+#include "executor/lending/BorrowerCgroup.h"
+#include "executor/lending/ThreadPlacement.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace msc::exec::lending {
+namespace {
+
+// Burns CPU until killed; an atomic counter keeps the loop from being optimised away.
+[[noreturn]] void spin() {
+  static std::atomic<uint64_t> sink{0};
+  for (;;)
+    sink.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Spins on two threads and forks a spinner every 20 ms (at most `forks`), all in one tree and one
+// process group; it starts once a byte arrives on `go`, so that it is in its cgroup before it forks.
+pid_t startSpinners(int forks, int go[2]) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::close(go[1]);
+    char byte;
+    if (::read(go[0], &byte, 1) != 1)
+      ::_exit(1);
+    std::thread(spin).detach();
+    for (int i = 0; i < forks; ++i) {
+      if (::fork() == 0)
+        spin();
+      ::usleep(20'000);
+    }
+    spin();
+  }
+  ::setpgid(pid, pid); // both sides, so that the group exists whichever runs first
+  ::close(go[0]);
+  return pid;
+}
+
+class BorrowerCgroupTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (::geteuid() != 0)
+      GTEST_SKIP() << "needs root (cgroups)";
+    layout_ = CgroupLayout::discover();
+    if (reclaimMechanism(layout_) == ReclaimMechanism::None)
+      GTEST_SKIP() << "this kernel has " << mechanismName(ReclaimMechanism::None);
+    if (std::thread::hardware_concurrency() < 2)
+      GTEST_SKIP() << "needs two CPUs: one lent, one to move to";
+  }
+  // A failed assertion must not leave spinners behind: they hold the test's output open, and ctest
+  // would wait for them. Each tree is one process group (startSpinners); a frozen one dies when its
+  // BorrowerCgroup, gone by now, thawed it.
+  void TearDown() override {
+    for (pid_t root : roots_) {
+      ::kill(-root, SIGKILL);
+      ::waitpid(root, nullptr, 0);
+    }
+  }
+  // Spinners started inside `b`.
+  pid_t spinnersIn(BorrowerCgroup &b, int forks) {
+    int go[2];
+    if (::pipe(go) != 0)
+      return -1;
+    pid_t root = roots_.emplace_back(startSpinners(forks, go));
+    std::string error;
+    EXPECT_TRUE(b.join(root, error)) << error;
+    EXPECT_EQ(::write(go[1], "g", 1), 1);
+    ::close(go[1]);
+    return root;
+  }
+  CgroupLayout layout_;
+  std::vector<pid_t> roots_;
+};
+
+TEST_F(BorrowerCgroupTest, ShrinkingAndFreezingLeaveNoThreadRunnableOnTheCpusTakenBack) {
+  std::string error;
+  std::optional<BorrowerCgroup> b = BorrowerCgroup::create(layout_, "unit-spinner", {}, error);
+  ASSERT_TRUE(b) << error;
+  EXPECT_TRUE(b->frozen()) << "a borrower runs nothing until something is lent";
+  pid_t root = spinnersIn(*b, 6);
+  ASSERT_TRUE(b->setCpus({0, 1}, error)) << error;
+  std::this_thread::sleep_for(std::chrono::milliseconds(150)); // it forks meanwhile
+  std::vector<ThreadSeen> seen = threadsOf(processTree(root));
+  EXPECT_GE(seen.size(), 4u);
+  EXPECT_FALSE(runnableOn(seen, {1}).empty()) << "spinning on both lent CPUs";
+
+  // CPU 1 taken back: the write returns once the kernel moved every task off it.
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(b->setCpus({0}, error)) << error;
+  auto shrink = std::chrono::steady_clock::now() - start;
+  seen = threadsOf(processTree(root));
+  EXPECT_TRUE(runnableOn(seen, {1}).empty()) << "a borrower thread is runnable on CPU 1 after its reclaim";
+  EXPECT_FALSE(runnableOn(seen, {0}).empty());
+
+  // Everything taken back: frozen, the forks too, and nothing runnable anywhere.
+  start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(b->setCpus({}, error)) << error;
+  auto freeze = std::chrono::steady_clock::now() - start;
+  std::this_thread::sleep_for(std::chrono::milliseconds(60)); // a fork would have come by now
+  seen = threadsOf(processTree(root));
+  EXPECT_TRUE(runnableOn(seen, {0, 1}).empty());
+  size_t frozenCount = seen.size();
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  EXPECT_EQ(threadsOf(processTree(root)).size(), frozenCount) << "a frozen borrower forked";
+  RecordProperty("shrink_us", std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(shrink).count()));
+  RecordProperty("freeze_us", std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(freeze).count()));
+
+  // Lent again, it runs again; ended, the whole frozen tree is gone.
+  ASSERT_TRUE(b->setCpus({1}, error)) << error;
+  EXPECT_FALSE(b->frozen());
+  b->setCpus({}, error);
+  b->end();
+  int status = 0;
+  EXPECT_EQ(::waitpid(root, &status, 0), root);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  for (int i = 0; i < 100 && !b->procs().empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(b->procs().empty());
+}
+
+TEST_F(BorrowerCgroupTest, AForkBombStopsAtItsPidsLimit) {
+  if (reclaimMechanism(layout_) == ReclaimMechanism::CgroupV1 && !layout_.v1Mounts.count("pids"))
+    GTEST_SKIP() << "no pids controller";
+  std::string error;
+  std::optional<BorrowerCgroup> b = BorrowerCgroup::create(layout_, "unit-forkbomb", {0, 16}, error);
+  ASSERT_TRUE(b) << error;
+  pid_t root = spinnersIn(*b, 100);
+  ASSERT_TRUE(b->setCpus({0}, error)) << error;
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  EXPECT_LE(b->procs().size(), 16u);
+  b->end();
+  ::waitpid(root, nullptr, 0);
+}
+
+} // namespace
+} // namespace msc::exec::lending

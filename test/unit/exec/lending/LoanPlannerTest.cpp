@@ -1,0 +1,129 @@
+// What the node lends, decided in virtual time: nothing before the demand curve starts; a phase lends
+// what it does not keep; the lead takes CPUs back before the phase that keeps them, learnt (auto) or
+// fixed; step schedules and wall-time windows; borrowers keep what they have; the wake mask.
+#include "executor/lending/LoanPlanner.h"
+
+#include <gtest/gtest.h>
+
+namespace msc::exec::lending {
+namespace {
+
+constexpr uint64_t kMs = 1'000'000;
+
+// An owner on CPUs 2..7: decode keeps the loader's 2,3; compute the trainer's 4,5; 6,7 are the
+// rdma proxy's, kept by none; eval (every 100 steps for 10) keeps 4,5; snapshot (the 10th minute)
+// keeps nothing.
+Owner trainer() {
+  Owner o;
+  o.contract = "train";
+  o.cpus = {2, 3, 4, 5, 6, 7};
+  o.phases = {{"decode", {2, 3}}, {"compute", {4, 5}},
+              {"eval", {4, 5}, PhaseSpec::Trigger::Steps, 100, 10},
+              {"snapshot", {}, PhaseSpec::Trigger::WallTime, 0, 0, 600'000 * kMs, 601'000 * kMs}};
+  o.reclaimCostNs = kMs / 2;
+  return o;
+}
+
+TEST(LoanPlanner, NothingIsLentBeforeTheFirstPhaseOrBetweenPhases) {
+  Owner o = trainer();
+  o.step = 55; // no step phase active
+  Decision d = decide({o}, {{"prep", 4, {}}}, 1000 * kMs);
+  EXPECT_TRUE(d.borrowerCpus.at("prep").empty());
+  EXPECT_EQ(d.kept.at("train"), (CpuSet{2, 3, 4, 5, 6, 7}));
+}
+
+TEST(LoanPlanner, APhaseLendsWhatItDoesNotKeep) {
+  Owner o = trainer();
+  o.step = 55;
+  o.workerPhase = 1; // decode: 2,3 kept; no rhythm yet, so compute's 4,5 are lent until it comes
+  Decision d = decide({o}, {{"prep", 8, {}}}, 1000 * kMs);
+  EXPECT_EQ(d.borrowerCpus.at("prep"), (CpuSet{4, 5, 6, 7}));
+  EXPECT_EQ(d.lent.at("train"), (CpuSet{4, 5, 6, 7}));
+  EXPECT_EQ(d.wakeMask.at("train"), 0b0110u) << "compute and eval keep lent CPUs: their entry wakes the node";
+  o.workerPhase = 2;
+  d = decide({o}, {{"prep", 8, {4, 5, 6, 7}}}, 1001 * kMs);
+  EXPECT_EQ(d.borrowerCpus.at("prep"), (CpuSet{2, 3, 6, 7})) << "compute takes 4,5 back, decode's 2,3 are lent";
+}
+
+TEST(LoanPlanner, LeadAutoTakesCpusBackBeforeThePhaseThatKeepsThem) {
+  Owner o = trainer();
+  o.step = 55;
+  PhaseRhythm rhythm;
+  // A 100 ms step: decode at t, compute at t + 30 ms.
+  for (uint64_t s = 0; s < 30; ++s) {
+    rhythm.entered(1, s * 100 * kMs);
+    rhythm.entered(2, s * 100 * kMs + 30 * kMs);
+  }
+  o.rhythm = &rhythm;
+  o.workerPhase = 1;
+  uint64_t decodeAt = 30 * 100 * kMs; // the 31st step's decode
+  rhythm.entered(1, decodeAt);
+  // Early in decode: compute is 30 ms away, far beyond its lead: 4,5 are lent.
+  Decision d = decide({o}, {{"prep", 8, {}}}, decodeAt + 1 * kMs);
+  EXPECT_EQ(d.borrowerCpus.at("prep"), (CpuSet{4, 5, 6, 7}));
+  // Within compute's lead (the reclaim's 0.5 ms plus a steady rhythm's few): taken back while still
+  // in decode, so that compute is entered with its CPUs home.
+  d = decide({o}, {{"prep", 8, {4, 5, 6, 7}}}, decodeAt + 29 * kMs + 600'000);
+  EXPECT_EQ(d.borrowerCpus.at("prep"), (CpuSet{6, 7}));
+  EXPECT_EQ(d.kept.at("train"), (CpuSet{2, 3, 4, 5}));
+  EXPECT_EQ(d.wakeMask.at("train"), 0u) << "nothing a phase keeps is lent: no entry needs to wake the node";
+}
+
+TEST(LoanPlanner, AFixedLeadIsThatTimeAhead) {
+  Owner o = trainer();
+  o.step = 55;
+  PhaseRhythm rhythm;
+  for (uint64_t s = 0; s < 10; ++s)
+    rhythm.entered(2, s * 100 * kMs);
+  o.rhythm = &rhythm;
+  o.workerPhase = 1;
+  o.leadAuto = false;
+  o.leadNs = 10 * kMs;
+  EXPECT_EQ(decide({o}, {{"prep", 8, {}}}, 985 * kMs).borrowerCpus.at("prep"), (CpuSet{4, 5, 6, 7}));
+  EXPECT_EQ(decide({o}, {{"prep", 8, {}}}, 991 * kMs).borrowerCpus.at("prep"), (CpuSet{6, 7}));
+}
+
+TEST(LoanPlanner, StepSchedulesAndWallTimeWindowsAreTheNodesOwnTriggers) {
+  Owner o = trainer();
+  o.workerPhase = 1;
+  o.step = 103; // in eval (100..109): 4,5 kept with decode's 2,3
+  EXPECT_EQ(decide({o}, {{"prep", 8, {}}}, 10 * kMs).borrowerCpus.at("prep"), (CpuSet{6, 7}));
+  o.step = 150;
+  o.nsPerStep = 10 * kMs; // eval is 50 steps = 500 ms away: lent
+  EXPECT_EQ(decide({o}, {{"prep", 8, {}}}, 10 * kMs).borrowerCpus.at("prep"), (CpuSet{4, 5, 6, 7}));
+  // One step from eval: 10 ms away, beyond its lead (the reclaim's 0.5 ms and a quarter step).
+  o.step = 199;
+  EXPECT_EQ(decide({o}, {{"prep", 8, {}}}, 10 * kMs).borrowerCpus.at("prep"), (CpuSet{4, 5, 6, 7}));
+  // With a 0.5 ms step the next step is within 0.5 + 0.125 ms: taken back ahead.
+  o.nsPerStep = kMs / 2;
+  EXPECT_EQ(decide({o}, {{"prep", 8, {}}}, 10 * kMs).borrowerCpus.at("prep"), (CpuSet{6, 7}));
+  // The snapshot window (600 s..601 s into the job) keeps nothing: with the worker between phases the
+  // window alone is active, and everything is lent.
+  o.workerPhase = 0;
+  o.step = 150;
+  o.startedNs = 1000 * kMs;
+  EXPECT_TRUE(decide({o}, {{"prep", 8, {}}}, 1000 * kMs + 599'000 * kMs).borrowerCpus.at("prep").empty());
+  EXPECT_EQ(decide({o}, {{"prep", 8, {}}}, 1000 * kMs + 600'500 * kMs).borrowerCpus.at("prep"),
+            (CpuSet{2, 3, 4, 5, 6, 7}));
+}
+
+TEST(LoanPlanner, BorrowersKeepWhatTheyHaveInAdmissionOrder) {
+  Owner o = trainer();
+  o.step = 55;
+  o.workerPhase = 1;
+  Decision d = decide({o}, {{"a", 2, {6, 7}}, {"b", 3, {}}}, kMs);
+  EXPECT_EQ(d.borrowerCpus.at("a"), (CpuSet{6, 7}));
+  EXPECT_EQ(d.borrowerCpus.at("b"), (CpuSet{4, 5}));
+  // Two owners lend into one pool; each CPU lent is its owner's.
+  Owner other = trainer();
+  other.contract = "other";
+  other.cpus = {10, 11};
+  other.phases = {{"only", {}}};
+  other.workerPhase = 1;
+  d = decide({o, other}, {{"a", 8, {}}}, kMs);
+  EXPECT_EQ(d.borrowerCpus.at("a"), (CpuSet{4, 5, 6, 7, 10, 11}));
+  EXPECT_EQ(d.lent.at("other"), (CpuSet{10, 11}));
+}
+
+} // namespace
+} // namespace msc::exec::lending

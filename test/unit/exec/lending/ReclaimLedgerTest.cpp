@@ -1,0 +1,35 @@
+// The node's account of reclaims against the bound, in virtual time: an entry whose CPUs were home
+// costs nothing, a late reclaim is a miss, a second entry while one is open is measured from the first.
+#include "executor/lending/ReclaimLedger.h"
+
+#include <gtest/gtest.h>
+
+namespace msc::exec::lending {
+namespace {
+
+constexpr uint64_t kMs = 1'000'000;
+
+TEST(ReclaimLedger, EntriesAheadCostNothingAndLateReclaimsAreMisses) {
+  ReclaimLedger l;
+  l.entered("train", 100 * kMs, false, 2 * kMs);
+  l.entered("train", 200 * kMs, true, 2 * kMs);
+  uint64_t deadline = 0;
+  EXPECT_TRUE(l.open("train", &deadline));
+  EXPECT_EQ(deadline, 202 * kMs);
+  l.entered("train", 201 * kMs, true, 2 * kMs); // still waiting: measured from the first entry
+  l.reclaimed("train", 200 * kMs + 300'000);
+  l.entered("train", 300 * kMs, true, 2 * kMs);
+  l.reclaimed("train", 303 * kMs);
+  const ReclaimStats &s = l.stats("train");
+  EXPECT_EQ(s.entries, 4u);
+  EXPECT_EQ(s.ahead, 1u);
+  EXPECT_EQ(s.reclaims, 3u);
+  EXPECT_EQ(s.missed, 1u);
+  EXPECT_EQ(s.latenciesNs, (std::vector<uint64_t>{0, 300'000, 3 * kMs}));
+  EXPECT_EQ(quantile(s.latenciesNs, 0.5), 300'000u);
+  EXPECT_EQ(quantile(s.latenciesNs, 0.99), 3 * kMs);
+  EXPECT_EQ(quantile({}, 0.5), 0u);
+}
+
+} // namespace
+} // namespace msc::exec::lending
