@@ -15,6 +15,8 @@ bool intersects(const CpuSet &a, const CpuSet &b) {
   return false;
 }
 
+} // namespace
+
 uint64_t leadOf(const Owner &o, unsigned number) {
   if (!o.leadAuto)
     return o.leadNs;
@@ -24,7 +26,6 @@ uint64_t leadOf(const Owner &o, unsigned number) {
     return o.rhythm->lead(number, o.reclaimCostNs);
   return o.reclaimCostNs + (p.trigger == PhaseSpec::Trigger::Steps ? o.nsPerStep / 4 : 0);
 }
-} // namespace
 
 std::vector<unsigned> activePhases(const Owner &o, uint64_t nowNs) {
   std::vector<unsigned> out;
@@ -80,7 +81,7 @@ Decision decide(const std::vector<Owner> &owners, const std::vector<Borrower> &b
       for (unsigned n = 1; n <= o.phases.size(); ++n) {
         if (std::find(active.begin(), active.end(), n) != active.end())
           continue;
-        std::optional<uint64_t> next = nextStart(o, n, nowNs);
+        std::optional<uint64_t> next = anticipates(o) ? nextStart(o, n, nowNs) : std::nullopt;
         if (next && *next - nowNs <= leadOf(o, n))
           addAll(kept, o.phases[n - 1].keptCpus);
       }
@@ -118,6 +119,32 @@ Decision decide(const std::vector<Owner> &owners, const std::vector<Borrower> &b
     d.wakeMask[o.contract] = mask;
   }
   return d;
+}
+
+uint64_t nextDecisionNs(const std::vector<Owner> &owners, const Decision &decided, uint64_t nowNs) {
+  uint64_t next = UINT64_MAX;
+  for (const Owner &o : owners) {
+    auto lent = decided.lent.find(o.contract);
+    std::vector<unsigned> active = activePhases(o, nowNs);
+    for (unsigned n = 1; n <= o.phases.size(); ++n) {
+      const PhaseSpec &p = o.phases[n - 1];
+      if (std::find(active.begin(), active.end(), n) != active.end()) {
+        // A window the node opened closes on its own: what it kept may be lent again.
+        if (p.trigger == PhaseSpec::Trigger::WallTime)
+          next = std::min(next, o.startedNs + p.toNs);
+        else if (p.trigger == PhaseSpec::Trigger::Steps && o.nsPerStep)
+          next = std::min(next, nowNs + (p.forSteps - o.step % p.everySteps) * o.nsPerStep);
+        continue;
+      }
+      if (lent == decided.lent.end() || !intersects(p.keptCpus, lent->second))
+        continue;
+      if (std::optional<uint64_t> start = anticipates(o) ? nextStart(o, n, nowNs) : std::nullopt) {
+        uint64_t lead = leadOf(o, n);
+        next = std::min(next, *start > nowNs + lead ? *start - lead : nowNs);
+      }
+    }
+  }
+  return next;
 }
 
 } // namespace msc::exec::lending

@@ -70,6 +70,17 @@ std::vector<unsigned> activePhases(const Owner &o, uint64_t nowNs);
 // When phase `number` of `o` is next entered, at or after `nowNs`; nullopt when it cannot be said
 // (a worker phase without a rhythm yet, a step phase without a step time, a window passed).
 std::optional<uint64_t> nextStart(const Owner &o, unsigned number, uint64_t nowNs);
+// How far ahead of phase `number`'s start `o` takes back what it keeps: `lead = auto`, its rhythm's
+// lead over the measured reclaim cost (the node's own triggers: the cost, and a quarter step for a
+// step schedule); a fixed lead, that.
+uint64_t leadOf(const Owner &o, unsigned number);
+// `lead = 0ms` does not anticipate: what a phase keeps is taken back when it is entered (the entry
+// wakes the node), within the bound; any other lead starts the reclaim ahead of the expected start.
+inline bool anticipates(const Owner &o) { return o.leadAuto || o.leadNs != 0; }
 Decision decide(const std::vector<Owner> &owners, const std::vector<Borrower> &borrowers, uint64_t nowNs);
+// When `decided` must be decided again at the latest, for the time alone to change it: the earliest
+// reclaim a lead starts (a phase keeping lent CPUs, at its next start less its lead), or the end of
+// a step or wall-time window. UINT64_MAX when only a worker's phase entry can change it.
+uint64_t nextDecisionNs(const std::vector<Owner> &owners, const Decision &decided, uint64_t nowNs);
 
 } // namespace msc::exec::lending

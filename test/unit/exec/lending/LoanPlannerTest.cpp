@@ -125,5 +125,37 @@ TEST(LoanPlanner, BorrowersKeepWhatTheyHaveInAdmissionOrder) {
   EXPECT_EQ(d.lent.at("other"), (CpuSet{10, 11}));
 }
 
+TEST(LoanPlanner, TheNextDecisionIsWhenALeadStartsOrAWindowCloses) {
+  Owner o = trainer();
+  o.step = 55;
+  PhaseRhythm rhythm;
+  for (uint64_t s = 0; s < 30; ++s) {
+    rhythm.entered(1, s * 100 * kMs);
+    rhythm.entered(2, s * 100 * kMs + 30 * kMs);
+  }
+  o.rhythm = &rhythm;
+  o.workerPhase = 1;
+  uint64_t decodeAt = 30 * 100 * kMs;
+  rhythm.entered(1, decodeAt);
+  uint64_t now = decodeAt + kMs;
+  Decision d = decide({o}, {{"prep", 8, {}}}, now);
+  uint64_t computeAt = *rhythm.nextEntry(2, now);
+  EXPECT_EQ(nextDecisionNs({o}, d, now), computeAt - leadOf(o, 2)) << "compute's lead starts the next reclaim";
+  // Deciding at that instant takes 4,5 back; nothing lent is kept by a phase soon after.
+  uint64_t then = computeAt - leadOf(o, 2);
+  Decision back = decide({o}, {{"prep", 8, d.borrowerCpus.at("prep")}}, then);
+  EXPECT_EQ(back.borrowerCpus.at("prep"), (CpuSet{6, 7}));
+  EXPECT_EQ(nextDecisionNs({o}, back, then), UINT64_MAX) << "6,7 are kept by no phase: only an entry changes it";
+  // In eval (a step window the node opened), its end is due: 10 steps of 10 ms from its start.
+  o.step = 100;
+  o.nsPerStep = 10 * kMs;
+  d = decide({o}, {{"prep", 8, {}}}, now);
+  EXPECT_EQ(nextDecisionNs({o}, d, now), now + 10 * 10 * kMs);
+  // Before the demand curve starts nothing is lent, and time alone changes nothing.
+  Owner idle = trainer();
+  idle.step = 55;
+  EXPECT_EQ(nextDecisionNs({idle}, decide({idle}, {{"prep", 8, {}}}, now), now), UINT64_MAX);
+}
+
 } // namespace
 } // namespace msc::exec::lending

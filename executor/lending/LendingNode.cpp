@@ -1,0 +1,237 @@
+#include "executor/lending/LendingNode.h"
+
+#include "support/CpuList.h"
+
+#include <algorithm>
+
+namespace msc::exec::lending {
+
+namespace {
+CpuSet intersection(const CpuSet &a, const CpuSet &b) {
+  CpuSet out;
+  std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+  return out;
+}
+} // namespace
+
+LendingNode::LendingNode(const Clock &clock, LoanMechanism &mechanism, LendingOptions options)
+    : clock_(clock), mechanism_(mechanism), options_(options) {}
+
+void LendingNode::addOwner(Owner owner, mscale::worker::ControlPage *page) {
+  OwnerState o;
+  o.spec = std::move(owner);
+  o.page = page;
+  if (page) {
+    // Entries made before the node knew the owner are history, not phase changes to account.
+    o.seenEntries = page->phaseEntries.load(std::memory_order_acquire);
+    page->phaseWake.store(0, std::memory_order_seq_cst);
+  }
+  owners_.push_back(std::move(o));
+}
+
+void LendingNode::removeOwner(const std::string &contract) {
+  for (OwnerState &o : owners_)
+    if (o.spec.contract == contract) {
+      o.leaving = true;
+      o.page = nullptr; // the caller may unmap it now: nothing more is read or written there
+    }
+}
+
+void LendingNode::addBorrower(const std::string &contract, unsigned cpuCores) {
+  BorrowerState b;
+  b.spec.contract = contract;
+  b.spec.cpuCores = cpuCores;
+  borrowers_.push_back(std::move(b));
+}
+
+void LendingNode::removeBorrower(const std::string &contract) {
+  std::erase_if(borrowers_, [&](const BorrowerState &b) { return b.spec.contract == contract; });
+}
+
+void LendingNode::read(OwnerState &o, uint64_t nowNs) {
+  Owner &s = o.spec;
+  if (!o.page) {
+    s.workerPhase = 0;
+    return;
+  }
+  unsigned phase = o.page->phase.load(std::memory_order_acquire);
+  uint64_t entries = o.page->phaseEntries.load(std::memory_order_acquire);
+  uint64_t enteredNs = o.page->phaseEnteredNs.load(std::memory_order_relaxed);
+  uint64_t step = o.page->step.load(std::memory_order_relaxed);
+  // A number past the plan's phases is no phase: the owner keeps everything.
+  s.workerPhase = phase <= s.phases.size() ? phase : 0;
+  if (step > o.stepSeen && o.stepSeenAtNs && nowNs > o.stepSeenAtNs) {
+    uint64_t sample = (nowNs - o.stepSeenAtNs) / (step - o.stepSeen);
+    s.nsPerStep = s.nsPerStep ? (7 * s.nsPerStep + sample) / 8 : sample;
+  }
+  if (step != o.stepSeen || !o.stepSeenAtNs) {
+    o.stepSeen = step;
+    o.stepSeenAtNs = nowNs;
+  }
+  s.step = step;
+  if (entries != o.seenEntries) {
+    o.seenEntries = entries;
+    if (s.workerPhase) {
+      o.rhythm.entered(s.workerPhase, enteredNs);
+      account(o, s.workerPhase, enteredNs);
+    }
+  }
+}
+
+void LendingNode::account(OwnerState &o, unsigned phase, uint64_t atNs) {
+  const CpuSet &kept = o.spec.phases[phase - 1].keptCpus;
+  if (!kept.empty())
+    ledger_.entered(o.spec.contract, atNs, lentFrom(o.spec.contract, kept), o.spec.reclaimWithinNs);
+}
+
+bool LendingNode::lentFrom(const std::string &owner, const CpuSet &cpus) const {
+  for (const BorrowerState &b : borrowers_)
+    for (const auto &[cpu, loan] : b.loans)
+      if (loan.first == owner && std::binary_search(cpus.begin(), cpus.end(), cpu))
+        return true;
+  return false;
+}
+
+void LendingNode::apply(BorrowerState &b, const CpuSet &cpus, const std::map<unsigned, const OwnerState *> &ownerOf,
+                        uint64_t nowNs, TickResult &result) {
+  const std::string &name = b.spec.contract;
+  CpuSet target = cpus;
+  std::string error;
+  if (!mechanism_.setCpus(name, target, error)) {
+    std::string what = "borrower '" + name + "' on CPUs [" + formatCpuList(target) + "]: " + error;
+    bool takingBack = intersection(target, b.spec.current) != b.spec.current;
+    if (!takingBack) {
+      result.errors.push_back(what + "; it keeps what it has");
+      return;
+    }
+    // What an owner keeps comes back whatever fails: frozen, or else ended.
+    std::string frozenError;
+    if (mechanism_.setCpus(name, {}, frozenError)) {
+      result.errors.push_back(what + "; frozen instead");
+    } else {
+      mechanism_.end(name);
+      b.ended = true;
+      result.errors.push_back(what + "; freezing failed too (" + frozenError + "), ended");
+    }
+    target.clear();
+  }
+  std::erase_if(b.loans, [&](const auto &loan) { return !std::binary_search(target.begin(), target.end(), loan.first); });
+  for (unsigned c : target)
+    if (!b.loans.count(c))
+      if (auto it = ownerOf.find(c); it != ownerOf.end())
+        b.loans[c] = {it->second->spec.contract, nowNs};
+  b.spec.current = target;
+}
+
+TickResult LendingNode::tick() {
+  TickResult result;
+  uint64_t now = clock_.monotonicNs();
+  size_t lentCount = 0;
+  for (const BorrowerState &b : borrowers_)
+    lentCount += b.loans.size();
+  if (lastTickNs_ && now > lastTickNs_)
+    lentCoreNs_ += lentCount * (now - lastTickNs_);
+  lastTickNs_ = now;
+
+  std::vector<Owner> owners;
+  std::map<unsigned, const OwnerState *> ownerOf;
+  for (OwnerState &o : owners_) {
+    read(o, now);
+    o.spec.rhythm = &o.rhythm;
+    o.spec.reclaimCostNs = reclaimCostNs_;
+    Owner view = o.spec;
+    if (o.leaving)
+      view.phases.clear(); // no phase: it keeps everything
+    std::vector<unsigned> active = activePhases(view, now);
+    for (unsigned n : active)
+      if (view.phases[n - 1].trigger != PhaseSpec::Trigger::Worker &&
+          std::find(o.activeBefore.begin(), o.activeBefore.end(), n) == o.activeBefore.end())
+        account(o, n, now); // a window the node opens is entered now
+    o.activeBefore = std::move(active);
+    for (unsigned c : o.spec.cpus)
+      ownerOf[c] = &o;
+    owners.push_back(std::move(view));
+  }
+  std::vector<Borrower> borrowers;
+  for (const BorrowerState &b : borrowers_) {
+    borrowers.push_back(b.spec);
+    if (b.ended)
+      borrowers.back().cpuCores = 0; // nothing runs there any more: lent nothing until removed
+  }
+  Decision d = decide(owners, borrowers, now);
+
+  // 1. Take back: every borrower down to what it may keep.
+  bool tookBack = false;
+  for (BorrowerState &b : borrowers_) {
+    CpuSet keep = intersection(b.spec.current, d.borrowerCpus[b.spec.contract]);
+    if (keep != b.spec.current) {
+      apply(b, keep, ownerOf, now, result);
+      tookBack = true;
+    }
+  }
+  uint64_t done = clock_.monotonicNs();
+  if (tookBack) {
+    uint64_t sample = done - now;
+    reclaimCostNs_ = reclaimCostNs_ ? (3 * reclaimCostNs_ + sample) / 4 : sample;
+  }
+  for (OwnerState &o : owners_)
+    if (ledger_.open(o.spec.contract) && !lentFrom(o.spec.contract, d.kept[o.spec.contract]))
+      ledger_.reclaimed(o.spec.contract, done);
+
+  // 2. Publish which entries must wake the node, then 3. look again: an owner that entered a phase
+  // meanwhile may keep what 4. would lend, and is decided first.
+  for (OwnerState &o : owners_)
+    if (o.page)
+      o.page->phaseWake.store(d.wakeMask[o.spec.contract], std::memory_order_seq_cst);
+  for (OwnerState &o : owners_)
+    if (o.page && o.page->phaseEntries.load(std::memory_order_seq_cst) != o.seenEntries) {
+      result.nextNs = clock_.monotonicNs();
+      return result;
+    }
+  for (BorrowerState &b : borrowers_) {
+    const CpuSet &target = d.borrowerCpus[b.spec.contract];
+    if (target != b.spec.current && !b.ended)
+      apply(b, target, ownerOf, now, result);
+  }
+  result.nextNs = std::min(nextDecisionNs(owners, d, now), after(now, options_.pollNs));
+  // An entry while the node lent may have found those CPUs home and then lost them: decide again now.
+  for (OwnerState &o : owners_)
+    if (o.page && o.page->phaseEntries.load(std::memory_order_seq_cst) != o.seenEntries)
+      result.nextNs = clock_.monotonicNs();
+  std::erase_if(owners_, [&](const OwnerState &o) { return o.leaving && !lentFrom(o.spec.contract, o.spec.cpus); });
+  return result;
+}
+
+std::vector<Loan> LendingNode::loans() const {
+  std::map<std::pair<std::string, std::string>, Loan> grouped;
+  for (const BorrowerState &b : borrowers_)
+    for (const auto &[cpu, loan] : b.loans) {
+      Loan &l = grouped[{loan.first, b.spec.contract}];
+      if (l.cpus.empty() || loan.second < l.sinceNs)
+        l.sinceNs = loan.second;
+      l.owner = loan.first;
+      l.borrower = b.spec.contract;
+      l.cpus.push_back(cpu); // the map is ordered by CPU
+    }
+  std::vector<Loan> out;
+  for (auto &[key, loan] : grouped)
+    out.push_back(std::move(loan));
+  return out;
+}
+
+unsigned LendingNode::phaseOf(const std::string &owner) const {
+  for (const OwnerState &o : owners_)
+    if (o.spec.contract == owner)
+      return o.spec.workerPhase;
+  return 0;
+}
+
+const CpuSet &LendingNode::cpusOf(const std::string &borrower) const {
+  static const CpuSet kNone;
+  for (const BorrowerState &b : borrowers_)
+    if (b.spec.contract == borrower)
+      return b.spec.current;
+  return kNone;
+}
+
+} // namespace msc::exec::lending

@@ -1,0 +1,102 @@
+// The node's reclaim machine, one tick at a time on the injected clock. A tick reads every owner's
+// control page (its phase, its entries and when the newest was made, its step), learns its rhythm,
+// decides what is lent (LoanPlanner.h), takes back first, publishes which phase entries must wake
+// the node (ControlPage::phaseWake), checks that no owner moved meanwhile, and only then lends more;
+// every phase entry that keeps CPUs is accounted against the bound (ReclaimLedger.h). A reclaim that
+// fails falls back to freezing the borrower, and a freeze that fails to ending it: a mechanism's
+// error never leaves a borrower on what an owner keeps.
+//
+// The agent calls tick() from its lending loop (LendingLoop.h) when an owner's phase word wakes it
+// or at the time the last tick returned; the unit tests and the simulator call it on a ManualClock
+// with SimLoans.
+#pragma once
+
+#include "executor/lending/LoanMechanism.h"
+#include "executor/lending/LoanPlanner.h"
+#include "executor/lending/PhaseRhythm.h"
+#include "executor/lending/ReclaimLedger.h"
+#include "support/Clock.h"
+#include "worker/WorkerApi.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace msc::exec::lending {
+
+struct LendingOptions {
+  // The longest a tick waits when no time is due: a phase left for one that keeps nothing lent does
+  // not wake the node, so lending again after it waits for this.
+  uint64_t pollNs = 1'000'000;
+};
+
+// A loan as people read it (mscale-cli node loans, contract status): who lends which CPUs to whom,
+// since when (monotonic).
+struct Loan {
+  std::string owner, borrower;
+  CpuSet cpus;
+  uint64_t sinceNs = 0;
+};
+
+struct TickResult {
+  uint64_t nextNs = UINT64_MAX;    // when to tick again at the latest
+  std::vector<std::string> errors; // mechanism failures and what was done instead
+};
+
+class LendingNode {
+public:
+  LendingNode(const Clock &clock, LoanMechanism &mechanism, LendingOptions options = {});
+
+  // An owner lends from `page`, which must outlive it here. `owner.startedNs` is when its worker
+  // started; the fields the node reads (workerPhase, step, ...) are its own.
+  void addOwner(Owner owner, mscale::worker::ControlPage *page);
+  // Everything lent from it is taken back first (the next tick), then it is forgotten.
+  void removeOwner(const std::string &contract);
+  // A borrower asking for `cpuCores` CPUs, admitted after those before it; it runs on none until lent.
+  void addBorrower(const std::string &contract, unsigned cpuCores);
+  void removeBorrower(const std::string &contract);
+
+  TickResult tick();
+
+  std::vector<Loan> loans() const;
+  const ReclaimLedger &ledger() const { return ledger_; }
+  // The phase the owner is in (0: none), as last read.
+  unsigned phaseOf(const std::string &owner) const;
+  const CpuSet &cpusOf(const std::string &borrower) const;
+  // Core-nanoseconds lent so far, over every owner.
+  uint64_t lentCoreNs() const { return lentCoreNs_; }
+  uint64_t reclaimCostNs() const { return reclaimCostNs_; }
+
+private:
+  struct OwnerState {
+    Owner spec;
+    mscale::worker::ControlPage *page = nullptr;
+    PhaseRhythm rhythm;
+    uint64_t seenEntries = 0;
+    std::vector<unsigned> activeBefore;
+    uint64_t stepSeen = 0, stepSeenAtNs = 0;
+    bool leaving = false; // removed: lends nothing, forgotten once nothing of it is lent
+  };
+  struct BorrowerState {
+    Borrower spec;
+    std::map<unsigned, std::pair<std::string, uint64_t>> loans; // CPU -> owner, since
+    bool ended = false; // a take-back could neither shrink nor freeze it
+  };
+
+  void read(OwnerState &o, uint64_t nowNs);
+  void account(OwnerState &o, unsigned phase, uint64_t atNs);
+  bool lentFrom(const std::string &owner, const CpuSet &cpus) const;
+  void apply(BorrowerState &b, const CpuSet &cpus, const std::map<unsigned, const OwnerState *> &ownerOf,
+             uint64_t nowNs, TickResult &result);
+
+  const Clock &clock_;
+  LoanMechanism &mechanism_;
+  LendingOptions options_;
+  std::vector<OwnerState> owners_;
+  std::vector<BorrowerState> borrowers_;
+  ReclaimLedger ledger_;
+  uint64_t reclaimCostNs_ = 0; // smoothed cost of one shrink or freeze, for lead = auto
+  uint64_t lastTickNs_ = 0, lentCoreNs_ = 0;
+};
+
+} // namespace msc::exec::lending

@@ -1,0 +1,40 @@
+// The simulated lending mechanism: it keeps each borrower's CPUs as told and takes `costNs` of
+// virtual time per change (a ManualClock moved forward), so LendingNode's reclaim machine runs in
+// virtual time exactly as it runs over cgroups. A change may be made to fail, to test the fallbacks.
+#pragma once
+
+#include "executor/lending/LoanMechanism.h"
+#include "support/Clock.h"
+
+#include <functional>
+#include <map>
+#include <set>
+
+namespace msc::exec::lending {
+
+class SimLoans final : public LoanMechanism {
+public:
+  explicit SimLoans(ManualClock &clock, uint64_t costNs = 0) : clock_(clock), costNs_(costNs) {}
+  bool setCpus(const std::string &borrower, const CpuSet &cpus, std::string &error) override;
+  void end(const std::string &borrower) override;
+
+  // Where each borrower runs now (frozen: empty), and whether it was ended.
+  const CpuSet &cpusOf(const std::string &borrower) const;
+  bool ended(const std::string &borrower) const { return ended_.count(borrower) != 0; }
+  uint64_t changes() const { return changes_; }
+  void setCost(uint64_t ns) { costNs_ = ns; }
+  // The next changes of `borrower` to a non-empty set fail (a cpuset write refused).
+  void failShrinks(const std::string &borrower, bool fail);
+  // Runs in every change, after its cost: what an owner does while the node is in the kernel.
+  void onChange(std::function<void()> during) { during_ = std::move(during); }
+
+private:
+  ManualClock &clock_;
+  uint64_t costNs_;
+  uint64_t changes_ = 0;
+  std::map<std::string, CpuSet> cpus_;
+  std::set<std::string> ended_, failing_;
+  std::function<void()> during_;
+};
+
+} // namespace msc::exec::lending

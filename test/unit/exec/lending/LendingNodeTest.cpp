@@ -1,0 +1,347 @@
+// The reclaim machine on the injected clock, over SimLoans: an owner's worker enters phases on its
+// control page exactly as the C ABI does (entry time, entry count, phase number) and the node ticks
+// when the tick said or when an entry wakes it. What the tests check is what the borrower held at the
+// instant of each entry, read from the mechanism (SimLoans::cpusOf), not the node's own ledger; the
+// ledger is checked against it.
+#include "executor/lending/LendingNode.h"
+#include "executor/lending/SimLoans.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+
+namespace msc::exec::lending {
+namespace {
+
+using mscale::worker::ControlPage;
+
+constexpr uint64_t kUs = 1'000, kMs = 1'000'000;
+
+bool intersects(const CpuSet &a, const CpuSet &b) {
+  return std::any_of(a.begin(), a.end(), [&](unsigned c) { return std::binary_search(b.begin(), b.end(), c); });
+}
+
+// A trainer on CPUs 0..5: decode keeps the loader's 0,1, compute the trainer's 2,3; 4,5 (its
+// proxy) are kept by no phase. The bound is 2 ms.
+Owner trainer() {
+  Owner o;
+  o.contract = "train";
+  o.cpus = {0, 1, 2, 3, 4, 5};
+  o.phases = {{"decode", {0, 1}}, {"compute", {2, 3}}};
+  o.reclaimWithinNs = 2 * kMs;
+  return o;
+}
+
+// The worker's side of ControlPage, as worker/WorkerApi.h enterPhase() writes it, on virtual time.
+void enter(ControlPage &page, unsigned phase, uint64_t atNs) {
+  page.phaseEnteredNs.store(atNs, std::memory_order_relaxed);
+  page.phaseEntries.fetch_add(1, std::memory_order_relaxed);
+  page.phase.store(phase, std::memory_order_release);
+}
+bool wakes(const ControlPage &page, unsigned phase) { return page.phaseWake.load() & (1u << (phase - 1)); }
+
+struct LendingNodeTest : ::testing::Test {
+  ManualClock clock{1000 * kMs};
+  SimLoans loans{clock, 50 * kUs};
+  ControlPage page{};
+  LendingNode node{clock, loans};
+};
+
+TEST_F(LendingNodeTest, NothingIsLentBeforeTheFirstPhase) {
+  node.addOwner(trainer(), &page);
+  node.addBorrower("prep", 4);
+  TickResult r = node.tick();
+  EXPECT_TRUE(loans.cpusOf("prep").empty());
+  EXPECT_TRUE(node.loans().empty());
+  EXPECT_TRUE(r.errors.empty());
+  EXPECT_LE(r.nextNs, clock.monotonicNs() + LendingOptions{}.pollNs) << "a worker phase is not due: it polls";
+}
+
+TEST_F(LendingNodeTest, APhaseLendsWhatItDoesNotKeepAndItsEntryIsReclaimedWithinTheBound) {
+  node.addOwner(trainer(), &page);
+  node.addBorrower("prep", 8);
+  enter(page, 1, clock.monotonicNs());
+  node.tick();
+  EXPECT_EQ(loans.cpusOf("prep"), (CpuSet{2, 3, 4, 5}));
+  EXPECT_EQ(node.phaseOf("train"), 1u);
+  ASSERT_EQ(node.loans().size(), 1u);
+  EXPECT_EQ(node.loans()[0].owner, "train");
+  EXPECT_EQ(node.loans()[0].cpus, (CpuSet{2, 3, 4, 5}));
+  EXPECT_TRUE(wakes(page, 2)) << "compute keeps lent CPUs: entering it must wake the node";
+  EXPECT_FALSE(wakes(page, 1));
+
+  clock.advance(3 * kMs);
+  uint64_t enteredAt = clock.monotonicNs();
+  enter(page, 2, enteredAt);
+  EXPECT_TRUE(intersects(loans.cpusOf("prep"), {2, 3})) << "without a rhythm the entry finds them lent";
+  clock.advance(30 * kUs); // the futex wake-up
+  node.tick();
+  EXPECT_EQ(loans.cpusOf("prep"), (CpuSet{0, 1, 4, 5}));
+  const ReclaimStats &s = node.ledger().stats("train");
+  EXPECT_EQ(s.entries, 2u);
+  EXPECT_EQ(s.reclaims, 1u);
+  EXPECT_EQ(s.missed, 0u);
+  ASSERT_EQ(s.latenciesNs.size(), 2u);
+  EXPECT_EQ(s.latenciesNs.back(), 30 * kUs + 50 * kUs) << "the wake-up and one shrink";
+  EXPECT_TRUE(wakes(page, 1)) << "decode's 0,1 are lent now";
+  EXPECT_FALSE(wakes(page, 2));
+}
+
+TEST_F(LendingNodeTest, AReclaimSlowerThanTheBoundIsAMissedDeadline) {
+  node.addOwner(trainer(), &page);
+  node.addBorrower("prep", 8);
+  enter(page, 1, clock.monotonicNs());
+  node.tick();
+  loans.setCost(3 * kMs);
+  clock.advance(kMs);
+  enter(page, 2, clock.monotonicNs());
+  node.tick();
+  EXPECT_EQ(node.ledger().stats("train").missed, 1u);
+  EXPECT_FALSE(intersects(loans.cpusOf("prep"), {2, 3})) << "late, but taken back";
+}
+
+// A periodic job (decode 3 ms, compute 7 ms, with a deterministic jitter of up to +-5%), run event
+// by event: an entry happens at its time, also while the node is inside a cgroup change (SimLoans'
+// hook), and wakes the node 30 us later where the wake mask says so. The observer notes what the
+// borrower holds at the instant of each entry, and whether a change made as it entered lent its
+// CPUs after all.
+struct PeriodicRun {
+  static constexpr unsigned kCycles = 200, kWarmup = 10;
+  unsigned foundLent = 0, lentAfter = 0, missesAfterWarmup = 0;
+  uint64_t worstTickNs = 0;
+  double harvest = 0; // lent core-time over the lendable: 4 of the 6 CPUs at every instant
+  ReclaimStats stats;
+};
+
+PeriodicRun runPeriodic(Owner owner) {
+  ManualClock clock{1000 * kMs};
+  SimLoans loans{clock, 50 * kUs};
+  ControlPage page{};
+  LendingNode node{clock, loans};
+  node.addOwner(std::move(owner), &page);
+  node.addBorrower("prep", 8);
+  const CpuSet kept[] = {{}, {0, 1}, {2, 3}};
+  const uint64_t length[] = {0, 3 * kMs, 7 * kMs};
+  uint64_t seed = 42;
+  auto jitter = [&](uint64_t ns) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return ns - ns / 20 + (seed >> 33) % (ns / 10);
+  };
+
+  PeriodicRun run;
+  const unsigned total = 2 * PeriodicRun::kCycles, warm = 2 * PeriodicRun::kWarmup;
+  unsigned entries = 0, phase = 0;
+  bool home = false;
+  uint64_t nextEntryNs = clock.monotonicNs(), wakeNs = UINT64_MAX;
+  auto enterDue = [&] {
+    while (entries < total && nextEntryNs <= clock.monotonicNs()) {
+      phase = phase == 1 ? 2 : 1;
+      home = !intersects(loans.cpusOf("prep"), kept[phase]);
+      if (!home) {
+        ++run.foundLent;
+        run.missesAfterWarmup += entries >= warm;
+      }
+      enter(page, phase, nextEntryNs);
+      if (wakes(page, phase))
+        wakeNs = std::min(wakeNs, nextEntryNs + 30 * kUs);
+      ++entries;
+      nextEntryNs += jitter(length[phase]);
+    }
+  };
+  loans.onChange(enterDue);
+  uint64_t tickNs = clock.monotonicNs() + kUs;
+  for (int guard = 0; entries < total; ++guard) {
+    if (guard > 100'000) {
+      ADD_FAILURE() << "the node keeps ticking without time passing";
+      break;
+    }
+    uint64_t next = std::min({tickNs, wakeNs, nextEntryNs});
+    clock.set(std::max(clock.monotonicNs(), next));
+    enterDue();
+    if (clock.monotonicNs() >= std::min(tickNs, wakeNs)) {
+      wakeNs = UINT64_MAX;
+      uint64_t before = clock.monotonicNs();
+      TickResult r = node.tick();
+      EXPECT_TRUE(r.errors.empty());
+      run.worstTickNs = std::max(run.worstTickNs, clock.monotonicNs() - before);
+      tickNs = std::max(r.nextNs, clock.monotonicNs());
+      if (home && phase && intersects(loans.cpusOf("prep"), kept[phase])) {
+        ++run.lentAfter;
+        run.missesAfterWarmup += entries > warm;
+        home = false;
+      }
+    }
+  }
+  clock.advance(30 * kUs);
+  node.tick(); // the last entry's
+  run.stats = node.ledger().stats("train");
+  run.harvest = double(node.lentCoreNs()) / double(4 * (clock.monotonicNs() - 1000 * kMs));
+  return run;
+}
+
+// With lead = auto, once the rhythm is learnt, every entry finds what its phase keeps home, checked
+// from the borrower's side; none misses the bound, the ledger agrees with the observer, and most of
+// the idle time is lent.
+TEST(LendingNode, LeadAutoTakesCpusBackBeforeEveryPhaseOfAPeriodicJob) {
+  PeriodicRun run = runPeriodic(trainer());
+  EXPECT_GT(run.foundLent, 0u) << "before the rhythm is learnt an entry finds its CPUs lent";
+  EXPECT_EQ(run.missesAfterWarmup, 0u) << "after it, every entry finds them home, and they stay home";
+  EXPECT_EQ(run.stats.entries, 2 * PeriodicRun::kCycles);
+  EXPECT_EQ(run.stats.reclaims, run.foundLent + run.lentAfter) << "the ledger counts what the observer saw";
+  EXPECT_EQ(run.stats.missed, 0u);
+  // The worst: an entry while a change is under way, then the wake-up and one more change.
+  EXPECT_LE(quantile(run.stats.latenciesNs, 1.0), 30 * kUs + 2 * run.worstTickNs);
+  EXPECT_GT(run.harvest, 0.75);
+  std::printf("lead = auto, %u cycles: %u entries found their CPUs lent (%u lent while entering), harvest %.3f\n",
+              PeriodicRun::kCycles, run.foundLent + run.lentAfter, run.lentAfter, run.harvest);
+}
+
+// With `lead = 0ms` (no anticipation) every entry finds what it keeps lent and waits for the wake-up
+// and the shrink, still within the bound; more is lent, for longer.
+TEST(LendingNode, WithALeadOfZeroEveryEntryWaitsForItsReclaimWithinTheBound) {
+  Owner o = trainer();
+  o.leadAuto = false;
+  o.leadNs = 0;
+  PeriodicRun run = runPeriodic(o);
+  PeriodicRun ahead = runPeriodic(trainer());
+  EXPECT_EQ(run.foundLent + run.lentAfter, 2 * PeriodicRun::kCycles - 1) << "all but the first, made before any loan";
+  EXPECT_EQ(run.stats.missed, 0u);
+  EXPECT_GE(quantile(run.stats.latenciesNs, 0.5), 30 * kUs + 50 * kUs);
+  EXPECT_GT(run.harvest, ahead.harvest);
+}
+
+TEST_F(LendingNodeTest, AnEntryDuringTheTakeBackIsDecidedBeforeAnythingMoreIsLent) {
+  Owner o = trainer();
+  o.phases.push_back({"eval", {4, 5}});
+  node.addOwner(o, &page);
+  node.addBorrower("prep", 8);
+  enter(page, 1, clock.monotonicNs());
+  node.tick();
+  ASSERT_EQ(loans.cpusOf("prep"), (CpuSet{2, 3, 4, 5}));
+  clock.advance(kMs);
+  enter(page, 2, clock.monotonicNs()); // compute: 2,3 come back, 0,1 would be lent ...
+  bool once = false;
+  loans.onChange([&] {
+    if (!once) // ... but while 2,3 are taken back the worker enters eval, which keeps 4,5 too
+      enter(page, 3, clock.monotonicNs());
+    once = true;
+  });
+  TickResult r = node.tick();
+  EXPECT_EQ(loans.cpusOf("prep"), (CpuSet{4, 5})) << "nothing more is lent in the tick that saw the entry";
+  EXPECT_LE(r.nextNs, clock.monotonicNs()) << "and it is decided again at once";
+  node.tick();
+  EXPECT_EQ(loans.cpusOf("prep"), (CpuSet{0, 1, 2, 3})) << "eval: 4,5 back, decode's and compute's lent";
+}
+
+TEST_F(LendingNodeTest, AShrinkThatFailsFreezesTheBorrower) {
+  node.addOwner(trainer(), &page);
+  node.addBorrower("prep", 8);
+  enter(page, 1, clock.monotonicNs());
+  node.tick();
+  loans.failShrinks("prep", true);
+  clock.advance(kMs);
+  enter(page, 2, clock.monotonicNs());
+  TickResult r = node.tick();
+  ASSERT_EQ(r.errors.size(), 2u) << "the shrink, and the grow after it is refused too";
+  EXPECT_NE(r.errors[0].find("frozen instead"), std::string::npos) << r.errors[0];
+  EXPECT_TRUE(loans.cpusOf("prep").empty());
+  EXPECT_FALSE(loans.ended("prep"));
+  EXPECT_EQ(node.ledger().stats("train").missed, 0u);
+  EXPECT_TRUE(node.loans().empty());
+  loans.failShrinks("prep", false);
+  node.tick();
+  EXPECT_EQ(loans.cpusOf("prep"), (CpuSet{0, 1, 4, 5})) << "lent again once the mechanism works";
+}
+
+// A mechanism that cannot freeze either: the borrower is ended.
+class Unfreezable final : public LoanMechanism {
+public:
+  bool setCpus(const std::string &, const CpuSet &cpus, std::string &error) override {
+    if (!armed || cpus.size() >= held.size()) {
+      held = cpus;
+      return true;
+    }
+    error = "cgroup gone";
+    return false;
+  }
+  void end(const std::string &) override {
+    ended = true;
+    held.clear();
+  }
+  bool armed = false, ended = false;
+  CpuSet held;
+};
+
+TEST_F(LendingNodeTest, AFreezeThatFailsToEndsTheBorrower) {
+  Unfreezable mechanism;
+  LendingNode n{clock, mechanism};
+  n.addOwner(trainer(), &page);
+  n.addBorrower("prep", 8);
+  enter(page, 1, clock.monotonicNs());
+  n.tick();
+  ASSERT_EQ(mechanism.held, (CpuSet{2, 3, 4, 5}));
+  mechanism.armed = true;
+  enter(page, 2, clock.monotonicNs());
+  TickResult r = n.tick();
+  ASSERT_FALSE(r.errors.empty());
+  EXPECT_NE(r.errors[0].find("ended"), std::string::npos) << r.errors[0];
+  EXPECT_TRUE(mechanism.ended);
+  EXPECT_TRUE(mechanism.held.empty()) << "an ended borrower is lent nothing more";
+  EXPECT_TRUE(n.cpusOf("prep").empty());
+}
+
+TEST_F(LendingNodeTest, ARemovedOwnerGetsEverythingBackAndIsForgotten) {
+  node.addOwner(trainer(), &page);
+  node.addBorrower("prep", 8);
+  enter(page, 1, clock.monotonicNs());
+  node.tick();
+  ASSERT_FALSE(loans.cpusOf("prep").empty());
+  node.removeOwner("train");
+  page.phase.store(2); // no longer read
+  node.tick();
+  EXPECT_TRUE(loans.cpusOf("prep").empty());
+  EXPECT_TRUE(node.loans().empty());
+  EXPECT_EQ(node.phaseOf("train"), 0u);
+}
+
+TEST_F(LendingNodeTest, APhaseNumberPastThePlanKeepsEverything) {
+  node.addOwner(trainer(), &page);
+  node.addBorrower("prep", 8);
+  enter(page, 7, clock.monotonicNs());
+  node.tick();
+  EXPECT_TRUE(loans.cpusOf("prep").empty());
+  EXPECT_EQ(node.phaseOf("train"), 0u);
+}
+
+TEST_F(LendingNodeTest, EntriesMadeBeforeTheNodeKnewTheOwnerAreNotAccounted) {
+  enter(page, 1, clock.monotonicNs());
+  enter(page, 2, clock.monotonicNs());
+  page.phaseWake.store(0b11);
+  node.addOwner(trainer(), &page);
+  EXPECT_EQ(page.phaseWake.load(), 0u);
+  node.addBorrower("prep", 8);
+  node.tick();
+  EXPECT_EQ(node.ledger().stats("train").entries, 0u);
+  EXPECT_EQ(loans.cpusOf("prep"), (CpuSet{0, 1, 4, 5})) << "it is in compute: decode's CPUs are lent";
+}
+
+TEST_F(LendingNodeTest, BorrowersShareWhatIsLentInAdmissionOrder) {
+  node.addOwner(trainer(), &page);
+  node.addBorrower("a", 1);
+  node.addBorrower("b", 8);
+  enter(page, 1, clock.monotonicNs());
+  node.tick();
+  EXPECT_EQ(loans.cpusOf("a"), (CpuSet{2}));
+  EXPECT_EQ(loans.cpusOf("b"), (CpuSet{3, 4, 5}));
+  node.removeBorrower("a");
+  node.tick();
+  EXPECT_EQ(loans.cpusOf("b"), (CpuSet{2, 3, 4, 5}));
+  std::vector<Loan> l = node.loans();
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].borrower, "b");
+}
+
+} // namespace
+} // namespace msc::exec::lending
