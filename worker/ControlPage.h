@@ -23,6 +23,9 @@ public:
   ControlPageHost &operator=(const ControlPageHost &) = delete;
 
   int fd() const { return fd_; }
+  // The page itself, for the node's lending loop, which reads the worker's phase and publishes
+  // which entries must wake it (executor/lending/LendingNode.h).
+  mscale::worker::ControlPage *page() const { return page_; }
   uint64_t beats() const { return page_->beats.load(std::memory_order_acquire); }
   uint64_t step() const { return page_->step.load(std::memory_order_relaxed); }
   bool finishing() const { return page_->finishing.load(std::memory_order_acquire) != 0; }
