@@ -71,6 +71,10 @@ void ControlPageHost::resetForNewWorker() {
   page_->standbyRuntimes.store(0, std::memory_order_relaxed);
   std::memset(page_->takeOverEnvironment, 0, sizeof page_->takeOverEnvironment);
   page_->ackGeneration.store(page_->sliceGeneration.load(std::memory_order_relaxed), std::memory_order_release);
+  // A new worker starts before its first phase, where the owner keeps everything: the node's lending
+  // loop, woken here, takes back what the last worker's phase lent before the new one runs.
+  page_->phase.store(0, std::memory_order_release);
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t *>(&page_->phase), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
 }
 
 namespace {

@@ -5,8 +5,11 @@
 
 #include <llvm/ADT/StringRef.h>
 
+#include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstring>
+#include <sched.h>
 #include <sys/stat.h>
 #include <thread>
 
@@ -59,15 +62,28 @@ std::optional<BorrowerCgroup> BorrowerCgroup::create(const CgroupLayout &layout,
     // The controllers must be enabled for the children of the parent (and of the root).
     for (const std::string &dir : {layout.v2Mount, layout.v2Mount + "/" + kParent}) {
       ::mkdir(dir.c_str(), 0755);
-      for (const char *c : {"+cpuset", "+memory", "+pids"})
+      for (const char *c : {"+cpuset", "+cpu", "+memory", "+pids"})
         writeFileText(dir + "/cgroup.subtree_control", c, e);
     }
     if (!make(layout.v2Mount, false, b.cpusetDir_))
       return std::nullopt;
     b.freezerDir_ = b.memoryDir_ = b.pidsDir_ = b.cpusetDir_;
+    if (layout.onV2("cpu"))
+      b.cpuDir_ = b.cpusetDir_;
   } else {
     if (!make(layout.v1Mounts.at("cpuset"), true, b.cpusetDir_) ||
         !make(layout.v1Mounts.at("freezer"), false, b.freezerDir_))
+      return std::nullopt;
+    // A v1 cpuset that balances load has the kernel rebuild every scheduling domain at each change
+    // of its CPUs, milliseconds on a busy node: the borrower's would be slower to shrink than most
+    // bounds. Its CPUs are balanced by the root's domain all the same.
+    if (std::string e; !writeFileText(b.cpusetDir_ + "/cpuset.sched_load_balance", "0", e)) {
+      error = "borrower '" + name + "': " + b.cpusetDir_ + "/cpuset.sched_load_balance: " + e;
+      return std::nullopt;
+    }
+    if (layout.v1Mounts.count("cpu") && !make(layout.v1Mounts.at("cpu"), false, b.cpuDir_))
+      return std::nullopt;
+    if (layout.v1Mounts.count("cpuacct") && !make(layout.v1Mounts.at("cpuacct"), false, b.cpuacctDir_))
       return std::nullopt;
     if (layout.v1Mounts.count("memory") && !make(layout.v1Mounts.at("memory"), false, b.memoryDir_))
       return std::nullopt;
@@ -84,15 +100,18 @@ std::optional<BorrowerCgroup> BorrowerCgroup::create(const CgroupLayout &layout,
     error = "pids limit of borrower '" + name + "': " + e;
     return std::nullopt;
   }
-  if (!b.freeze(true, error))
+  if (!b.cpuDir_.empty() && !b.makeIdle(v2, error))
+    return std::nullopt;
+  if (!b.writeFreezer(true, error) || !b.waitSettled(error))
     return std::nullopt;
   return std::optional<BorrowerCgroup>(std::move(b));
 }
 
 BorrowerCgroup::BorrowerCgroup(BorrowerCgroup &&o) noexcept
     : mechanism_(o.mechanism_), name_(std::move(o.name_)), cpusetDir_(std::move(o.cpusetDir_)),
-      freezerDir_(std::move(o.freezerDir_)), memoryDir_(std::move(o.memoryDir_)), pidsDir_(std::move(o.pidsDir_)),
-      created_(std::move(o.created_)), cpus_(std::move(o.cpus_)), frozen_(o.frozen_) {
+      freezerDir_(std::move(o.freezerDir_)), cpuDir_(std::move(o.cpuDir_)), cpuacctDir_(std::move(o.cpuacctDir_)), memoryDir_(std::move(o.memoryDir_)), pidsDir_(std::move(o.pidsDir_)),
+      created_(std::move(o.created_)), cpus_(std::move(o.cpus_)), frozen_(o.frozen_), freezing_(o.freezing_),
+      freezeAsked_(o.freezeAsked_) {
   o.created_.clear();
   o.cpusetDir_.clear();
 }
@@ -106,43 +125,83 @@ BorrowerCgroup::~BorrowerCgroup() {
     removeCgroup(*it, ignored);
 }
 
+// The borrower's cgroup runs SCHED_IDLE (cpu.idle, 5.15 and later), else with the least weight the
+// kernel gives: an owner thread that wakes on a lent CPU (one that has just left it, a housekeeping
+// thread its cpuset still allows there) preempts the borrower at once instead of waiting its fair
+// share behind every borrower thread.
+bool BorrowerCgroup::makeIdle(bool v2, std::string &error) {
+  std::string e;
+  if (writeFileText(cpuDir_ + "/cpu.idle", "1", e))
+    return true;
+  std::string file = cpuDir_ + (v2 ? "/cpu.weight" : "/cpu.shares");
+  if (writeFileText(file, v2 ? "1" : "2", e))
+    return true;
+  error = "borrower '" + name_ + "': " + file + ": " + e;
+  return false;
+}
+
 bool BorrowerCgroup::join(pid_t pid, std::string &error) {
-  for (const std::string *dir : {&cpusetDir_, &freezerDir_, &memoryDir_, &pidsDir_}) {
-    if (dir->empty() || (dir != &cpusetDir_ && *dir == cpusetDir_))
+  for (const std::string *dir : {&cpusetDir_, &freezerDir_, &cpuDir_, &cpuacctDir_, &memoryDir_, &pidsDir_}) {
+    if (dir->empty() || (dir != &cpusetDir_ && *dir == cpusetDir_) || (dir == &cpuacctDir_ && *dir == cpuDir_))
       continue;
     if (!joinCgroup(*dir, pid, error))
       return false;
   }
+  // Without a cpu controller the policy is the task's own (inherited by what it forks; a borrower
+  // could raise it again, which cpu.idle does not allow).
+  if (cpuDir_.empty()) {
+    sched_param none{};
+    if (::sched_setscheduler(pid, SCHED_IDLE, &none) != 0) {
+      error = "borrower '" + name_ + "': SCHED_IDLE for pid " + std::to_string(pid) + ": " + std::strerror(errno);
+      return false;
+    }
+  }
   return true;
 }
 
-bool BorrowerCgroup::freeze(bool on, std::string &error) {
+bool BorrowerCgroup::writeFreezer(bool on, std::string &error) {
   bool v2 = mechanism_ == ReclaimMechanism::CgroupV2;
   std::string file = freezerDir_ + (v2 ? "/cgroup.freeze" : "/freezer.state");
   if (!writeFileText(file, v2 ? (on ? "1" : "0") : (on ? "FROZEN" : "THAWED"), error)) {
     error = file + ": " + error;
     return false;
   }
-  frozen_ = on;
-  if (!on)
-    return true;
+  frozen_ = freezing_ = on;
+  if (on)
+    freezeAsked_ = std::chrono::steady_clock::now();
+  return true;
+}
+
+BorrowerCgroup::Settle BorrowerCgroup::settle(std::string &error) {
+  if (!freezing_)
+    return Settle::Done;
   // The kernel freezes asynchronously: the loan is back only once every task is frozen.
-  auto deadline = std::chrono::steady_clock::now() + kFreezeDeadline;
+  bool v2 = mechanism_ == ReclaimMechanism::CgroupV2;
+  std::optional<std::string> state = readFileText(freezerDir_ + (v2 ? "/cgroup.events" : "/freezer.state"));
+  if (state && (v2 ? llvm::StringRef(*state).contains("frozen 1") : llvm::StringRef(*state).trim() == "FROZEN")) {
+    freezing_ = false;
+    return Settle::Done;
+  }
+  if (std::chrono::steady_clock::now() - freezeAsked_ >= kFreezeDeadline) {
+    error = "borrower '" + name_ + "' did not freeze within " + std::to_string(kFreezeDeadline.count()) + " ms";
+    return Settle::Failed;
+  }
+  return Settle::Pending;
+}
+
+bool BorrowerCgroup::waitSettled(std::string &error) {
   for (;;) {
-    std::optional<std::string> state = readFileText(freezerDir_ + (v2 ? "/cgroup.events" : "/freezer.state"));
-    if (state && (v2 ? llvm::StringRef(*state).contains("frozen 1") : llvm::StringRef(*state).trim() == "FROZEN"))
-      return true;
-    if (std::chrono::steady_clock::now() >= deadline) {
-      error = "borrower '" + name_ + "' did not freeze within " + std::to_string(kFreezeDeadline.count()) + " ms";
-      return false;
+    switch (settle(error)) {
+    case Settle::Done: return true;
+    case Settle::Failed: return false;
+    case Settle::Pending: std::this_thread::sleep_for(std::chrono::microseconds(20)); break;
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
 }
 
 bool BorrowerCgroup::setCpus(const CpuSet &cpus, std::string &error) {
   if (cpus.empty()) {
-    if (!frozen_ && !freeze(true, error))
+    if (!frozen_ && !writeFreezer(true, error))
       return false;
     cpus_.clear();
     return true;
@@ -152,7 +211,30 @@ bool BorrowerCgroup::setCpus(const CpuSet &cpus, std::string &error) {
     return false;
   }
   cpus_ = cpus;
-  return !frozen_ || freeze(false, error);
+  return !frozen_ || writeFreezer(false, error);
+}
+
+std::optional<uint64_t> BorrowerCgroup::cpuTimeNs() const {
+  if (mechanism_ == ReclaimMechanism::CgroupV2) {
+    std::optional<std::string> stat = readFileText(cpusetDir_ + "/cpu.stat");
+    if (!stat)
+      return std::nullopt;
+    for (llvm::StringRef rest = *stat; !rest.empty();) {
+      auto [line, next] = rest.split('\n');
+      rest = next;
+      uint64_t usec = 0;
+      if (line.consume_front("usage_usec ") && !line.trim().getAsInteger(10, usec))
+        return usec * 1000;
+    }
+    return std::nullopt;
+  }
+  if (cpuacctDir_.empty())
+    return std::nullopt;
+  std::optional<std::string> usage = readFileText(cpuacctDir_ + "/cpuacct.usage");
+  uint64_t ns = 0;
+  if (!usage || llvm::StringRef(*usage).trim().getAsInteger(10, ns))
+    return std::nullopt;
+  return ns;
 }
 
 std::vector<pid_t> BorrowerCgroup::procs() const { return cgroupProcs(freezerDir_); }
@@ -162,7 +244,30 @@ void BorrowerCgroup::end() {
     ::kill(p, SIGKILL);
   std::string ignored;
   if (frozen_)
-    freeze(false, ignored);
+    writeFreezer(false, ignored);
+}
+
+std::unique_ptr<FreezerKeepAlive> FreezerKeepAlive::create(const CgroupLayout &layout) {
+  if (reclaimMechanism(layout) != ReclaimMechanism::CgroupV1)
+    return nullptr;
+  std::unique_ptr<FreezerKeepAlive> k(new FreezerKeepAlive);
+  std::string parent = layout.v1Mounts.at("freezer") + "/" + kParent, error;
+  ::mkdir(parent.c_str(), 0755);
+  k->dir_ = parent + "/freezer-kept-on";
+  CgroupDir made;
+  if (!createCgroup(k->dir_, false, made, error))
+    return nullptr;
+  k->created_ = made.created;
+  if (!writeFileText(k->dir_ + "/freezer.state", "FROZEN", error))
+    return nullptr; // removed by the destructor
+  return k;
+}
+
+FreezerKeepAlive::~FreezerKeepAlive() {
+  std::string ignored;
+  writeFileText(dir_ + "/freezer.state", "THAWED", ignored);
+  if (created_)
+    removeCgroup(dir_, ignored);
 }
 
 } // namespace msc::exec::lending

@@ -39,6 +39,18 @@ bool CgroupLoans::setCpus(const std::string &borrower, const CpuSet &cpus, std::
   return it->second.setCpus(cpus, error);
 }
 
+LoanMechanism::Settle CgroupLoans::settle(const std::string &borrower, std::string &error) {
+  auto it = borrowers_.find(borrower);
+  if (it == borrowers_.end())
+    return Settle::Done;
+  switch (it->second.settle(error)) {
+  case BorrowerCgroup::Settle::Done: return Settle::Done;
+  case BorrowerCgroup::Settle::Pending: return Settle::Pending;
+  case BorrowerCgroup::Settle::Failed: return Settle::Failed;
+  }
+  return Settle::Failed;
+}
+
 void CgroupLoans::end(const std::string &borrower) {
   if (auto it = borrowers_.find(borrower); it != borrowers_.end())
     it->second.end();

@@ -11,7 +11,8 @@ namespace msc::exec::lending {
 
 class CgroupLoans final : public LoanMechanism {
 public:
-  explicit CgroupLoans(CgroupLayout layout) : layout_(std::move(layout)) {}
+  explicit CgroupLoans(CgroupLayout layout)
+      : layout_(std::move(layout)), keepFreezerOn_(FreezerKeepAlive::create(layout_)) {}
   // A borrower's cgroups, frozen and on no CPU until it is lent some; false with `error`.
   bool add(const std::string &borrower, const BorrowerLimits &limits, std::string &error);
   bool join(const std::string &borrower, pid_t pid, std::string &error);
@@ -19,10 +20,12 @@ public:
   const BorrowerCgroup *find(const std::string &borrower) const;
 
   bool setCpus(const std::string &borrower, const CpuSet &cpus, std::string &error) override;
+  Settle settle(const std::string &borrower, std::string &error) override;
   void end(const std::string &borrower) override;
 
 private:
   CgroupLayout layout_;
+  std::unique_ptr<FreezerKeepAlive> keepFreezerOn_; // before the borrowers: destroyed after them
   std::map<std::string, BorrowerCgroup> borrowers_;
 };
 

@@ -37,6 +37,18 @@ void LendingNode::removeOwner(const std::string &contract) {
     }
 }
 
+void LendingNode::replacePage(const std::string &contract, mscale::worker::ControlPage *page) {
+  for (OwnerState &o : owners_)
+    if (o.spec.contract == contract && !o.leaving) {
+      o.page = page;
+      o.spec.workerPhase = 0;
+      o.activeBefore.clear();
+      o.seenEntries = page ? page->phaseEntries.load(std::memory_order_acquire) : 0;
+      if (page)
+        page->phaseWake.store(0, std::memory_order_seq_cst);
+    }
+}
+
 void LendingNode::addBorrower(const std::string &contract, unsigned cpuCores) {
   BorrowerState b;
   b.spec.contract = contract;
@@ -70,9 +82,10 @@ void LendingNode::read(OwnerState &o, uint64_t nowNs) {
   }
   s.step = step;
   if (entries != o.seenEntries) {
+    bool unseen = entries - o.seenEntries > 1;
     o.seenEntries = entries;
     if (s.workerPhase) {
-      o.rhythm.entered(s.workerPhase, enteredNs);
+      o.rhythm.entered(s.workerPhase, enteredNs, unseen);
       account(o, s.workerPhase, enteredNs);
     }
   }
@@ -80,8 +93,18 @@ void LendingNode::read(OwnerState &o, uint64_t nowNs) {
 
 void LendingNode::account(OwnerState &o, unsigned phase, uint64_t atNs) {
   const CpuSet &kept = o.spec.phases[phase - 1].keptCpus;
-  if (!kept.empty())
-    ledger_.entered(o.spec.contract, atNs, lentFrom(o.spec.contract, kept), o.spec.reclaimWithinNs);
+  if (kept.empty())
+    return;
+  // Home by now is not home at the entry: a take-back that was still in the kernel when the owner
+  // entered (a freeze waiting for the borrower's threads) made it wait until the take-back returned.
+  bool lent = lentFrom(o.spec.contract, kept);
+  uint64_t homeLate = 0;
+  for (unsigned c : kept)
+    if (auto it = homeAtNs_.find(c); !lent && it != homeAtNs_.end() && it->second > atNs)
+      homeLate = std::max(homeLate, it->second);
+  ledger_.entered(o.spec.contract, atNs, lent || homeLate, o.spec.reclaimWithinNs);
+  if (homeLate)
+    ledger_.reclaimed(o.spec.contract, homeLate);
 }
 
 bool LendingNode::lentFrom(const std::string &owner, const CpuSet &cpus) const {
@@ -97,6 +120,7 @@ void LendingNode::apply(BorrowerState &b, const CpuSet &cpus, const std::map<uns
   const std::string &name = b.spec.contract;
   CpuSet target = cpus;
   std::string error;
+  bool freezing = target.empty();
   if (!mechanism_.setCpus(name, target, error)) {
     std::string what = "borrower '" + name + "' on CPUs [" + formatCpuList(target) + "]: " + error;
     bool takingBack = intersection(target, b.spec.current) != b.spec.current;
@@ -108,19 +132,63 @@ void LendingNode::apply(BorrowerState &b, const CpuSet &cpus, const std::map<uns
     std::string frozenError;
     if (mechanism_.setCpus(name, {}, frozenError)) {
       result.errors.push_back(what + "; frozen instead");
+      freezing = true;
     } else {
-      mechanism_.end(name);
-      b.ended = true;
-      result.errors.push_back(what + "; freezing failed too (" + frozenError + "), ended");
+      endBorrower(b, what + "; freezing failed too (" + frozenError + ")", result);
+      freezing = false;
     }
     target.clear();
   }
-  std::erase_if(b.loans, [&](const auto &loan) { return !std::binary_search(target.begin(), target.end(), loan.first); });
+  b.spec.current = target;
+  if (freezing) {
+    b.freezing = true;
+    b.freezeAskedNs = nowNs;
+    settle(b, result); // a borrower with nothing running is frozen at once
+    return;
+  }
+  b.freezing = false;
+  giveBack(b, target, clock_.monotonicNs());
   for (unsigned c : target)
     if (!b.loans.count(c))
       if (auto it = ownerOf.find(c); it != ownerOf.end())
         b.loans[c] = {it->second->spec.contract, nowNs};
-  b.spec.current = target;
+}
+
+void LendingNode::giveBack(BorrowerState &b, const CpuSet &kept, uint64_t doneNs) {
+  std::erase_if(b.loans, [&](const auto &loan) {
+    bool back = !std::binary_search(kept.begin(), kept.end(), loan.first);
+    if (back)
+      homeAtNs_[loan.first] = doneNs;
+    return back;
+  });
+}
+
+void LendingNode::endBorrower(BorrowerState &b, const std::string &why, TickResult &result) {
+  mechanism_.end(b.spec.contract);
+  b.ended = true;
+  b.freezing = false;
+  b.spec.current.clear();
+  giveBack(b, {}, clock_.monotonicNs());
+  result.errors.push_back(why + ", ended");
+}
+
+void LendingNode::settle(BorrowerState &b, TickResult &result) {
+  std::string error;
+  switch (mechanism_.settle(b.spec.contract, error)) {
+  case LoanMechanism::Settle::Pending:
+    return;
+  case LoanMechanism::Settle::Done: {
+    uint64_t done = clock_.monotonicNs();
+    b.freezing = false;
+    giveBack(b, {}, done);
+    uint64_t sample = done - b.freezeAskedNs;
+    reclaimCostNs_ = reclaimCostNs_ ? (3 * reclaimCostNs_ + sample) / 4 : sample;
+    return;
+  }
+  case LoanMechanism::Settle::Failed:
+    endBorrower(b, "borrower '" + b.spec.contract + "': " + error, result);
+    return;
+  }
 }
 
 TickResult LendingNode::tick() {
@@ -132,6 +200,11 @@ TickResult LendingNode::tick() {
   if (lastTickNs_ && now > lastTickNs_)
     lentCoreNs_ += lentCount * (now - lastTickNs_);
   lastTickNs_ = now;
+
+  // A freeze under way holds the borrower's CPUs until the kernel has finished it.
+  for (BorrowerState &b : borrowers_)
+    if (b.freezing)
+      settle(b, result);
 
   std::vector<Owner> owners;
   std::map<unsigned, const OwnerState *> ownerOf;
@@ -160,14 +233,27 @@ TickResult LendingNode::tick() {
   }
   Decision d = decide(owners, borrowers, now);
 
-  // 1. Take back: every borrower down to what it may keep.
+  // 1. Take back: every borrower down to what it may keep. One that keeps none of its CPUs but is
+  // lent others moves there in one cpuset write, where no other borrower still runs on them: the
+  // kernel migrates its threads at once, queued or running, whereas a freeze waits until each has
+  // been scheduled again (a scheduler tick per thread queued behind the owner's on a CPU it keeps).
   bool tookBack = false;
   for (BorrowerState &b : borrowers_) {
-    CpuSet keep = intersection(b.spec.current, d.borrowerCpus[b.spec.contract]);
-    if (keep != b.spec.current) {
-      apply(b, keep, ownerOf, now, result);
-      tookBack = true;
-    }
+    const CpuSet &target = d.borrowerCpus[b.spec.contract];
+    CpuSet keep = intersection(b.spec.current, target);
+    if (keep == b.spec.current && !(b.freezing && !target.empty()))
+      continue;
+    bool moves = keep.empty() && !target.empty() && !b.ended &&
+                 std::none_of(borrowers_.begin(), borrowers_.end(), [&](const BorrowerState &other) {
+                   return &other != &b && (!intersection(other.spec.current, target).empty() ||
+                                           std::any_of(target.begin(), target.end(), [&](unsigned c) {
+                                             return other.loans.count(c) != 0;
+                                           }));
+                 });
+    if (b.freezing && !moves)
+      continue; // it goes on freezing
+    apply(b, moves ? target : keep, ownerOf, now, result);
+    tookBack = true;
   }
   uint64_t done = clock_.monotonicNs();
   if (tookBack) {
@@ -194,6 +280,9 @@ TickResult LendingNode::tick() {
       apply(b, target, ownerOf, now, result);
   }
   result.nextNs = std::min(nextDecisionNs(owners, d, now), after(now, options_.pollNs));
+  for (const BorrowerState &b : borrowers_)
+    if (b.freezing)
+      result.nextNs = std::min(result.nextNs, after(now, options_.settlePollNs));
   // An entry while the node lent may have found those CPUs home and then lost them: decide again now.
   for (OwnerState &o : owners_)
     if (o.page && o.page->phaseEntries.load(std::memory_order_seq_cst) != o.seenEntries)
@@ -224,6 +313,13 @@ unsigned LendingNode::phaseOf(const std::string &owner) const {
     if (o.spec.contract == owner)
       return o.spec.workerPhase;
   return 0;
+}
+
+const PhaseRhythm *LendingNode::rhythmOf(const std::string &owner) const {
+  for (const OwnerState &o : owners_)
+    if (o.spec.contract == owner)
+      return &o.rhythm;
+  return nullptr;
 }
 
 const CpuSet &LendingNode::cpusOf(const std::string &borrower) const {

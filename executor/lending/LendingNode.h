@@ -2,9 +2,11 @@
 // control page (its phase, its entries and when the newest was made, its step), learns its rhythm,
 // decides what is lent (LoanPlanner.h), takes back first, publishes which phase entries must wake
 // the node (ControlPage::phaseWake), checks that no owner moved meanwhile, and only then lends more;
-// every phase entry that keeps CPUs is accounted against the bound (ReclaimLedger.h). A reclaim that
-// fails falls back to freezing the borrower, and a freeze that fails to ending it: a mechanism's
-// error never leaves a borrower on what an owner keeps.
+// every phase entry that keeps CPUs is accounted against the bound (ReclaimLedger.h). A freeze does
+// not hold the node: its CPUs are back when the kernel has finished it, and until then the next
+// tick may move the borrower elsewhere instead. A reclaim that fails falls back to freezing the
+// borrower, and a freeze that fails to ending it: a mechanism's error never leaves a borrower on
+// what an owner keeps.
 //
 // The agent calls tick() from its lending loop (LendingLoop.h) when an owner's phase word wakes it
 // or at the time the last tick returned; the unit tests and the simulator call it on a ManualClock
@@ -28,6 +30,8 @@ struct LendingOptions {
   // The longest a tick waits when no time is due: a phase left for one that keeps nothing lent does
   // not wake the node, so lending again after it waits for this.
   uint64_t pollNs = 1'000'000;
+  // How often a freeze under way is looked at until the kernel has finished it.
+  uint64_t settlePollNs = 20'000;
 };
 
 // A loan as people read it (mscale-cli node loans, contract status): who lends which CPUs to whom,
@@ -52,6 +56,10 @@ public:
   void addOwner(Owner owner, mscale::worker::ControlPage *page);
   // Everything lent from it is taken back first (the next tick), then it is forgotten.
   void removeOwner(const std::string &contract);
+  // Its worker now has `page` (a warm standby took over with a page of its own): read from now on,
+  // as a new worker's, which keeps everything until it enters a phase. The old page is not touched
+  // again once this returns.
+  void replacePage(const std::string &contract, mscale::worker::ControlPage *page);
   // A borrower asking for `cpuCores` CPUs, admitted after those before it; it runs on none until lent.
   void addBorrower(const std::string &contract, unsigned cpuCores);
   void removeBorrower(const std::string &contract);
@@ -63,6 +71,8 @@ public:
   // The phase the owner is in (0: none), as last read.
   unsigned phaseOf(const std::string &owner) const;
   const CpuSet &cpusOf(const std::string &borrower) const;
+  // The rhythm learnt of an owner's worker phases (null: no such owner).
+  const PhaseRhythm *rhythmOf(const std::string &owner) const;
   // Core-nanoseconds lent so far, over every owner.
   uint64_t lentCoreNs() const { return lentCoreNs_; }
   uint64_t reclaimCostNs() const { return reclaimCostNs_; }
@@ -80,7 +90,9 @@ private:
   struct BorrowerState {
     Borrower spec;
     std::map<unsigned, std::pair<std::string, uint64_t>> loans; // CPU -> owner, since
-    bool ended = false; // a take-back could neither shrink nor freeze it
+    bool ended = false;    // a take-back could neither shrink nor freeze it
+    bool freezing = false; // asked to freeze, not yet frozen: `loans` are not back yet
+    uint64_t freezeAskedNs = 0;
   };
 
   void read(OwnerState &o, uint64_t nowNs);
@@ -88,6 +100,10 @@ private:
   bool lentFrom(const std::string &owner, const CpuSet &cpus) const;
   void apply(BorrowerState &b, const CpuSet &cpus, const std::map<unsigned, const OwnerState *> &ownerOf,
              uint64_t nowNs, TickResult &result);
+  // Its loans of CPUs outside `kept` are back, at `doneNs`.
+  void giveBack(BorrowerState &b, const CpuSet &kept, uint64_t doneNs);
+  void settle(BorrowerState &b, TickResult &result);
+  void endBorrower(BorrowerState &b, const std::string &why, TickResult &result);
 
   const Clock &clock_;
   LoanMechanism &mechanism_;
@@ -97,6 +113,7 @@ private:
   ReclaimLedger ledger_;
   uint64_t reclaimCostNs_ = 0; // smoothed cost of one shrink or freeze, for lead = auto
   uint64_t lastTickNs_ = 0, lentCoreNs_ = 0;
+  std::map<unsigned, uint64_t> homeAtNs_; // per CPU: when its last take-back returned
 };
 
 } // namespace msc::exec::lending

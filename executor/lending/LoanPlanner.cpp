@@ -34,7 +34,11 @@ std::vector<unsigned> activePhases(const Owner &o, uint64_t nowNs) {
     bool active = false;
     switch (p.trigger) {
     case PhaseSpec::Trigger::Worker: active = o.workerPhase == n; break;
-    case PhaseSpec::Trigger::Steps: active = p.everySteps && o.step % p.everySteps < p.forSteps; break;
+    // every(N steps, for = M) is after N steps, and every N after: steps 0..M-1 are the job's start
+    // (before its first step, an owner keeps everything), not a window.
+    case PhaseSpec::Trigger::Steps:
+      active = p.everySteps && o.step >= p.everySteps && o.step % p.everySteps < p.forSteps;
+      break;
     case PhaseSpec::Trigger::WallTime: {
       uint64_t since = nowNs > o.startedNs ? nowNs - o.startedNs : 0;
       active = o.startedNs && since >= p.fromNs && since < p.toNs;

@@ -4,13 +4,13 @@
 
 namespace msc::exec::lending {
 
-void PhaseRhythm::entered(unsigned phase, uint64_t atNs) {
+void PhaseRhythm::entered(unsigned phase, uint64_t atNs, bool others) {
   if (phase == 0)
     return;
   if (phases_.size() < phase)
     phases_.resize(phase);
   Estimate &e = phases_[phase - 1];
-  if (e.entries && atNs > e.last) {
+  if (e.entries && atNs > e.last && !others) {
     double sample = double(atNs - e.last);
     if (e.entries == 1) {
       e.interval = sample;

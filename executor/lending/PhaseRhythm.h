@@ -13,8 +13,11 @@ namespace msc::exec::lending {
 
 class PhaseRhythm {
 public:
-  // Phase `phase` (1-based, the control page's number) was entered at `atNs`.
-  void entered(unsigned phase, uint64_t atNs);
+  // Phase `phase` (1-based, the control page's number) was entered at `atNs`. `others`: other
+  // entries were made since the last one seen, unseen; the interval to this one is then ambiguous
+  // (a missed entry of this phase would double it) and, as Karn's rule does for a retransmitted
+  // segment's round trip, not sampled.
+  void entered(unsigned phase, uint64_t atNs, bool others = false);
   // When `phase` is expected to be entered next, at or after `nowNs`: its last entry plus its
   // interval; a phase overdue is expected now. nullopt until two entries gave an interval.
   std::optional<uint64_t> nextEntry(unsigned phase, uint64_t nowNs) const;

@@ -5,12 +5,23 @@
 
 namespace msc::exec::lending {
 
+void ReclaimStats::record(uint64_t ns) {
+  if (latenciesNs.size() >= 2 * kLatencyWindow) // amortised: one move per kLatencyWindow samples
+    latenciesNs.erase(latenciesNs.begin(), latenciesNs.begin() + long(latenciesNs.size() - kLatencyWindow));
+  latenciesNs.push_back(ns);
+  worstNs = std::max(worstNs, ns);
+  sumNs += ns;
+  size_t b = size_t(std::lower_bound(std::begin(kReclaimBucketsNs), std::end(kReclaimBucketsNs), ns) -
+                    std::begin(kReclaimBucketsNs));
+  ++buckets[b];
+}
+
 void ReclaimLedger::entered(const std::string &owner, uint64_t enteredNs, bool lent, uint64_t boundNs) {
   ReclaimStats &s = stats_[owner];
   ++s.entries;
   if (!lent) {
     ++s.ahead;
-    s.latenciesNs.push_back(0);
+    s.record(0);
     return;
   }
   ++s.reclaims;
@@ -24,7 +35,7 @@ void ReclaimLedger::reclaimed(const std::string &owner, uint64_t doneNs) {
   if (it == open_.end())
     return;
   ReclaimStats &s = stats_[owner];
-  s.latenciesNs.push_back(doneNs > it->second.enteredNs ? doneNs - it->second.enteredNs : 0);
+  s.record(doneNs > it->second.enteredNs ? doneNs - it->second.enteredNs : 0);
   if (doneNs > it->second.deadlineNs)
     ++s.missed;
   open_.erase(it);
@@ -48,6 +59,10 @@ ReclaimStats ReclaimLedger::total() const {
   for (const auto &[owner, s] : stats_) {
     t.entries += s.entries, t.ahead += s.ahead, t.reclaims += s.reclaims, t.missed += s.missed;
     t.latenciesNs.insert(t.latenciesNs.end(), s.latenciesNs.begin(), s.latenciesNs.end());
+    t.worstNs = std::max(t.worstNs, s.worstNs);
+    t.sumNs += s.sumNs;
+    for (size_t b = 0; b < kReclaimBuckets; ++b)
+      t.buckets[b] += s.buckets[b];
   }
   return t;
 }

@@ -5,19 +5,35 @@
 // (ThreadPlacement.h). Pure: fed times.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
 
 namespace msc::exec::lending {
 
+// The upper bounds of the reclaim-latency histogram (Prometheus `le`, the bench's buckets); a last
+// bucket takes everything above.
+inline constexpr uint64_t kReclaimBucketsNs[] = {10'000,    50'000,    100'000,    250'000,    500'000,
+                                                 1'000'000, 2'000'000, 5'000'000, 10'000'000, 100'000'000};
+inline constexpr size_t kReclaimBuckets = std::size(kReclaimBucketsNs) + 1;
+
 struct ReclaimStats {
   uint64_t entries = 0;  // phase entries that keep CPUs
   uint64_t ahead = 0;    // ... whose CPUs were home already: the owner did not wait
   uint64_t reclaims = 0; // ... that found them lent and had to take them back
   uint64_t missed = 0;   // ... of which took longer than the bound
-  std::vector<uint64_t> latenciesNs; // of each reclaim (entry to done); an ahead entry counts 0
+  // Of each entry, oldest first, the time from the entry until its CPUs were home (0: ahead). Only
+  // the newest kLatencyWindow are kept (an owner enters phases for weeks); the counts below are of
+  // every one.
+  std::vector<uint64_t> latenciesNs;
+  uint64_t worstNs = 0;
+  uint64_t sumNs = 0;
+  uint64_t buckets[kReclaimBuckets] = {}; // per bucket of kReclaimBucketsNs, not cumulative
+  static constexpr size_t kLatencyWindow = 1u << 16;
+  void record(uint64_t ns);
 };
 
 class ReclaimLedger {

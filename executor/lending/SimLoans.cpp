@@ -11,12 +11,36 @@ bool SimLoans::setCpus(const std::string &borrower, const CpuSet &cpus, std::str
     error = "sim: the cpuset of borrower '" + borrower + "' refused " + std::to_string(cpus.size()) + " CPUs";
     return false;
   }
+  // A freeze leaves it where it is until it settles.
+  if (cpus.empty() && !cpus_[borrower].empty()) {
+    freezingSince_.emplace(borrower, clock_.monotonicNs());
+    return true;
+  }
+  freezingSince_.erase(borrower);
   cpus_[borrower] = cpus;
   return true;
 }
 
+LoanMechanism::Settle SimLoans::settle(const std::string &borrower, std::string &error) {
+  auto it = freezingSince_.find(borrower);
+  if (it == freezingSince_.end())
+    return Settle::Done;
+  uint64_t waited = clock_.monotonicNs() - it->second;
+  if (waited >= freezeNs_ && freezeNs_ < freezeFailNs_) {
+    freezingSince_.erase(it);
+    cpus_[borrower].clear();
+    return Settle::Done;
+  }
+  if (waited >= freezeFailNs_) {
+    error = "sim: borrower '" + borrower + "' did not freeze within " + std::to_string(freezeFailNs_) + " ns";
+    return Settle::Failed;
+  }
+  return Settle::Pending;
+}
+
 void SimLoans::end(const std::string &borrower) {
   ended_.insert(borrower);
+  freezingSince_.erase(borrower);
   cpus_[borrower].clear();
 }
 

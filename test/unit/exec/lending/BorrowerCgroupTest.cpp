@@ -107,6 +107,7 @@ TEST_F(BorrowerCgroupTest, ShrinkingAndFreezingLeaveNoThreadRunnableOnTheCpusTak
   // Everything taken back: frozen, the forks too, and nothing runnable anywhere.
   start = std::chrono::steady_clock::now();
   ASSERT_TRUE(b->setCpus({}, error)) << error;
+  ASSERT_TRUE(b->waitSettled(error)) << error;
   auto freeze = std::chrono::steady_clock::now() - start;
   std::this_thread::sleep_for(std::chrono::milliseconds(60)); // a fork would have come by now
   seen = threadsOf(processTree(root));

@@ -235,6 +235,58 @@ TEST_F(LendingNodeTest, AnEntryDuringTheTakeBackIsDecidedBeforeAnythingMoreIsLen
   EXPECT_EQ(loans.cpusOf("prep"), (CpuSet{0, 1, 2, 3})) << "eval: 4,5 back, decode's and compute's lent";
 }
 
+// A lead started the take-back of compute's CPUs ahead, but the kernel was still at it (a freeze
+// waiting for the borrower's threads) when the worker entered compute: the CPUs are home when the
+// node next reads the page, yet the owner waited from its entry until the take-back returned.
+TEST_F(LendingNodeTest, AnEntryWhileItsCpusAreStillBeingTakenBackCountsAsAReclaim) {
+  Owner o = trainer();
+  o.leadAuto = false;
+  o.leadNs = 2 * kMs;
+  node.addOwner(o, &page);
+  node.addBorrower("prep", 8);
+  // decode every 10 ms: entries at 0, 10, 20 ms give it a rhythm of 10 ms.
+  for (int i = 0; i < 3; ++i) {
+    enter(page, 1, clock.monotonicNs());
+    node.tick();
+    clock.advance(3 * kMs);
+    enter(page, 2, clock.monotonicNs());
+    node.tick();
+    clock.advance(7 * kMs);
+  }
+  ASSERT_EQ(node.ledger().stats("train").missed, 0u);
+  // Into compute; 1.5 ms before the next decode its lead begins. The take-back of 0,1 takes 3 ms in
+  // the kernel, and decode is entered 0.5 ms into it.
+  enter(page, 1, clock.monotonicNs());
+  node.tick();
+  clock.advance(3 * kMs);
+  enter(page, 2, clock.monotonicNs());
+  node.tick();
+  clock.advance(4 * kMs);
+  node.tick();
+  ASSERT_TRUE(intersects(loans.cpusOf("prep"), {0, 1})) << "decode's CPUs are lent before its lead";
+  clock.advance(1500 * kUs);
+  uint64_t reclaimsBefore = node.ledger().stats("train").reclaims;
+  loans.setCost(3 * kMs);
+  uint64_t enteredAt = 0;
+  loans.onChange([&] {
+    if (!enteredAt) {
+      enteredAt = clock.monotonicNs() - 2500 * kUs;
+      enter(page, 1, enteredAt);
+    }
+  });
+  node.tick(); // the lead's take-back, 3 ms in the kernel
+  loans.onChange({});
+  loans.setCost(50 * kUs);
+  uint64_t home = clock.monotonicNs();
+  EXPECT_FALSE(intersects(loans.cpusOf("prep"), {0, 1}));
+  node.tick(); // reads the entry
+  const ReclaimStats &s = node.ledger().stats("train");
+  EXPECT_EQ(s.reclaims, reclaimsBefore + 1) << "the entry found its CPUs still being taken back";
+  ASSERT_FALSE(s.latenciesNs.empty());
+  EXPECT_EQ(s.latenciesNs.back(), home - enteredAt);
+  EXPECT_EQ(s.missed, 1u) << "2.5 ms after the entry is past the bound of 2 ms";
+}
+
 TEST_F(LendingNodeTest, AShrinkThatFailsFreezesTheBorrower) {
   node.addOwner(trainer(), &page);
   node.addBorrower("prep", 8);
@@ -266,6 +318,7 @@ public:
     error = "cgroup gone";
     return false;
   }
+  Settle settle(const std::string &, std::string &) override { return Settle::Done; }
   void end(const std::string &) override {
     ended = true;
     held.clear();
@@ -290,6 +343,79 @@ TEST_F(LendingNodeTest, AFreezeThatFailsToEndsTheBorrower) {
   EXPECT_TRUE(mechanism.ended);
   EXPECT_TRUE(mechanism.held.empty()) << "an ended borrower is lent nothing more";
   EXPECT_TRUE(n.cpusOf("prep").empty());
+}
+
+// A freeze whose threads wait to be scheduled (an owner's thread on their CPU) does not hold the
+// node: the CPUs are not back until it settles, and when the next decision lends the borrower
+// other CPUs it moves there at once instead, which gives them back.
+TEST_F(LendingNodeTest, ASlowFreezeHoldsItsCpusUntilItSettlesOrTheBorrowerMovesElsewhere) {
+  Owner o = trainer();
+  o.cpus = {0, 1, 2, 3};
+  o.phases = {{"decode", {0, 1}}, {"compute", {2, 3}}, {"all", {0, 1, 2, 3}}};
+  node.addOwner(o, &page);
+  node.addBorrower("prep", 2);
+  enter(page, 1, clock.monotonicNs());
+  node.tick();
+  ASSERT_EQ(loans.cpusOf("prep"), (CpuSet{2, 3}));
+  loans.setFreezeTime(5 * kMs);
+
+  // "all" keeps everything: the borrower must freeze, which takes 5 ms.
+  clock.advance(kMs);
+  uint64_t allAt = clock.monotonicNs();
+  enter(page, 3, allAt);
+  TickResult r = node.tick();
+  EXPECT_TRUE(loans.freezing("prep"));
+  EXPECT_EQ(loans.cpusOf("prep"), (CpuSet{2, 3})) << "still there while it freezes";
+  EXPECT_LE(r.nextNs, clock.monotonicNs() + LendingOptions{}.settlePollNs) << "the node looks again soon";
+  EXPECT_TRUE(node.loans().size() == 1 && node.loans()[0].cpus == (CpuSet{2, 3})) << "not back yet";
+  clock.advance(kMs);
+  node.tick();
+  EXPECT_TRUE(node.ledger().open("train")) << "the entry still waits";
+
+  // Compute entered 2 ms into the freeze: 0,1 are lendable now, and the borrower moves there.
+  clock.advance(kMs);
+  enter(page, 2, clock.monotonicNs());
+  node.tick();
+  EXPECT_FALSE(loans.freezing("prep"));
+  EXPECT_EQ(loans.cpusOf("prep"), (CpuSet{0, 1}));
+  const ReclaimStats &s = node.ledger().stats("train");
+  EXPECT_FALSE(node.ledger().open("train"));
+  EXPECT_EQ(s.latenciesNs.back(), clock.monotonicNs() - allAt) << "all's wait ended with the move";
+
+  // Frozen for good when nothing is lendable, once the kernel says so.
+  clock.advance(kMs);
+  enter(page, 3, clock.monotonicNs());
+  node.tick();
+  for (int i = 0; i < 6 && loans.freezing("prep"); ++i) {
+    clock.advance(kMs);
+    node.tick();
+  }
+  EXPECT_FALSE(loans.freezing("prep"));
+  EXPECT_TRUE(loans.cpusOf("prep").empty());
+  EXPECT_TRUE(node.loans().empty());
+}
+
+TEST_F(LendingNodeTest, AFreezeThatNeverSettlesEndsTheBorrower) {
+  node.addOwner(trainer(), &page);
+  node.addBorrower("prep", 8);
+  enter(page, 1, clock.monotonicNs());
+  node.tick();
+  loans.setFreezeTime(UINT64_MAX, 200 * kMs);
+  loans.failShrinks("prep", true); // compute's take-back cannot shrink it: it freezes, forever
+  clock.advance(kMs);
+  enter(page, 2, clock.monotonicNs());
+  node.tick();
+  EXPECT_TRUE(loans.freezing("prep"));
+  std::vector<std::string> errors;
+  for (int i = 0; i < 300 && !loans.ended("prep"); ++i) {
+    clock.advance(kMs);
+    TickResult r = node.tick();
+    errors.insert(errors.end(), r.errors.begin(), r.errors.end());
+  }
+  EXPECT_TRUE(loans.ended("prep"));
+  ASSERT_FALSE(errors.empty());
+  EXPECT_NE(errors.back().find("did not freeze"), std::string::npos) << errors.back();
+  EXPECT_TRUE(node.loans().empty());
 }
 
 TEST_F(LendingNodeTest, ARemovedOwnerGetsEverythingBackAndIsForgotten) {

@@ -88,6 +88,12 @@ TEST(LoanPlanner, StepSchedulesAndWallTimeWindowsAreTheNodesOwnTriggers) {
   o.workerPhase = 1;
   o.step = 103; // in eval (100..109): 4,5 kept with decode's 2,3
   EXPECT_EQ(decide({o}, {{"prep", 8, {}}}, 10 * kMs).borrowerCpus.at("prep"), (CpuSet{6, 7}));
+  o.step = 3; // the job's first steps are no window of every(100 steps, for = 10)
+  EXPECT_EQ(activePhases(o, 10 * kMs), (std::vector<unsigned>{1}));
+  o.workerPhase = 0;
+  EXPECT_TRUE(decide({o}, {{"prep", 8, {}}}, 10 * kMs).borrowerCpus.at("prep").empty())
+      << "before the worker's first phase the owner keeps everything, step schedule or not";
+  o.workerPhase = 1;
   o.step = 150;
   o.nsPerStep = 10 * kMs; // eval is 50 steps = 500 ms away: lent
   EXPECT_EQ(decide({o}, {{"prep", 8, {}}}, 10 * kMs).borrowerCpus.at("prep"), (CpuSet{4, 5, 6, 7}));

@@ -38,6 +38,22 @@ TEST(PhaseRhythm, JitterWidensTheLeadAndAnOverduePhaseIsExpectedNow) {
   EXPECT_EQ(*steady.nextEntry(1, 3900 * kMs + 300 * kMs), 4200 * kMs);
 }
 
+TEST(PhaseRhythm, AnIntervalAcrossUnseenEntriesIsNotSampled) {
+  PhaseRhythm karn, naive;
+  for (int i = 0; i < 20; ++i) {
+    karn.entered(1, i * 10 * kMs);
+    naive.entered(1, i * 10 * kMs);
+  }
+  uint64_t steadyLead = karn.lead(1, 0);
+  // The node missed entry 20 (and whatever came between): entry 21 arrives 20 ms after the last seen.
+  karn.entered(1, 21 * 10 * kMs, /*others=*/true);
+  naive.entered(1, 21 * 10 * kMs);
+  EXPECT_EQ(karn.interval(1), 10 * kMs);
+  EXPECT_EQ(karn.lead(1, 0), steadyLead);
+  EXPECT_EQ(*karn.nextEntry(1, 211 * kMs), 220 * kMs) << "the entry still moves the rhythm on";
+  EXPECT_GT(naive.lead(1, 0), steadyLead + 2 * kMs) << "sampled, one missed entry inflates the lead";
+}
+
 TEST(PhaseRhythm, EntriesOutOfOrderAndPhaseZeroChangeNothing) {
   PhaseRhythm r;
   r.entered(0, 5 * kMs);

@@ -31,5 +31,26 @@ TEST(ReclaimLedger, EntriesAheadCostNothingAndLateReclaimsAreMisses) {
   EXPECT_EQ(quantile({}, 0.5), 0u);
 }
 
+// An owner enters phases for weeks: the samples kept are a window of the newest, while the counts,
+// the worst and the histogram are of every entry.
+TEST(ReclaimLedger, AWindowOfLatenciesIsKeptAndTheHistogramCountsEveryEntry) {
+  ReclaimLedger l;
+  const size_t n = 3 * ReclaimStats::kLatencyWindow;
+  for (size_t i = 0; i < n; ++i) {
+    l.entered("train", i * 10 * kMs, true, 2 * kMs);
+    l.reclaimed("train", i * 10 * kMs + (i == 7 ? 4 * kMs : 60'000));
+  }
+  const ReclaimStats &s = l.stats("train");
+  EXPECT_EQ(s.reclaims, n);
+  EXPECT_EQ(s.missed, 1u);
+  EXPECT_LE(s.latenciesNs.size(), 2 * ReclaimStats::kLatencyWindow);
+  EXPECT_GE(s.latenciesNs.size(), ReclaimStats::kLatencyWindow);
+  EXPECT_EQ(s.latenciesNs.back(), 60'000u);
+  EXPECT_EQ(s.worstNs, 4 * kMs) << "the worst stays, though its sample left the window";
+  EXPECT_EQ(s.buckets[2], n - 1) << "60 us: in (50 us, 100 us]";
+  EXPECT_EQ(s.buckets[7], 1u) << "4 ms: in (2 ms, 5 ms]";
+  EXPECT_EQ(s.sumNs, (n - 1) * 60'000 + 4 * kMs);
+}
+
 } // namespace
 } // namespace msc::exec::lending
