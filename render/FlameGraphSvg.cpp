@@ -1,6 +1,7 @@
 #include "render/FlameGraphSvg.h"
 
 #include "render/FlameGraphScript.h"
+#include "render/Xml.h"
 #include "support/Quantity.h"
 
 #include <llvm/Support/Format.h>
@@ -12,24 +13,6 @@
 namespace msc::render {
 
 namespace {
-
-std::string xmlEscape(llvm::StringRef s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-    case '&': out += "&amp;"; break;
-    case '<': out += "&lt;"; break;
-    case '>': out += "&gt;"; break;
-    case '"': out += "&quot;"; break;
-    case '\'': out += "&apos;"; break;
-    default:
-      // XML 1.0 forbids most control characters even as references: show them as '?'.
-      out += (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n') ? '?' : c;
-    }
-  }
-  return out;
-}
 
 // Coordinates with at most three decimals (raw_ostream prints a double in exponent form).
 std::string px(double v) {
