@@ -100,7 +100,7 @@ std::optional<BorrowerCgroup> BorrowerCgroup::create(const CgroupLayout &layout,
     error = "pids limit of borrower '" + name + "': " + e;
     return std::nullopt;
   }
-  if (!b.cpuDir_.empty() && !b.makeIdle(v2, error))
+  if (!b.setIdle(true, error))
     return std::nullopt;
   if (!b.writeFreezer(true, error) || !b.waitSettled(error))
     return std::nullopt;
@@ -110,7 +110,7 @@ std::optional<BorrowerCgroup> BorrowerCgroup::create(const CgroupLayout &layout,
 BorrowerCgroup::BorrowerCgroup(BorrowerCgroup &&o) noexcept
     : mechanism_(o.mechanism_), name_(std::move(o.name_)), cpusetDir_(std::move(o.cpusetDir_)),
       freezerDir_(std::move(o.freezerDir_)), cpuDir_(std::move(o.cpuDir_)), cpuacctDir_(std::move(o.cpuacctDir_)), memoryDir_(std::move(o.memoryDir_)), pidsDir_(std::move(o.pidsDir_)),
-      created_(std::move(o.created_)), cpus_(std::move(o.cpus_)), frozen_(o.frozen_), freezing_(o.freezing_),
+      created_(std::move(o.created_)), cpus_(std::move(o.cpus_)), frozen_(o.frozen_), freezing_(o.freezing_), idle_(o.idle_),
       freezeAsked_(o.freezeAsked_) {
   o.created_.clear();
   o.cpusetDir_.clear();
@@ -129,13 +129,26 @@ BorrowerCgroup::~BorrowerCgroup() {
 // kernel gives: an owner thread that wakes on a lent CPU (one that has just left it, a housekeeping
 // thread its cpuset still allows there) preempts the borrower at once instead of waiting its fair
 // share behind every borrower thread.
-bool BorrowerCgroup::makeIdle(bool v2, std::string &error) {
+//
+// A freeze, though, completes only once each task has run again (it enters the freezer on its way
+// back to user space), and an idle task queued behind a busy owner thread waits its turn for up to
+// a second under EEVDF: long enough to miss the freeze deadline and be ended. So while a freeze is
+// under way the cgroup has the kernel's default weight; frozen tasks do not run, and it is idle
+// again before it thaws.
+bool BorrowerCgroup::setIdle(bool idle, std::string &error) {
+  if (cpuDir_.empty() || idle == idle_)
+    return true;
+  bool v2 = mechanism_ == ReclaimMechanism::CgroupV2;
   std::string e;
-  if (writeFileText(cpuDir_ + "/cpu.idle", "1", e))
+  if (writeFileText(cpuDir_ + "/cpu.idle", idle ? "1" : "0", e)) {
+    idle_ = idle;
     return true;
+  }
   std::string file = cpuDir_ + (v2 ? "/cpu.weight" : "/cpu.shares");
-  if (writeFileText(file, v2 ? "1" : "2", e))
+  if (writeFileText(file, v2 ? (idle ? "1" : "100") : (idle ? "2" : "1024"), e)) {
+    idle_ = idle;
     return true;
+  }
   error = "borrower '" + name_ + "': " + file + ": " + e;
   return false;
 }
@@ -160,6 +173,13 @@ bool BorrowerCgroup::join(pid_t pid, std::string &error) {
 }
 
 bool BorrowerCgroup::writeFreezer(bool on, std::string &error) {
+  // Thawed idle; freezing at the default weight (setIdle). A weight that cannot be changed does
+  // not stop the freeze: it may only take longer.
+  std::string ignored;
+  if (!on && !setIdle(true, error))
+    return false;
+  if (on)
+    setIdle(false, ignored);
   bool v2 = mechanism_ == ReclaimMechanism::CgroupV2;
   std::string file = freezerDir_ + (v2 ? "/cgroup.freeze" : "/freezer.state");
   if (!writeFileText(file, v2 ? (on ? "1" : "0") : (on ? "FROZEN" : "THAWED"), error)) {
@@ -180,6 +200,8 @@ BorrowerCgroup::Settle BorrowerCgroup::settle(std::string &error) {
   std::optional<std::string> state = readFileText(freezerDir_ + (v2 ? "/cgroup.events" : "/freezer.state"));
   if (state && (v2 ? llvm::StringRef(*state).contains("frozen 1") : llvm::StringRef(*state).trim() == "FROZEN")) {
     freezing_ = false;
+    std::string ignored;
+    setIdle(true, ignored); // its tasks do not run until it thaws, which sets it again
     return Settle::Done;
   }
   if (std::chrono::steady_clock::now() - freezeAsked_ >= kFreezeDeadline) {

@@ -68,7 +68,7 @@ public:
 private:
   BorrowerCgroup() = default;
   bool writeFreezer(bool on, std::string &error);
-  bool makeIdle(bool v2, std::string &error);
+  bool setIdle(bool idle, std::string &error);
 
   ReclaimMechanism mechanism_ = ReclaimMechanism::None;
   std::string name_, cpusetDir_, freezerDir_, cpuDir_, cpuacctDir_, memoryDir_, pidsDir_;
@@ -76,6 +76,7 @@ private:
   CpuSet cpus_;
   bool frozen_ = false;
   bool freezing_ = false; // asked, not yet reported frozen by the kernel
+  bool idle_ = false;     // its cgroup runs SCHED_IDLE (or the least weight) now
   std::chrono::steady_clock::time_point freezeAsked_;
 };
 

@@ -5,10 +5,14 @@
 // a cpuset and freezer controller; skipped, saying why, where the kernel has none.
 #include "executor/lending/BorrowerCgroup.h"
 #include "executor/lending/ThreadPlacement.h"
+#include "executor/host/Sys.h"
+
+#include <llvm/ADT/StringRef.h>
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <sched.h>
 #include <chrono>
 #include <csignal>
 #include <sys/wait.h>
@@ -129,6 +133,53 @@ TEST_F(BorrowerCgroupTest, ShrinkingAndFreezingLeaveNoThreadRunnableOnTheCpusTak
   for (int i = 0; i < 100 && !b->procs().empty(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_TRUE(b->procs().empty());
+}
+
+// A borrower is frozen when an owner takes every CPU back, and its threads are then queued behind
+// the owner's busy threads. A freeze completes only once each has run again, which an idle-class
+// task waits for up to a second; so it freezes at the default weight, and is idle again once frozen.
+TEST_F(BorrowerCgroupTest, AFreezeBehindBusyOwnerThreadsCompletesPromptlyAndLeavesItIdle) {
+  std::string error;
+  std::optional<BorrowerCgroup> b = BorrowerCgroup::create(layout_, "unit-busy-owner", {}, error);
+  ASSERT_TRUE(b) << error;
+  pid_t root = spinnersIn(*b, 4);
+  ASSERT_TRUE(b->setCpus({0, 1}, error)) << error;
+  std::this_thread::sleep_for(std::chrono::milliseconds(120)); // its forks are made
+  // The owner: a busy thread of ordinary priority on each CPU.
+  for (unsigned cpu : {0u, 1u}) {
+    pid_t owner = ::fork();
+    if (owner == 0) {
+      ::setpgid(0, 0);
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(cpu, &set);
+      ::sched_setaffinity(0, sizeof set, &set);
+      spin();
+    }
+    ::setpgid(owner, owner);
+    roots_.push_back(owner);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(b->setCpus({}, error)) << error;
+  ASSERT_TRUE(b->waitSettled(error)) << error;
+  auto freeze = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(freeze, std::chrono::milliseconds(100)) << "queued behind the owner, the freeze waited";
+  EXPECT_TRUE(runnableOn(threadsOf(processTree(root)), {0, 1}).empty());
+  RecordProperty("freeze_behind_owner_us",
+                 std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(freeze).count()));
+  // Idle again, read from the kernel's own file where the node has cpu.idle.
+  std::string cpuMount = layout_.onV2("cpu") ? layout_.v2Mount
+                         : layout_.v1Mounts.count("cpu") ? layout_.v1Mounts.at("cpu") : std::string();
+  std::optional<std::string> idle =
+      cpuMount.empty() ? std::nullopt : readFileText(cpuMount + "/mscale-borrowers/unit-busy-owner/cpu.idle");
+  if (idle) {
+    EXPECT_EQ(llvm::StringRef(*idle).trim(), "1") << "frozen, it is to be idle again for when it thaws";
+  }
+  ASSERT_TRUE(b->setCpus({1}, error)) << error;
+  if (idle = readFileText(cpuMount + "/mscale-borrowers/unit-busy-owner/cpu.idle"); idle) {
+    EXPECT_EQ(llvm::StringRef(*idle).trim(), "1") << "thawed, it runs idle";
+  }
 }
 
 TEST_F(BorrowerCgroupTest, AForkBombStopsAtItsPidsLimit) {
