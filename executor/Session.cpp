@@ -264,18 +264,19 @@ pid_t Session::startWorkerProcess(const std::vector<std::string> &argv,
     env.variables[k] = v;
   env.inheritedFds.insert(env.inheritedFds.end(), extraFds.begin(), extraFds.end());
   ApplyContext ctx = context(diags);
+  std::string error, confineError;
   auto gate = [&](pid_t pid) {
     for (size_t i = 0; i < appliedCount_; ++i)
       if (!appliers_[i]->attach(ctx, pid))
         return false;
-    return true;
+    return !options_.confine || options_.confine(pid, confineError);
   };
-  std::string error;
   unsigned errorsBefore = diags.errorCount();
   pid_t pid = spawnGated(argv, env, gate, error);
   if (pid < 0) {
     if (diags.errorCount() == errorsBefore)
-      diags.report(DiagCode::ERR_EXEC_009) << (argv.empty() ? std::string() : argv[0]) << error;
+      diags.report(DiagCode::ERR_EXEC_009) << (argv.empty() ? std::string() : argv[0])
+                                           << (confineError.empty() ? error : confineError);
     return -1;
   }
   workers_.push_back(pid);

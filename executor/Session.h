@@ -27,6 +27,9 @@ struct SessionOptions {
   std::shared_ptr<const hal::Topology> topology; // the live node (the sim backends model it)
   NodeConfig config;
   FailureInjection inject;
+  // Run after the appliers' attach, before the worker execs (its pid): confinement the plan's
+  // appliers do not know of (a borrower's cgroups, which the node's lending moves). False with `error`.
+  std::function<bool(pid_t, std::string &)> confine;
 };
 
 // What the supervisor watches: the GPU slices and RDMA queue-pair groups a session holds.

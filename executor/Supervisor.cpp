@@ -221,6 +221,10 @@ void Supervisor::probeDevices(uint64_t now) {
 void Supervisor::sampleBeats(uint64_t now) {
   if (!group_.running() || pendingFault_)
     return;
+  if (options_.paused && options_.paused()) {
+    liveness_.restart(group_.size(), now);
+    return;
+  }
   liveness_.observe(group_, now);
   std::optional<Liveness::Hang> hang = liveness_.hung(group_, now, hangAfterNs_);
   if (!hang)

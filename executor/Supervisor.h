@@ -81,6 +81,9 @@ struct SupervisorOptions {
   std::function<admission::Held()> admitted;
   // Called after a resize or a move changed the contract's plan (the agent persists it).
   std::function<void(const plan::Plan &)> planChanged;
+  // True while the node keeps the worker stopped (a borrower frozen while nothing is lent to it):
+  // its silence is no hang, and its liveness starts afresh when it runs again. Unset: never.
+  std::function<bool()> paused;
 };
 
 struct HistoryEntry {

@@ -89,6 +89,19 @@ int Agent::serve() {
   return rc;
 }
 
+namespace {
+agent::Loan loanOf(const lending::Loan &loan) {
+  agent::Loan out;
+  out.set_owner(loan.owner);
+  out.set_borrower(loan.borrower);
+  for (unsigned c : loan.cpus)
+    out.add_cpus(c);
+  uint64_t now = SystemClock::instance().monotonicNs(); // the lending's clock
+  out.set_since_ms_ago(int64_t((now - std::min(now, loan.sinceNs)) / 1'000'000));
+  return out;
+}
+} // namespace
+
 agent::ContractStatus Agent::statusOf(const NodeLedger::Contract &c) const {
   agent::ContractStatus s;
   const Session &session = *c.session;
@@ -179,6 +192,29 @@ agent::ContractStatus Agent::statusOf(const NodeLedger::Contract &c) const {
     rate.add(RdmaRetryRate::Clock::now(), reading.total);
     out->set_retries_per_minute(rate.perMinute());
   }
+  if (NodeLending *lending = ledger_.lending())
+    if (std::optional<LendingView> v = lending->view(s.contract())) {
+      agent::Lending *l = s.mutable_lending();
+      l->set_borrower(v->borrower);
+      l->set_phase(v->phase);
+      l->set_frozen(v->frozen);
+      for (const lending::Loan &loan : v->loans)
+        *l->add_loans() = loanOf(loan);
+      l->set_entries(v->reclaims.entries);
+      l->set_reclaims(v->reclaims.reclaims);
+      l->set_missed(v->reclaims.missed);
+      l->set_reclaim_within_ns(v->reclaimWithinNs);
+      l->set_worst_reclaim_ns(v->reclaims.worstNs);
+      l->set_reclaim_sum_ns(v->reclaims.sumNs);
+      l->set_ahead(v->reclaims.ahead);
+      if (!v->borrower)
+        for (uint64_t n : v->reclaims.buckets)
+          l->add_reclaim_buckets(n);
+      if (v->cpuTimeNs) {
+        l->set_cpu_ns(*v->cpuTimeNs);
+        l->set_cpu_ns_known(true);
+      }
+    }
   return s;
 }
 
@@ -336,6 +372,37 @@ agent::Response Agent::handle(const agent::Request &request, const PeerCredentia
     ++requests_["logs"];
     logs(request.logs(), diags, out);
     break;
+  case agent::Request::kLoans: {
+    ++requests_["loans"];
+    agent::LoansResponse *loans = out.mutable_loans();
+    if (NodeLending *lending = ledger_.lending()) {
+      loans->set_mechanism(lending->mechanism());
+      loans->set_lent_core_ns(lending->lentCoreNs());
+      for (const lending::Loan &loan : lending->loans())
+        *loans->add_loans() = loanOf(loan);
+      if (request.loans().timeline()) {
+        NodeLending::Timeline t = lending->timeline();
+        loans->set_now_ns(t.nowNs);
+        for (const NodeLending::Timeline::OwnerInfo &o : t.owners) {
+          agent::LendingOwner *owner = loans->add_owners();
+          owner->set_contract(o.contract);
+          owner->mutable_cpus()->Add(o.cpus.begin(), o.cpus.end());
+          for (const std::string &p : o.phases)
+            owner->add_phases(p);
+        }
+        for (const lending::TimelineChange &c : t.changes) {
+          agent::TimelineChange *change = loans->add_timeline();
+          change->set_at_ns(c.atNs);
+          change->set_contract(c.contract);
+          change->set_borrower(c.borrower);
+          change->mutable_phases()->Add(c.phases.begin(), c.phases.end());
+          change->mutable_cpus()->Add(c.cpus.begin(), c.cpus.end());
+        }
+      }
+    }
+    out.set_ok(true);
+    break;
+  }
   case agent::Request::kLookup:
     ++requests_["lookup"];
     if (!lookup_) {
@@ -459,7 +526,13 @@ std::string Agent::metricsText() const {
   std::vector<agent::ContractStatus> statuses;
   for (auto &[n, c] : ledger_.contracts())
     statuses.push_back(statusOf(*c));
-  return renderMetrics(statuses, requests_, server_.refusals());
+  std::optional<agent::LoansResponse> loans;
+  if (NodeLending *lending = ledger_.lending()) {
+    loans.emplace();
+    loans->set_mechanism(lending->mechanism());
+    loans->set_lent_core_ns(lending->lentCoreNs());
+  }
+  return renderMetrics(statuses, requests_, server_.refusals(), loans ? &*loans : nullptr);
 }
 
 } // namespace msc::exec

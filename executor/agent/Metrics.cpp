@@ -1,6 +1,7 @@
 #include "executor/agent/Metrics.h"
 
 #include "executor/client/AgentClient.h"
+#include "executor/lending/ReclaimLedger.h"
 
 #include <llvm/Support/Format.h>
 #include <llvm/Support/raw_ostream.h>
@@ -27,7 +28,8 @@ std::string label(const std::string &v) {
 
 std::string renderMetrics(const std::vector<agent::ContractStatus> &contracts,
                           const std::map<std::string, uint64_t> &requests,
-                          const std::map<std::string, uint64_t> &refusals) {
+                          const std::map<std::string, uint64_t> &refusals,
+                          const agent::LoansResponse *loans) {
   std::string text;
   llvm::raw_string_ostream os(text);
   auto head = [&](const char *name, const char *type, const char *help) {
@@ -84,6 +86,53 @@ std::string renderMetrics(const std::vector<agent::ContractStatus> &contracts,
     for (auto &[kind, n] : kinds)
       os << "mscale_contract_events_total{contract=\"" << label(c.contract()) << "\",kind=\"" << label(kind) << "\"} "
          << n << "\n";
+  }
+  if (loans) {
+    auto seconds = [](uint64_t ns) { return llvm::format("%.6f", double(ns) / 1e9); };
+    head("mscale_lending_lent_core_seconds_total", "counter",
+         "Core-seconds the contracts with phases lent to borrowers on this node");
+    os << "mscale_lending_lent_core_seconds_total " << seconds(loans->lent_core_ns()) << "\n";
+    head("mscale_lending_harvested_core_seconds_total", "counter",
+         "CPU time a borrower ran on what was lent to it (its cgroup's count)");
+    for (const agent::ContractStatus &c : contracts)
+      if (c.lending().borrower() && c.lending().cpu_ns_known())
+        os << "mscale_lending_harvested_core_seconds_total{borrower=\"" << label(c.contract()) << "\"} "
+           << seconds(c.lending().cpu_ns()) << "\n";
+    auto ownerSeries = [&](const char *name, const char *type, const char *help, auto value) {
+      head(name, type, help);
+      for (const agent::ContractStatus &c : contracts)
+        if (c.has_lending() && !c.lending().borrower())
+          os << name << "{owner=\"" << label(c.contract()) << "\"} " << value(c.lending()) << "\n";
+    };
+    ownerSeries("mscale_lending_phase_entries_total", "counter", "Phase entries of an owner that keep CPUs",
+                [](const agent::Lending &l) { return l.entries(); });
+    ownerSeries("mscale_lending_reclaims_total", "counter",
+                "Phase entries that found a CPU the phase keeps lent, and waited for it",
+                [](const agent::Lending &l) { return l.reclaims(); });
+    ownerSeries("mscale_lending_missed_deadlines_total", "counter",
+                "Reclaims that took longer than the owner's reclaim_within",
+                [](const agent::Lending &l) { return l.missed(); });
+    head("mscale_lending_reclaim_latency_seconds", "histogram",
+         "From a phase entry until the CPUs it keeps were home (0 when taken back ahead of it)");
+    for (const agent::ContractStatus &c : contracts) {
+      const agent::Lending &l = c.lending();
+      if (!c.has_lending() || l.borrower())
+        continue;
+      std::string owner = label(c.contract());
+      uint64_t cumulative = 0;
+      for (size_t b = 0; b < lending::kReclaimBuckets; ++b) {
+        cumulative += b < size_t(l.reclaim_buckets_size()) ? l.reclaim_buckets(int(b)) : 0;
+        os << "mscale_lending_reclaim_latency_seconds_bucket{owner=\"" << owner << "\",le=\"";
+        if (b + 1 < lending::kReclaimBuckets)
+          os << llvm::format("%g", double(lending::kReclaimBucketsNs[b]) / 1e9);
+        else
+          os << "+Inf";
+        os << "\"} " << cumulative << "\n";
+      }
+      os << "mscale_lending_reclaim_latency_seconds_sum{owner=\"" << owner << "\"} " << seconds(l.reclaim_sum_ns())
+         << "\n";
+      os << "mscale_lending_reclaim_latency_seconds_count{owner=\"" << owner << "\"} " << cumulative << "\n";
+    }
   }
   head("mscale_agent_requests_total", "counter", "Requests handled, by kind");
   for (auto &[k, v] : requests)

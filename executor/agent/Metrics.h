@@ -10,8 +10,11 @@
 
 namespace msc::exec {
 
+// `loans`: the node's lending (null when no contract lends or borrows here); the owners' and
+// borrowers' own series come from their statuses' `lending`.
 std::string renderMetrics(const std::vector<agent::ContractStatus> &contracts,
                           const std::map<std::string, uint64_t> &requests,
-                          const std::map<std::string, uint64_t> &refusals);
+                          const std::map<std::string, uint64_t> &refusals,
+                          const agent::LoansResponse *loans = nullptr);
 
 } // namespace msc::exec

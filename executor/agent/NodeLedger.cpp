@@ -4,6 +4,7 @@
 #include "admission/PlanRecheck.h"
 #include "executor/WorkerVariables.h"
 #include "executor/host/Sys.h"
+#include "executor/lending/PlanLending.h"
 #include "hal/LiveRefresh.h"
 #include "hal/Loader.h"
 #include "plan/PlanFile.h"
@@ -33,6 +34,9 @@ int64_t nowMs() {
 NodeLedger::NodeLedger(LedgerOptions options, Logger &log) : options_(std::move(options)), log_(log) {}
 
 NodeLedger::~NodeLedger() {
+  // Borrowers first: a frozen one would not end on its supervisor's signals, and an owner's CPUs
+  // must not stay lent once its contract is gone.
+  lending_.reset();
   CollectingConsumer sink;
   DiagnosticEngine diags(nullptr, sink);
   std::string error;
@@ -51,6 +55,33 @@ SessionOptions NodeLedger::sessionOptions() const {
   s.appliers = options_.appliers;
   s.config = options_.config;
   return s;
+}
+
+NodeLending &NodeLedger::makeLending() {
+  if (!lending_)
+    lending_ = std::make_unique<NodeLending>(
+        log_, options_.config.hostBackend == HostBackend::Sim,
+        options_.config.stateDir.empty() ? std::string() : options_.config.stateDir + "/borrowers");
+  return *lending_;
+}
+
+void NodeLedger::startLending(const std::string &contract, const Contract &c) {
+  const plan::Plan &plan = c.session->plan();
+  if (plan.lending().phases().empty())
+    return;
+  std::string why;
+  const worker::ControlPageHost *page =
+      c.supervisor && c.supervisor->workers().size() ? c.supervisor->workers().rank(0).control.get() : nullptr;
+  if (c.command.empty())
+    why = "it was admitted without a worker, whose control page would say its phase";
+  else if (!page)
+    why = "its worker has no control page";
+  else if (makeLending().addOwner(plan, *page, why))
+    return;
+  LogDiagnosticPrinter printer(log_);
+  printer.setContract(contract);
+  DiagnosticEngine diags(nullptr, printer);
+  diags.report(DiagCode::WRN_EXEC_006) << contract << why;
 }
 
 const NodeLedger::Contract *NodeLedger::find(const std::string &contract) const {
@@ -122,6 +153,11 @@ bool NodeLedger::persist(const Contract &c, DiagnosticEngine &diags) {
 
 void NodeLedger::loadState(DiagnosticEngine &diags) {
   const std::string &dir = options_.config.stateDir;
+  // Borrowers an agent before this one left running: the lending ends them as it starts.
+  if (std::error_code ec; !dir.empty() && options_.config.hostBackend != HostBackend::Sim &&
+                          std::filesystem::is_directory(dir + "/borrowers", ec) &&
+                          !std::filesystem::is_empty(dir + "/borrowers", ec))
+    makeLending();
   DIR *d = ::opendir(dir.c_str());
   if (!d) {
     if (errno != ENOENT)
@@ -216,6 +252,8 @@ std::unique_ptr<Supervisor> NodeLedger::makeSupervisor(Session &session, std::ve
   o.deviceFailed = [this] { live_.reset(); }; // the next re-check discovers the node anew
   std::string self = session.contract();
   o.admitted = [this, self] { return heldExcept(self); };
+  if (lending::isBorrower(session.plan()))
+    o.paused = [this, self] { return lending_ && lending_->frozen(self); };
   o.planChanged = [this, self](const plan::Plan &) {
     auto it = contracts_.find(self);
     if (it == contracts_.end())
@@ -262,6 +300,25 @@ const NodeLedger::Contract *NodeLedger::admit(const plan::Plan &plan, const std:
   auto c = std::make_unique<Contract>();
   SessionOptions so = sessionOptions();
   so.topology = live;
+  // A borrower runs on what the node lends: admitted by the lending, its worker confined to its
+  // cgroups before it execs. Whatever fails after this takes it out again.
+  bool borrower = lending::isBorrower(plan);
+  if (borrower) {
+    std::string why;
+    if (!makeLending().addBorrower(plan, why)) {
+      diags.report(DiagCode::ERR_EXEC_033, Location{{}, planName, 0}) << name << why;
+      return nullptr;
+    }
+    so.confine = [this, name](pid_t pid, std::string &error) { return lending_->joinBorrower(name, pid, error); };
+  }
+  struct Unborrow {
+    NodeLending *lending;
+    std::string name;
+    ~Unborrow() {
+      if (lending)
+        lending->remove(name);
+    }
+  } unborrow{borrower ? lending_.get() : nullptr, name};
   c->session = std::make_unique<Session>(plan, name, planName, log_, so);
   c->admittedMs = nowMs();
   if (!c->session->apply(diags))
@@ -296,6 +353,8 @@ const NodeLedger::Contract *NodeLedger::admit(const plan::Plan &plan, const std:
   if (claims)
     claim(plan, *claims);
   log_.info(name, "admitted plan '" + planName + "'");
+  unborrow.lending = nullptr;
+  startLending(name, *c);
   return (contracts_[name] = std::move(c)).get();
 }
 
@@ -303,6 +362,8 @@ void NodeLedger::release(const std::string &contract, DiagnosticEngine &diags) {
   auto it = contracts_.find(contract);
   if (it == contracts_.end())
     return;
+  if (lending_) // an owner's loans taken back; a borrower's processes ended (a frozen one ignores signals)
+    lending_->remove(contract);
   it->second->supervisor->shutdown();
   it->second->session->release(diags);
   if (!options_.config.stateDir.empty())
@@ -411,6 +472,10 @@ void NodeLedger::reapWorkers() {
 void NodeLedger::supervise(uint64_t nowNs) {
   reapWorkers();
   for (auto &[name, c] : contracts_) {
+    // A warm standby that took over has a control page of its own: the lending reads that one now.
+    if (lending_ && lending_->lends(name) && c->supervisor && c->supervisor->workers().size())
+      if (const worker::ControlPageHost *page = c->supervisor->workers().rank(0).control.get())
+        lending_->followPage(name, *page);
     if (c->supervisor) {
       c->supervisor->tick(nowNs);
       // Supervision can end while no worker runs (a restart after its back-off could not start).

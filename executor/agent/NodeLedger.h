@@ -10,6 +10,7 @@
 #include "executor/Session.h"
 #include "executor/Supervisor.h"
 #include "executor/agent/AttachedProcesses.h"
+#include "executor/agent/NodeLending.h"
 #include "executor/claims/NodeClaims.h"
 
 #include <cstdint>
@@ -89,6 +90,9 @@ public:
   // ERR_EXEC_028 (with the appliers' own code before it) when it cannot be attached.
   std::optional<Attachment> attach(const std::string &contract, pid_t pid, DiagnosticEngine &diags);
   const Contract *find(const std::string &contract) const;
+  // The node's loans (NodeLending.h): what the contracts with phases lend and the opportunistic
+  // ones borrow. Null until the first of them was admitted.
+  NodeLending *lending() const { return lending_.get(); }
   const std::map<std::string, std::unique_ptr<Contract>> &contracts() const { return contracts_; }
 
   // What the admitted contracts hold, all of them or all but `contract`: the one input of every
@@ -120,8 +124,16 @@ private:
                                              std::map<std::string, std::string> environment,
                                              const std::string &planName, WorkerOutput *output = nullptr);
 
+  // Made at the first contract that lends or borrows, or at loadState when an agent before this one
+  // left borrowers (it ends them).
+  NodeLending &makeLending();
+  // An admitted contract with phases lends from now on, when the node can read its phases and take
+  // its CPUs back; else WRN_EXEC_006 says why it keeps everything.
+  void startLending(const std::string &contract, const Contract &c);
+
   LedgerOptions options_;
   Logger &log_;
+  std::unique_ptr<NodeLending> lending_;
   std::map<std::string, std::unique_ptr<Contract>> contracts_;
   // The last live topology (nodeTopology); Sessions share it, so a change makes a new one.
   mutable std::shared_ptr<const hal::Topology> live_;

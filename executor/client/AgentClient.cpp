@@ -1,9 +1,11 @@
 #include "executor/client/AgentClient.h"
 
 #include "support/Clock.h"
+#include "support/CpuList.h"
 
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/Support/Format.h>
+#include <llvm/Support/FormatVariadic.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -107,6 +109,12 @@ agent::Request listRequest() {
   return r;
 }
 
+agent::Request loansRequest(bool timeline) {
+  agent::Request r;
+  r.mutable_loans()->set_timeline(timeline);
+  return r;
+}
+
 agent::Request lookupRequest(const std::string &contract) {
   agent::Request r;
   r.mutable_lookup()->set_contract(contract);
@@ -202,6 +210,8 @@ void printStatus(const agent::ContractStatus &s, llvm::raw_ostream &os) {
   };
   lastOf({"fault", "recovered", "gave-up"}, "faults     ");
   lastOf({"resize"}, "resizes    ");
+  if (s.has_lending())
+    printLending(s.lending(), os);
   for (const agent::Resource &r : s.resources()) {
     os << "  " << r.applier() << ":\n";
     if (r.applied().empty())
@@ -214,6 +224,54 @@ void printStatus(const agent::ContractStatus &s, llvm::raw_ostream &os) {
     for (const agent::HistoryEntry &h : s.history())
       os << "    " << formatUtcMs(h.unix_ms()) << " " << h.kind() << ": " << h.text() << "\n";
   }
+}
+
+namespace {
+std::string cpusOf(const agent::Loan &l) {
+  return formatCpuList(std::vector<unsigned>(l.cpus().begin(), l.cpus().end()));
+}
+std::string msText(uint64_t ns) { return llvm::formatv("{0:f3} ms", double(ns) / 1e6).str(); }
+} // namespace
+
+void printLending(const agent::Lending &l, llvm::raw_ostream &os) {
+  if (l.borrower()) {
+    os << "  borrows    ";
+    if (l.frozen() || l.loans().empty())
+      os << "nothing now: frozen until a contract lends\n";
+    else
+      for (int i = 0; i < l.loans_size(); ++i)
+        os << (i ? "             " : "") << "CPUs " << cpusOf(l.loans(i)) << " of " << l.loans(i).owner() << " (for "
+           << l.loans(i).since_ms_ago() << " ms)\n";
+    return;
+  }
+  os << "  phase      " << (l.phase().empty() ? std::string("none (before its first, or between phases)") : l.phase())
+     << "\n";
+  os << "  lends      ";
+  if (l.loans().empty())
+    os << "nothing now\n";
+  for (int i = 0; i < l.loans_size(); ++i)
+    os << (i ? "             " : "") << "CPUs " << cpusOf(l.loans(i)) << " to " << l.loans(i).borrower() << " (for "
+       << l.loans(i).since_ms_ago() << " ms)\n";
+  os << "  reclaims   " << l.reclaims() << " of " << l.entries() << " phase entries found a kept CPU lent, "
+     << l.missed() << " missed the bound of " << msText(l.reclaim_within_ns());
+  if (l.reclaims())
+    os << ", the longest " << msText(l.worst_reclaim_ns());
+  os << "\n";
+}
+
+void printLoans(const agent::LoansResponse &r, llvm::raw_ostream &os) {
+  if (r.mechanism().empty()) {
+    os << "no loans: no contract on this node lends or borrows\n";
+    return;
+  }
+  os << "taken back by " << r.mechanism() << "\n";
+  if (r.loans().empty()) {
+    os << "nothing lent now\n";
+    return;
+  }
+  os << "OWNER\tBORROWER\tCPUS\tFOR\n";
+  for (const agent::Loan &l : r.loans())
+    os << l.owner() << "\t" << l.borrower() << "\t" << cpusOf(l) << "\t" << l.since_ms_ago() << " ms\n";
 }
 
 void printList(const agent::ListResponse &l, llvm::raw_ostream &os) {

@@ -37,6 +37,7 @@ agent::Request statusRequest(const std::string &contract);
 agent::Request releaseRequest(const std::string &contract);
 agent::Request resizeRequest(const std::string &contract, const std::string &profile);
 agent::Request listRequest();
+agent::Request loansRequest(bool timeline = false);
 agent::Request lookupRequest(const std::string &contract);
 agent::Request attachRequest(const std::string &contract, int pid);
 
@@ -44,6 +45,9 @@ agent::Request attachRequest(const std::string &contract, int pid);
 const char *workerStateName(agent::Worker::State s);
 void printStatus(const agent::ContractStatus &s, llvm::raw_ostream &os);
 void printList(const agent::ListResponse &l, llvm::raw_ostream &os);
+// A contract's part in the node's lending (contract status), and the node's loans (node loans).
+void printLending(const agent::Lending &l, llvm::raw_ostream &os);
+void printLoans(const agent::LoansResponse &r, llvm::raw_ostream &os);
 // Where the answer came from and the worker, then the source as submitted.
 void printClusterContract(const agent::ClusterContract &c, llvm::raw_ostream &os);
 

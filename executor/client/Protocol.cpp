@@ -111,6 +111,7 @@ std::optional<agent::Request> decodeRequest(llvm::StringRef payload, ProtocolErr
     }
     break;
   case agent::Request::kList:
+  case agent::Request::kLoans:
     break;
   }
   return r;

@@ -57,6 +57,7 @@ void LendingNode::addBorrower(const std::string &contract, unsigned cpuCores) {
 }
 
 void LendingNode::removeBorrower(const std::string &contract) {
+  timeline_.borrower(contract, {}, clock_.monotonicNs());
   std::erase_if(borrowers_, [&](const BorrowerState &b) { return b.spec.contract == contract; });
 }
 
@@ -221,6 +222,7 @@ TickResult LendingNode::tick() {
           std::find(o.activeBefore.begin(), o.activeBefore.end(), n) == o.activeBefore.end())
         account(o, n, now); // a window the node opens is entered now
     o.activeBefore = std::move(active);
+    timeline_.owner(o.spec.contract, o.activeBefore, now);
     for (unsigned c : o.spec.cpus)
       ownerOf[c] = &o;
     owners.push_back(std::move(view));
@@ -272,6 +274,7 @@ TickResult LendingNode::tick() {
   for (OwnerState &o : owners_)
     if (o.page && o.page->phaseEntries.load(std::memory_order_seq_cst) != o.seenEntries) {
       result.nextNs = clock_.monotonicNs();
+      recordLoans();
       return result;
     }
   for (BorrowerState &b : borrowers_) {
@@ -288,7 +291,18 @@ TickResult LendingNode::tick() {
     if (o.page && o.page->phaseEntries.load(std::memory_order_seq_cst) != o.seenEntries)
       result.nextNs = clock_.monotonicNs();
   std::erase_if(owners_, [&](const OwnerState &o) { return o.leaving && !lentFrom(o.spec.contract, o.spec.cpus); });
+  recordLoans();
   return result;
+}
+
+void LendingNode::recordLoans() {
+  uint64_t now = clock_.monotonicNs();
+  for (const BorrowerState &b : borrowers_) {
+    CpuSet lent;
+    for (const auto &[cpu, loan] : b.loans)
+      lent.push_back(cpu); // ordered by CPU
+    timeline_.borrower(b.spec.contract, lent, now);
+  }
 }
 
 std::vector<Loan> LendingNode::loans() const {

@@ -15,6 +15,7 @@
 
 #include "executor/lending/LoanMechanism.h"
 #include "executor/lending/LoanPlanner.h"
+#include "executor/lending/LoanTimeline.h"
 #include "executor/lending/PhaseRhythm.h"
 #include "executor/lending/ReclaimLedger.h"
 #include "support/Clock.h"
@@ -71,6 +72,8 @@ public:
   // The phase the owner is in (0: none), as last read.
   unsigned phaseOf(const std::string &owner) const;
   const CpuSet &cpusOf(const std::string &borrower) const;
+  // Each owner's active phases and each borrower's lent CPUs over time, as they changed.
+  const LoanTimeline &timeline() const { return timeline_; }
   // The rhythm learnt of an owner's worker phases (null: no such owner).
   const PhaseRhythm *rhythmOf(const std::string &owner) const;
   // Core-nanoseconds lent so far, over every owner.
@@ -104,6 +107,7 @@ private:
   void giveBack(BorrowerState &b, const CpuSet &kept, uint64_t doneNs);
   void settle(BorrowerState &b, TickResult &result);
   void endBorrower(BorrowerState &b, const std::string &why, TickResult &result);
+  void recordLoans(); // each borrower's lent CPUs into the timeline
 
   const Clock &clock_;
   LoanMechanism &mechanism_;
@@ -114,6 +118,7 @@ private:
   uint64_t reclaimCostNs_ = 0; // smoothed cost of one shrink or freeze, for lead = auto
   uint64_t lastTickNs_ = 0, lentCoreNs_ = 0;
   std::map<unsigned, uint64_t> homeAtNs_; // per CPU: when its last take-back returned
+  LoanTimeline timeline_;
 };
 
 } // namespace msc::exec::lending

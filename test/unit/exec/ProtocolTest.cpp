@@ -144,6 +144,50 @@ TEST(Metrics, PrometheusText) {
   EXPECT_NE(text.find("mscale_agent_refusals_total{code=\"ERR_EXEC_013\"} 1\n"), std::string::npos);
 }
 
+// The lending families: the node's lent core-seconds, each borrower's harvest where its cgroup
+// counts it, each owner's entries, reclaims, misses and a cumulative latency histogram.
+TEST(Metrics, LendingSeriesOfOwnersAndBorrowers) {
+  agent::ContractStatus owner;
+  owner.set_contract("train");
+  agent::Lending *l = owner.mutable_lending();
+  l->set_entries(10);
+  l->set_ahead(7);
+  l->set_reclaims(3);
+  l->set_missed(1);
+  l->set_reclaim_sum_ns(2'600'000);
+  for (uint64_t n : {7, 0, 1, 0, 0, 1, 0, 1, 0, 0, 0})
+    l->add_reclaim_buckets(n);
+  agent::ContractStatus borrower;
+  borrower.set_contract("prep");
+  borrower.mutable_lending()->set_borrower(true);
+  borrower.mutable_lending()->set_cpu_ns(1'500'000'000);
+  borrower.mutable_lending()->set_cpu_ns_known(true);
+  agent::ContractStatus simBorrower;
+  simBorrower.set_contract("sim_prep");
+  simBorrower.mutable_lending()->set_borrower(true);
+  agent::LoansResponse loans;
+  loans.set_lent_core_ns(4'250'000'000);
+  std::string text = renderMetrics({owner, borrower, simBorrower}, {}, {}, &loans);
+  EXPECT_NE(text.find("mscale_lending_lent_core_seconds_total 4.250000\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("mscale_lending_harvested_core_seconds_total{borrower=\"prep\"} 1.500000\n"), std::string::npos);
+  EXPECT_EQ(text.find("borrower=\"sim_prep\""), std::string::npos) << "not counted: no series, not a zero";
+  EXPECT_NE(text.find("mscale_lending_phase_entries_total{owner=\"train\"} 10\n"), std::string::npos);
+  EXPECT_NE(text.find("mscale_lending_reclaims_total{owner=\"train\"} 3\n"), std::string::npos);
+  EXPECT_NE(text.find("mscale_lending_missed_deadlines_total{owner=\"train\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("mscale_lending_reclaim_latency_seconds_bucket{owner=\"train\",le=\"1e-05\"} 7\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("mscale_lending_reclaim_latency_seconds_bucket{owner=\"train\",le=\"0.0001\"} 8\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("mscale_lending_reclaim_latency_seconds_bucket{owner=\"train\",le=\"0.002\"} 9\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("mscale_lending_reclaim_latency_seconds_bucket{owner=\"train\",le=\"+Inf\"} 10\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("mscale_lending_reclaim_latency_seconds_count{owner=\"train\"} 10\n"), std::string::npos);
+  EXPECT_EQ(text.find("owner=\"prep\""), std::string::npos);
+  EXPECT_EQ(renderMetrics({owner}, {}, {}).find("mscale_lending_"), std::string::npos)
+      << "no lending on the node: no families";
+}
+
 TEST(Metrics, GpuRdmaAndEventSeriesOnlyWhereMeasured) {
   agent::ContractStatus s;
   s.set_contract("c");

@@ -1,0 +1,375 @@
+#include "executor/agent/NodeLending.h"
+
+#include "executor/host/Sys.h"
+#include "executor/lending/PlanLending.h"
+#include "support/CpuList.h"
+#include "support/Diagnostic.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <csignal>
+#include <dirent.h>
+#include <filesystem>
+#include <fstream>
+#include <fcntl.h>
+#include <set>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+
+namespace msc::exec {
+
+using namespace lending;
+
+namespace {
+constexpr const char *kBorrowersDir = "mscale-borrowers";
+
+void report(Logger &log, const std::string &contract, DiagCode code, std::initializer_list<std::string> args) {
+  LogDiagnosticPrinter printer(log);
+  printer.setContract(contract);
+  DiagnosticEngine d(nullptr, printer);
+  auto builder = d.report(code);
+  for (const std::string &a : args)
+    builder << a;
+}
+
+std::vector<std::string> files(const std::string &dir) {
+  std::vector<std::string> out;
+  if (DIR *d = ::opendir(dir.c_str())) {
+    while (dirent *e = ::readdir(d))
+      if (e->d_type == DT_REG && e->d_name[0] != '.')
+        out.push_back(e->d_name);
+    ::closedir(d);
+  }
+  return out;
+}
+} // namespace
+
+NodeLending::NodeLending(Logger &log, bool simulated, std::string recordDir)
+    : log_(log), recordDir_(std::move(recordDir)) {
+  if (simulated) {
+    sim_ = std::make_unique<SimLoans>(simClock_);
+    mechanism_ = "sim";
+    node_ = std::make_unique<LendingNode>(clock_, *sim_);
+  } else {
+    CgroupLayout layout = CgroupLayout::discover();
+    mechanism_ = mechanismName(reclaimMechanism(layout));
+    if (reclaimMechanism(layout) != ReclaimMechanism::None) {
+      cgroups_ = std::make_unique<CgroupLoans>(layout);
+      endLeftBorrowers();
+      node_ = std::make_unique<LendingNode>(clock_, *cgroups_);
+    }
+  }
+  if (node_)
+    loop_ = std::make_unique<LendingLoop>(*node_, [this](const std::vector<std::string> &e) { onErrors(e); });
+}
+
+NodeLending::~NodeLending() {
+  if (loop_)
+    loop_->stop();
+  loop_.reset();
+  node_.reset();
+  for (auto &[name, page] : owners_)
+    unmapPage(page);
+  cgroups_.reset(); // ends every borrower still here
+}
+
+// An agent that died left its borrowers' cgroups: their processes are ended (thawed first, a frozen
+// task does not die) and the cgroups removed. Their loans are not taken up again: the owners they
+// borrowed from are re-admitted without their workers, and a borrower is started afresh.
+void NodeLending::endLeftBorrowers() {
+  CgroupLayout layout = CgroupLayout::discover();
+  std::vector<std::string> roots;
+  if (!layout.v2Mount.empty())
+    roots.push_back(layout.v2Mount + "/" + kBorrowersDir);
+  for (const auto &[controller, mount] : layout.v1Mounts)
+    roots.push_back(mount + "/" + kBorrowersDir);
+  if (recordDir_.empty())
+    return;
+  std::map<std::string, std::vector<std::string>> dirsOf; // borrower -> its directories
+  for (const std::string &name : files(recordDir_)) {
+    for (const std::string &root : roots)
+      if (pathExists(root + "/" + name))
+        dirsOf[name].push_back(root + "/" + name);
+    ::unlink((recordDir_ + "/" + name).c_str());
+  }
+  for (const auto &[name, dirs] : dirsOf) {
+    std::set<pid_t> pids;
+    std::string ignored;
+    for (const std::string &dir : dirs) {
+      for (pid_t p : cgroupProcs(dir))
+        pids.insert(p);
+      if (pathExists(dir + "/freezer.state"))
+        writeFileText(dir + "/freezer.state", "THAWED", ignored);
+      if (pathExists(dir + "/cgroup.freeze"))
+        writeFileText(dir + "/cgroup.freeze", "0", ignored);
+    }
+    for (pid_t p : pids)
+      ::kill(p, SIGKILL);
+    for (int i = 0; i < 100; ++i) {
+      bool empty = true;
+      for (const std::string &dir : dirs)
+        empty &= cgroupProcs(dir).empty();
+      if (empty)
+        break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    for (const std::string &dir : dirs)
+      removeCgroup(dir, ignored);
+    report(log_, name, DiagCode::WRN_EXEC_005,
+           {name, std::to_string(pids.size()) + " process" + (pids.size() == 1 ? "" : "es") + " ended, its loans dropped"});
+  }
+}
+
+void NodeLending::onErrors(const std::vector<std::string> &errors) {
+  for (const std::string &e : errors)
+    report(log_, "-", DiagCode::WRN_EXEC_004, {e});
+}
+
+bool NodeLending::mapPage(const worker::ControlPageHost &page, OwnerPage &out, std::string &error) {
+  struct stat st{};
+  if (::fstat(page.fd(), &st) != 0) {
+    error = std::string("its control page: ") + std::strerror(errno);
+    return false;
+  }
+  out.fd = ::fcntl(page.fd(), F_DUPFD_CLOEXEC, 3);
+  if (out.fd < 0) {
+    error = std::string("its control page: ") + std::strerror(errno);
+    return false;
+  }
+  out.map = ::mmap(nullptr, sizeof(mscale::worker::ControlPage), PROT_READ | PROT_WRITE, MAP_SHARED, out.fd, 0);
+  if (out.map == MAP_FAILED) {
+    error = std::string("its control page: ") + std::strerror(errno);
+    ::close(out.fd);
+    out = {};
+    return false;
+  }
+  out.inode = st.st_ino;
+  return true;
+}
+
+void NodeLending::unmapPage(OwnerPage &p) {
+  if (p.map && p.map != MAP_FAILED)
+    ::munmap(p.map, sizeof(mscale::worker::ControlPage));
+  if (p.fd >= 0)
+    ::close(p.fd);
+  p.map = nullptr;
+  p.fd = -1;
+}
+
+void NodeLending::watchPages() {
+  std::vector<std::atomic<uint32_t> *> words;
+  for (auto &[name, page] : owners_)
+    words.push_back(&static_cast<mscale::worker::ControlPage *>(page.map)->phase);
+  loop_->watch(std::move(words));
+}
+
+bool NodeLending::addOwner(const plan::Plan &plan, const worker::ControlPageHost &page, std::string &error) {
+  std::optional<Owner> owner = ownerOf(plan);
+  if (!owner) {
+    error = "its plan has no phases";
+    return false;
+  }
+  if (!loop_) { // nothing can be lent here: the owner keeps everything, as without phases
+    error = std::string("this node cannot take CPUs back: ") + mechanism_;
+    return false;
+  }
+  if (owners_.count(owner->contract)) {
+    error = "it lends on this node already";
+    return false;
+  }
+  OwnerPage mapped;
+  if (!mapPage(page, mapped, error))
+    return false;
+  for (const PhaseSpec &p : owner->phases)
+    mapped.phaseNames.push_back(p.name);
+  mapped.reclaimWithinNs = owner->reclaimWithinNs;
+  mapped.cpus = owner->cpus;
+  owner->startedNs = clock_.monotonicNs();
+  mostLent_[owner->contract] = mostLent(*owner);
+  auto *cp = static_cast<mscale::worker::ControlPage *>(mapped.map);
+  owners_[owner->contract] = mapped;
+  loop_->withNode([&](LendingNode &n) { n.addOwner(*owner, cp); });
+  watchPages();
+  loop_->start();
+  log_.info(owner->contract, "lends what its phases do not keep (" + std::to_string(owner->phases.size()) +
+                                 " phases, at most " + std::to_string(mostLent_[owner->contract]) + " CPUs, " +
+                                 mechanism_ + ")");
+  return true;
+}
+
+void NodeLending::followPage(const std::string &contract, const worker::ControlPageHost &page) {
+  auto it = owners_.find(contract);
+  struct stat st{};
+  if (it == owners_.end() || ::fstat(page.fd(), &st) != 0 || st.st_ino == it->second.inode)
+    return;
+  OwnerPage mapped;
+  std::string error;
+  if (!mapPage(page, mapped, error)) {
+    log_.warn(contract, "its new control page cannot be read: " + error + "; it lends nothing more");
+    remove(contract);
+    return;
+  }
+  mapped.phaseNames = it->second.phaseNames;
+  mapped.reclaimWithinNs = it->second.reclaimWithinNs;
+  mapped.cpus = it->second.cpus;
+  OwnerPage old = it->second;
+  it->second = mapped;
+  loop_->withNode([&](LendingNode &n) { n.replacePage(contract, static_cast<mscale::worker::ControlPage *>(mapped.map)); });
+  watchPages();
+  unmapPage(old); // replacePage returned: the loop reads the old page no more
+}
+
+bool NodeLending::addBorrower(const plan::Plan &plan, std::string &error) {
+  std::string name = plan.provenance().contract();
+  unsigned asked = plan.borrow().cpu_cores();
+  if (!loop_) {
+    error = std::string("this node cannot take CPUs back (") + mechanism_ + ")";
+    return false;
+  }
+  if (borrowers_.count(name)) {
+    error = "it borrows on this node already";
+    return false;
+  }
+  if (asked == 0) {
+    error = "it asks for no CPU (cpu_cores), and only CPUs are lent";
+    return false;
+  }
+  unsigned lendable = 0;
+  for (const auto &[owner, most] : mostLent_)
+    lendable += most;
+  if (lendable < asked) {
+    error = "it asks for " + std::to_string(asked) + " CPUs; the contracts here lend at most " +
+            std::to_string(lendable) + (owners_.empty() ? " (none lends)" : "");
+    return false;
+  }
+  if (cgroups_) {
+    BorrowerLimits limits;
+    limits.memoryBytes = plan.borrow().memory_bytes();
+    bool made = false;
+    loop_->withNode([&](LendingNode &) { made = cgroups_->add(name, limits, error); });
+    if (!made)
+      return false;
+    if (!recordDir_.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(recordDir_, ec);
+      std::ofstream record(recordDir_ + "/" + name, std::ios::trunc);
+      record << plan.provenance().source_file() << "\n";
+      if (!record.flush())
+        log_.warn(name, "not recorded in " + recordDir_ + ": " + (ec ? ec.message() : std::strerror(errno)) +
+                            "; an agent after this one would not end it");
+    }
+  }
+  borrowers_[name] = asked;
+  loop_->withNode([&](LendingNode &n) { n.addBorrower(name, asked); });
+  loop_->start();
+  log_.info(name, "borrows up to " + std::to_string(asked) + " CPUs of what this node lends (" + mechanism_ +
+                      "); it runs on none until lent");
+  return true;
+}
+
+bool NodeLending::joinBorrower(const std::string &contract, pid_t pid, std::string &error) {
+  if (!borrowers_.count(contract)) {
+    error = "it does not borrow on this node";
+    return false;
+  }
+  if (!cgroups_)
+    return true; // a simulated host confines nothing
+  bool joined = false;
+  loop_->withNode([&](LendingNode &) { joined = cgroups_->join(contract, pid, error); });
+  return joined;
+}
+
+void NodeLending::remove(const std::string &contract) {
+  if (!loop_)
+    return;
+  if (auto it = owners_.find(contract); it != owners_.end()) {
+    loop_->withNode([&](LendingNode &n) { n.removeOwner(contract); });
+    OwnerPage page = it->second;
+    owners_.erase(it);
+    mostLent_.erase(contract);
+    watchPages();
+    unmapPage(page); // removeOwner returned: the loop reads it no more
+  }
+  if (borrowers_.erase(contract)) {
+    loop_->withNode([&](LendingNode &n) {
+      n.removeBorrower(contract);
+      if (cgroups_)
+        cgroups_->remove(contract);
+    });
+    if (!recordDir_.empty())
+      ::unlink((recordDir_ + "/" + contract).c_str());
+  }
+}
+
+bool NodeLending::frozen(const std::string &borrower) {
+  if (!borrowers_.count(borrower) || !loop_)
+    return false;
+  bool none = false;
+  loop_->withNode([&](LendingNode &n) { none = n.cpusOf(borrower).empty(); });
+  return none;
+}
+
+std::optional<LendingView> NodeLending::view(const std::string &contract) {
+  if (!loop_ || (!owners_.count(contract) && !borrowers_.count(contract)))
+    return std::nullopt;
+  LendingView v;
+  v.borrower = borrowers_.count(contract) != 0;
+  loop_->withNode([&](LendingNode &n) {
+    for (Loan &l : n.loans())
+      if (l.owner == contract || l.borrower == contract)
+        v.loans.push_back(std::move(l));
+    if (v.borrower) {
+      v.frozen = n.cpusOf(contract).empty();
+      if (cgroups_)
+        if (const BorrowerCgroup *b = cgroups_->find(contract))
+          v.cpuTimeNs = b->cpuTimeNs();
+    } else {
+      unsigned phase = n.phaseOf(contract);
+      const std::vector<std::string> &names = owners_.at(contract).phaseNames;
+      if (phase && phase <= names.size())
+        v.phase = names[phase - 1];
+      v.reclaims = n.ledger().stats(contract);
+      v.reclaimWithinNs = owners_.at(contract).reclaimWithinNs;
+    }
+  });
+  return v;
+}
+
+std::vector<Loan> NodeLending::loans() {
+  std::vector<Loan> out;
+  if (loop_)
+    loop_->withNode([&](LendingNode &n) { out = n.loans(); });
+  return out;
+}
+
+NodeLending::Timeline NodeLending::timeline() {
+  Timeline t;
+  for (const auto &[name, page] : owners_)
+    t.owners.push_back({name, page.cpus, page.phaseNames});
+  if (loop_)
+    loop_->withNode([&](LendingNode &n) {
+      const std::deque<TimelineChange> &changes = n.timeline().changes();
+      t.changes.assign(changes.begin(), changes.end());
+    });
+  t.nowNs = clock_.monotonicNs();
+  return t;
+}
+
+bool NodeLending::withSimLoans(const std::function<void(SimLoans &)> &change) {
+  if (!sim_ || !loop_)
+    return false;
+  loop_->withNode([&](LendingNode &) { change(*sim_); });
+  return true;
+}
+
+uint64_t NodeLending::lentCoreNs() {
+  uint64_t ns = 0;
+  if (loop_)
+    loop_->withNode([&](LendingNode &n) { ns = n.lentCoreNs(); });
+  return ns;
+}
+
+} // namespace msc::exec

@@ -1,0 +1,123 @@
+// The node's loans, kept by the agent beside its ledger (NodeLedger.h): the admitted contracts whose
+// plans have phases lend what their phases do not keep, those of `class = opportunistic` run on it,
+// and the lending loop (executor/lending/LendingLoop.h) takes it back on time. One manager for one
+// resource, as kubelet's cm/ has them: its policy is LoanPlanner's, its state LendingNode's, its
+// mechanism the borrowers' cgroups (CgroupLoans), or SimLoans on a simulated host.
+//
+// Called on the agent's loop thread; the lending loop runs on its own, and every change to the node
+// goes through LendingLoop::withNode.
+#pragma once
+
+#include "executor/core/Logger.h"
+#include "executor/lending/CgroupLoans.h"
+#include "executor/lending/LendingLoop.h"
+#include "executor/lending/SimLoans.h"
+#include "plan/plan.pb.h"
+#include "support/Clock.h"
+#include "worker/ControlPage.h"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace msc::exec {
+
+// What `contract status` and `node loans` show of one contract.
+struct LendingView {
+  std::string phase;                   // an owner's phase now ("" between phases, before the first)
+  std::vector<lending::Loan> loans;    // lent by it (an owner), or lent to it (a borrower)
+  bool borrower = false, frozen = false; // a borrower running on nothing now
+  lending::ReclaimStats reclaims;      // an owner's entries against its bound
+  uint64_t reclaimWithinNs = 0;        // an owner's bound
+  std::optional<uint64_t> cpuTimeNs;   // a borrower's CPU time from its cgroup (none on a sim host)
+};
+
+class NodeLending {
+public:
+  // `simulated`: the host backend is `sim` (a recorded node served on this machine): loans are
+  // decided and kept as on a real node, and no cgroup is touched. `recordDir` (the agent's state
+  // directory's `borrowers/`; empty: none) names each borrower while it has cgroups, so that the
+  // next agent of this state directory ends what an agent that died left of them (WRN_EXEC_005):
+  // nothing of theirs may run unsupervised on what an owner keeps. Borrowers of other agents (their
+  // own state directories) are not touched.
+  NodeLending(Logger &log, bool simulated, std::string recordDir);
+  ~NodeLending();
+  NodeLending(const NodeLending &) = delete;
+  NodeLending &operator=(const NodeLending &) = delete;
+
+  // An owner: `plan` has phases. Its worker's control page (rank 0's: a job enters its phases in
+  // lockstep) is read through a mapping of the lending's own, so that a page the worker group drops
+  // (a standby taking over) is never read after it is gone. False with `error`.
+  bool addOwner(const plan::Plan &plan, const worker::ControlPageHost &page, std::string &error);
+  // The owner's worker now has `page` (after a standby took over): followed from now on.
+  void followPage(const std::string &contract, const worker::ControlPageHost &page);
+
+  // A borrower (`plan` of class = opportunistic): admitted when the owners here lend, at their most,
+  // at least the CPUs it asks for; its cgroups are made, frozen. False with the reason (ERR_EXEC_033).
+  bool addBorrower(const plan::Plan &plan, std::string &error);
+  // The gate of the borrower's worker: it joins its cgroups before it execs.
+  bool joinBorrower(const std::string &contract, pid_t pid, std::string &error);
+
+  // Forgets an owner (what it lent comes back first) or a borrower (its processes ended).
+  void remove(const std::string &contract);
+
+  bool lends(const std::string &contract) const { return owners_.count(contract) != 0; }
+  bool borrows(const std::string &contract) const { return borrowers_.count(contract) != 0; }
+  // A borrower that runs on nothing now: its silence is no hang.
+  bool frozen(const std::string &borrower);
+  std::optional<LendingView> view(const std::string &contract);
+  std::vector<lending::Loan> loans();
+  // Core-nanoseconds lent since this lending started, over every owner.
+  uint64_t lentCoreNs();
+  // What it did over time (LendingNode::timeline), with each owner's CPUs and phase names, and the
+  // time it was read on the same clock.
+  struct Timeline {
+    struct OwnerInfo {
+      std::string contract;
+      lending::CpuSet cpus;
+      std::vector<std::string> phases;
+    };
+    uint64_t nowNs = 0;
+    std::vector<OwnerInfo> owners;
+    std::vector<lending::TimelineChange> changes;
+  };
+  Timeline timeline();
+  const char *mechanism() const { return mechanism_; }
+  // On a simulated host, runs `change` on its SimLoans between the loop's ticks (tests and the
+  // simulator make a take-back fail this way); false on a real host.
+  bool withSimLoans(const std::function<void(lending::SimLoans &)> &change);
+
+private:
+  struct OwnerPage {
+    int fd = -1;
+    void *map = nullptr;
+    ino_t inode = 0;
+    std::vector<std::string> phaseNames;
+    uint64_t reclaimWithinNs = 0;
+    lending::CpuSet cpus;
+  };
+  bool mapPage(const worker::ControlPageHost &page, OwnerPage &out, std::string &error);
+  static void unmapPage(OwnerPage &p);
+  void endLeftBorrowers();
+  void onErrors(const std::vector<std::string> &errors);
+  void watchPages();
+
+  Logger &log_;
+  std::string recordDir_;
+  SystemClock clock_;
+  ManualClock simClock_{0}; // SimLoans' changes take no time on a simulated host
+  std::unique_ptr<lending::CgroupLoans> cgroups_;
+  std::unique_ptr<lending::SimLoans> sim_;
+  const char *mechanism_ = "";
+  std::unique_ptr<lending::LendingNode> node_;
+  std::unique_ptr<lending::LendingLoop> loop_;
+  std::map<std::string, OwnerPage> owners_;
+  std::map<std::string, unsigned> borrowers_; // CPUs asked
+  std::map<std::string, unsigned> mostLent_;  // per owner
+};
+
+} // namespace msc::exec

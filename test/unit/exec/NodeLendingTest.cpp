@@ -1,0 +1,206 @@
+// The agent's lending (executor/agent/NodeLending.h) on a simulated host: what a plan with phases
+// lends, which borrowers are admitted against it (and why one is refused), and the loans as the
+// owner's worker moves through its phases on its control page, read by the lending loop in real
+// time. The mechanism is SimLoans: no cgroup is touched, so no root is needed; the cgroup path is
+// BorrowerCgroupTest's, LendingLoopTest's and test/lit/exec/lending-agent.test's.
+#include "executor/agent/NodeLending.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
+#include <unistd.h>
+
+namespace msc::exec {
+namespace {
+
+using namespace std::chrono_literals;
+
+// CPUs 0-3 for the loader, 4-5 for the trainer: decode keeps the loader's, compute the trainer's,
+// eval (every 100 steps for 10) nothing.
+plan::Plan ownerPlan(const std::string &contract = "train") {
+  plan::Plan p;
+  p.mutable_provenance()->set_contract(contract);
+  plan::IoBinding *loader = p.add_io_bindings();
+  loader->set_role("loader");
+  for (uint32_t c : {0, 1, 2, 3})
+    loader->add_cpus(c);
+  plan::IoBinding *trainer = p.add_io_bindings();
+  trainer->set_role("trainer");
+  for (uint32_t c : {4, 5})
+    trainer->add_cpus(c);
+  plan::Lending *l = p.mutable_lending();
+  auto phase = [&](const char *name, const char *role, std::vector<const char *> kinds) {
+    plan::Phase *ph = l->add_phases();
+    ph->set_name(name);
+    if (role) {
+      plan::Phase::Use *u = ph->add_uses();
+      u->set_role(role);
+      for (const char *k : kinds)
+        u->add_exclusive(k);
+    }
+    return ph;
+  };
+  phase("decode", "loader", {"cpu", "io"});
+  phase("compute", "trainer", {"cpu", "gpu"});
+  plan::Phase *eval = phase("eval", nullptr, {});
+  eval->set_trigger(plan::Phase::STEPS);
+  eval->set_every_steps(100);
+  eval->set_for_steps(10);
+  l->set_reclaim_within_ns(2'000'000);
+  l->set_lead_ns(0);
+  return p;
+}
+
+plan::Plan borrowerPlan(const std::string &contract, uint32_t cpus) {
+  plan::Plan p;
+  p.mutable_provenance()->set_contract(contract);
+  p.mutable_borrow()->set_cpu_cores(cpus);
+  return p;
+}
+
+bool eventually(const std::function<bool()> &holds) {
+  for (auto end = std::chrono::steady_clock::now() + 5s; std::chrono::steady_clock::now() < end;
+       std::this_thread::sleep_for(1ms))
+    if (holds())
+      return true;
+  return holds();
+}
+
+class NodeLendingTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    std::string error;
+    page_ = worker::ControlPageHost::create(error);
+    ASSERT_TRUE(page_) << error;
+  }
+  void enter(unsigned phase) {
+    mscale::worker::ControlPage *p = page_->page();
+    p->phase.store(phase, std::memory_order_release);
+    p->phaseEntries.fetch_add(1, std::memory_order_acq_rel);
+  }
+
+  Logger log_{"node-lending-test", false};
+  std::unique_ptr<worker::ControlPageHost> page_;
+};
+
+TEST_F(NodeLendingTest, ABorrowerIsAdmittedOnlyAgainstWhatTheOwnersCouldLend) {
+  NodeLending lending(log_, /*simulated=*/true, "");
+  std::string error;
+  EXPECT_FALSE(lending.addBorrower(borrowerPlan("prep", 2), error));
+  EXPECT_EQ(error, "it asks for 2 CPUs; the contracts here lend at most 0 (none lends)");
+  ASSERT_TRUE(lending.addOwner(ownerPlan(), *page_, error)) << error;
+  EXPECT_FALSE(lending.addOwner(ownerPlan(), *page_, error));
+  EXPECT_EQ(error, "it lends on this node already");
+  EXPECT_FALSE(lending.addBorrower(borrowerPlan("big", 7), error));
+  EXPECT_EQ(error, "it asks for 7 CPUs; the contracts here lend at most 6");
+  EXPECT_FALSE(lending.addBorrower(borrowerPlan("none", 0), error));
+  EXPECT_EQ(error, "it asks for no CPU (cpu_cores), and only CPUs are lent");
+  ASSERT_TRUE(lending.addBorrower(borrowerPlan("prep", 4), error)) << error;
+  EXPECT_FALSE(lending.addBorrower(borrowerPlan("prep", 4), error));
+  EXPECT_EQ(error, "it borrows on this node already");
+  EXPECT_STREQ(lending.mechanism(), "sim");
+  EXPECT_TRUE(lending.lends("train"));
+  EXPECT_TRUE(lending.borrows("prep"));
+  EXPECT_TRUE(lending.frozen("prep")) << "nothing is lent before the owner's first phase";
+  std::optional<LendingView> v = lending.view("train");
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->phase, "");
+  EXPECT_TRUE(v->loans.empty());
+  EXPECT_EQ(v->reclaimWithinNs, 2'000'000u);
+  EXPECT_FALSE(lending.view("other"));
+}
+
+TEST_F(NodeLendingTest, LoansFollowTheOwnersPhasesAndComeBackWhenItLeaves) {
+  NodeLending lending(log_, /*simulated=*/true, "");
+  std::string error;
+  ASSERT_TRUE(lending.addOwner(ownerPlan(), *page_, error)) << error;
+  ASSERT_TRUE(lending.addBorrower(borrowerPlan("prep", 4), error)) << error;
+
+  // Computing, it keeps the trainer's CPUs: four of the loader's are lent.
+  enter(2);
+  ASSERT_TRUE(eventually([&] { return !lending.frozen("prep"); })) << "nothing was lent in compute";
+  std::optional<LendingView> owner = lending.view("train");
+  ASSERT_TRUE(owner);
+  EXPECT_EQ(owner->phase, "compute");
+  ASSERT_EQ(owner->loans.size(), 1u);
+  EXPECT_EQ(owner->loans[0].borrower, "prep");
+  EXPECT_EQ(owner->loans[0].cpus, (lending::CpuSet{0, 1, 2, 3}));
+  std::optional<LendingView> borrower = lending.view("prep");
+  ASSERT_TRUE(borrower);
+  EXPECT_TRUE(borrower->borrower);
+  EXPECT_FALSE(borrower->frozen);
+  EXPECT_FALSE(borrower->cpuTimeNs) << "a simulated host has no cgroup to count it";
+
+  // Decoding, it keeps the loader's: the borrower moves to the trainer's two.
+  enter(1);
+  ASSERT_TRUE(eventually([&] {
+    std::vector<lending::Loan> loans = lending.loans();
+    return loans.size() == 1 && loans[0].cpus == lending::CpuSet{4, 5};
+  }));
+  ASSERT_TRUE(eventually([&] { return lending.view("train")->reclaims.entries == 2; }));
+  EXPECT_EQ(lending.view("train")->phase, "decode");
+
+  lending.remove("train");
+  EXPECT_FALSE(lending.lends("train"));
+  EXPECT_TRUE(eventually([&] { return lending.loans().empty() && lending.frozen("prep"); }))
+      << "the CPUs of an owner that left stay lent";
+  lending.remove("prep");
+  EXPECT_FALSE(lending.borrows("prep"));
+  EXPECT_FALSE(lending.view("prep"));
+}
+
+TEST_F(NodeLendingTest, AStandbysPageIsFollowedFromTheTakeOverOn) {
+  NodeLending lending(log_, /*simulated=*/true, "");
+  std::string error;
+  ASSERT_TRUE(lending.addOwner(ownerPlan(), *page_, error)) << error;
+  ASSERT_TRUE(lending.addBorrower(borrowerPlan("prep", 2), error)) << error;
+  enter(2); // compute keeps the trainer's: the loader's four lendable, two asked
+  ASSERT_TRUE(eventually([&] { return !lending.frozen("prep"); }));
+
+  std::unique_ptr<worker::ControlPageHost> standby = worker::ControlPageHost::create(error);
+  ASSERT_TRUE(standby) << error;
+  lending.followPage("train", *standby);
+  // The new worker has entered no phase yet: it keeps everything.
+  EXPECT_TRUE(eventually([&] { return lending.frozen("prep"); })) << "lent to a worker that has not said its phase";
+  page_.reset(); // the old page is gone: the lending must not read it any more
+  mscale::worker::ControlPage *p = standby->page();
+  p->phase.store(2, std::memory_order_release);
+  p->phaseEntries.fetch_add(1, std::memory_order_acq_rel);
+  EXPECT_TRUE(eventually([&] { return !lending.frozen("prep"); }));
+  EXPECT_EQ(lending.view("train")->phase, "compute");
+}
+
+// A take-back the mechanism refuses falls back to freezing the borrower, and the agent's log says
+// so with WRN_EXEC_004: the owner has its CPUs either way.
+TEST_F(NodeLendingTest, ATakeBackThatFailsIsLoggedWithTheFallbackTaken) {
+  std::string path = ::testing::TempDir() + "node-lending-" + std::to_string(::getpid()) + ".log";
+  std::string error;
+  {
+    Logger log("node-lending-test", false);
+    ASSERT_TRUE(log.openFile(path, error)) << error;
+    NodeLending lending(log, /*simulated=*/true, "");
+    ASSERT_TRUE(lending.addOwner(ownerPlan(), *page_, error)) << error;
+    ASSERT_TRUE(lending.addBorrower(borrowerPlan("prep", 2), error)) << error;
+    enter(2); // compute: the loader's 0-3 lendable, the borrower on 0,1
+    ASSERT_TRUE(eventually([&] { return !lending.loans().empty() && lending.loans()[0].cpus == lending::CpuSet{0, 1}; }));
+    ASSERT_TRUE(lending.withSimLoans([](lending::SimLoans &s) { s.failShrinks("prep", true); }));
+    enter(1); // decode keeps 0-3: the borrower would move to 4,5, and the move is refused
+    EXPECT_TRUE(eventually([&] { return lending.frozen("prep"); }));
+    EXPECT_TRUE(eventually([&] { return lending.loans().empty(); })) << "the loader's CPUs are still lent";
+  }
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  ::unlink(path.c_str());
+  EXPECT_NE(text.str().find("warning[WRN_EXEC_004]: lending: borrower 'prep' on CPUs [4-5]: sim: the cpuset of "
+                            "borrower 'prep' refused 2 CPUs; frozen instead"),
+            std::string::npos)
+      << text.str();
+}
+
+} // namespace
+} // namespace msc::exec
