@@ -5,6 +5,7 @@
 
 #include <llvm/ADT/StringRef.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -62,7 +63,7 @@ std::optional<BorrowerCgroup> BorrowerCgroup::create(const CgroupLayout &layout,
     // The controllers must be enabled for the children of the parent (and of the root).
     for (const std::string &dir : {layout.v2Mount, layout.v2Mount + "/" + kParent}) {
       ::mkdir(dir.c_str(), 0755);
-      for (const char *c : {"+cpuset", "+cpu", "+memory", "+pids"})
+      for (const char *c : {"+cpuset", "+cpu", "+io", "+memory", "+pids"})
         writeFileText(dir + "/cgroup.subtree_control", c, e);
     }
     if (!make(layout.v2Mount, false, b.cpusetDir_))
@@ -70,6 +71,8 @@ std::optional<BorrowerCgroup> BorrowerCgroup::create(const CgroupLayout &layout,
     b.freezerDir_ = b.memoryDir_ = b.pidsDir_ = b.cpusetDir_;
     if (layout.onV2("cpu"))
       b.cpuDir_ = b.cpusetDir_;
+    if (layout.onV2("io"))
+      b.ioDir_ = b.cpusetDir_;
   } else {
     if (!make(layout.v1Mounts.at("cpuset"), true, b.cpusetDir_) ||
         !make(layout.v1Mounts.at("freezer"), false, b.freezerDir_))
@@ -84,6 +87,8 @@ std::optional<BorrowerCgroup> BorrowerCgroup::create(const CgroupLayout &layout,
     if (layout.v1Mounts.count("cpu") && !make(layout.v1Mounts.at("cpu"), false, b.cpuDir_))
       return std::nullopt;
     if (layout.v1Mounts.count("cpuacct") && !make(layout.v1Mounts.at("cpuacct"), false, b.cpuacctDir_))
+      return std::nullopt;
+    if (layout.v1Mounts.count("blkio") && !make(layout.v1Mounts.at("blkio"), false, b.ioDir_))
       return std::nullopt;
     if (layout.v1Mounts.count("memory") && !make(layout.v1Mounts.at("memory"), false, b.memoryDir_))
       return std::nullopt;
@@ -109,7 +114,9 @@ std::optional<BorrowerCgroup> BorrowerCgroup::create(const CgroupLayout &layout,
 
 BorrowerCgroup::BorrowerCgroup(BorrowerCgroup &&o) noexcept
     : mechanism_(o.mechanism_), name_(std::move(o.name_)), cpusetDir_(std::move(o.cpusetDir_)),
-      freezerDir_(std::move(o.freezerDir_)), cpuDir_(std::move(o.cpuDir_)), cpuacctDir_(std::move(o.cpuacctDir_)), memoryDir_(std::move(o.memoryDir_)), pidsDir_(std::move(o.pidsDir_)),
+      freezerDir_(std::move(o.freezerDir_)), cpuDir_(std::move(o.cpuDir_)), cpuacctDir_(std::move(o.cpuacctDir_)),
+      ioDir_(std::move(o.ioDir_)), memoryDir_(std::move(o.memoryDir_)), pidsDir_(std::move(o.pidsDir_)),
+      throttled_(std::move(o.throttled_)), throttledIds_(std::move(o.throttledIds_)),
       created_(std::move(o.created_)), cpus_(std::move(o.cpus_)), frozen_(o.frozen_), freezing_(o.freezing_), idle_(o.idle_),
       freezeAsked_(o.freezeAsked_) {
   o.created_.clear();
@@ -154,7 +161,7 @@ bool BorrowerCgroup::setIdle(bool idle, std::string &error) {
 }
 
 bool BorrowerCgroup::join(pid_t pid, std::string &error) {
-  for (const std::string *dir : {&cpusetDir_, &freezerDir_, &cpuDir_, &cpuacctDir_, &memoryDir_, &pidsDir_}) {
+  for (const std::string *dir : {&cpusetDir_, &freezerDir_, &cpuDir_, &cpuacctDir_, &ioDir_, &memoryDir_, &pidsDir_}) {
     if (dir->empty() || (dir != &cpusetDir_ && *dir == cpusetDir_) || (dir == &cpuacctDir_ && *dir == cpuDir_))
       continue;
     if (!joinCgroup(*dir, pid, error))
@@ -234,6 +241,61 @@ bool BorrowerCgroup::setCpus(const CpuSet &cpus, std::string &error) {
   }
   cpus_ = cpus;
   return !frozen_ || writeFreezer(false, error);
+}
+
+namespace {
+// The kernel's MAJ:MIN of the disk `device` is on: io.max and blkio throttle whole disks.
+std::optional<std::string> diskId(const std::string &device, std::string &error) {
+  std::string dir = "/sys/class/block/" + device;
+  if (pathExists(dir + "/partition"))
+    dir += "/..";
+  std::optional<std::string> id = readFileText(dir + "/dev");
+  if (!id) {
+    error = "no block device '" + device + "' on this node";
+    return std::nullopt;
+  }
+  return llvm::StringRef(*id).trim().str();
+}
+} // namespace
+
+bool BorrowerCgroup::throttleIo(const std::vector<std::string> &devices, std::string &error) {
+  if (devices == throttled_)
+    return true;
+  if (ioDir_.empty()) {
+    error = "no io or blkio controller for borrower '" + name_ + "'";
+    return false;
+  }
+  std::vector<std::string> ids;
+  for (const std::string &d : devices) {
+    std::optional<std::string> id = diskId(d, error);
+    if (!id)
+      return false;
+    ids.push_back(*id);
+  }
+  bool v2 = mechanism_ == ReclaimMechanism::CgroupV2;
+  auto set = [&](const std::string &id, bool on) {
+    std::string bps = on ? std::to_string(kThrottledBps) : (v2 ? "max" : "0");
+    std::string iops = on ? std::to_string(kThrottledIops) : (v2 ? "max" : "0");
+    if (v2)
+      return writeFileText(ioDir_ + "/io.max",
+                           id + " rbps=" + bps + " wbps=" + bps + " riops=" + iops + " wiops=" + iops, error);
+    for (const char *f : {"read_bps_device", "write_bps_device", "read_iops_device", "write_iops_device"})
+      if (!writeFileText(ioDir_ + "/blkio.throttle." + f, id + " " + (llvm::StringRef(f).contains("iops") ? iops : bps),
+                         error))
+        return false;
+    return true;
+  };
+  for (const std::string &id : ids)
+    if (!set(id, true)) {
+      error = "borrower '" + name_ + "': IO throttle on " + id + ": " + error;
+      return false;
+    }
+  for (const std::string &id : throttledIds_)
+    if (std::find(ids.begin(), ids.end(), id) == ids.end())
+      set(id, false); // a lift that fails leaves it throttled: the owner loses nothing
+  throttled_ = devices;
+  throttledIds_ = ids;
+  return true;
 }
 
 std::optional<uint64_t> BorrowerCgroup::cpuTimeNs() const {

@@ -28,6 +28,11 @@ enum class ReclaimMechanism { CgroupV2, CgroupV1, None };
 ReclaimMechanism reclaimMechanism(const CgroupLayout &layout);
 const char *mechanismName(ReclaimMechanism m); // "cgroup2 cpuset + cgroup.freeze", ...
 
+// What a borrower's IO to a device an owner keeps is held to: enough to make progress, too little to
+// disturb the owner's loader.
+inline constexpr uint64_t kThrottledBps = 1u << 20;
+inline constexpr uint64_t kThrottledIops = 16;
+
 struct BorrowerLimits {
   uint64_t memoryBytes = 0; // 0: none of its own
   uint64_t maxPids = 512;   // a fork bomb stops here
@@ -56,6 +61,12 @@ public:
   // settle() until it is not Pending; false with `error` when it failed.
   bool waitSettled(std::string &error);
   const CpuSet &cpus() const { return cpus_; }
+  // Throttles its IO to `devices` (block device names; a partition stands for its disk, where the
+  // kernel throttles) to kThrottledBps and kThrottledIops each way, and lifts the throttle from the
+  // devices throttled before and not named now. False with `error` (no io or blkio controller, a
+  // device the node does not have): nothing of this call is left half done on a device it failed.
+  bool throttleIo(const std::vector<std::string> &devices, std::string &error);
+  const std::vector<std::string> &throttled() const { return throttled_; }
   // Its tasks' CPU time so far (cgroup2 cpu.stat usage_usec, v1 cpuacct.usage): what it harvested.
   // nullopt where no hierarchy counts it.
   std::optional<uint64_t> cpuTimeNs() const;
@@ -71,7 +82,9 @@ private:
   bool setIdle(bool idle, std::string &error);
 
   ReclaimMechanism mechanism_ = ReclaimMechanism::None;
-  std::string name_, cpusetDir_, freezerDir_, cpuDir_, cpuacctDir_, memoryDir_, pidsDir_;
+  std::string name_, cpusetDir_, freezerDir_, cpuDir_, cpuacctDir_, ioDir_, memoryDir_, pidsDir_;
+  std::vector<std::string> throttled_; // devices as named; throttledIds_ as the kernel's MAJ:MIN
+  std::vector<std::string> throttledIds_;
   std::vector<std::string> created_; // every directory made, removed in reverse
   CpuSet cpus_;
   bool frozen_ = false;

@@ -51,6 +51,16 @@ LoanMechanism::Settle CgroupLoans::settle(const std::string &borrower, std::stri
   return Settle::Failed;
 }
 
+bool CgroupLoans::throttleIo(const std::string &borrower, const std::vector<std::string> &devices,
+                             std::string &error) {
+  auto it = borrowers_.find(borrower);
+  if (it == borrowers_.end()) {
+    error = "no borrower '" + borrower + "'";
+    return false;
+  }
+  return it->second.throttleIo(devices, error);
+}
+
 void CgroupLoans::end(const std::string &borrower) {
   if (auto it = borrowers_.find(borrower); it != borrowers_.end())
     it->second.end();

@@ -21,6 +21,7 @@ public:
 
   bool setCpus(const std::string &borrower, const CpuSet &cpus, std::string &error) override;
   Settle settle(const std::string &borrower, std::string &error) override;
+  bool throttleIo(const std::string &borrower, const std::vector<std::string> &devices, std::string &error) override;
   void end(const std::string &borrower) override;
 
 private:

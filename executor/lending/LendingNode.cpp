@@ -2,6 +2,8 @@
 
 #include "support/CpuList.h"
 
+#include <llvm/ADT/StringExtras.h>
+
 #include <algorithm>
 
 namespace msc::exec::lending {
@@ -155,6 +157,26 @@ void LendingNode::apply(BorrowerState &b, const CpuSet &cpus, const std::map<uns
         b.loans[c] = {it->second->spec.contract, nowNs};
 }
 
+void LendingNode::throttle(BorrowerState &b, const std::vector<std::string> &devices,
+                           const std::map<unsigned, const OwnerState *> &ownerOf, uint64_t nowNs,
+                           TickResult &result) {
+  std::string error;
+  if (mechanism_.throttleIo(b.spec.contract, devices, error)) {
+    b.throttled = devices;
+    return;
+  }
+  bool adds = !std::includes(b.throttled.begin(), b.throttled.end(), devices.begin(), devices.end());
+  std::string what = "borrower '" + b.spec.contract + "': IO throttle [" + llvm::join(devices, ",") + "]: " + error;
+  if (!adds) {
+    result.errors.push_back(what + "; it stays throttled");
+    return;
+  }
+  // An owner's IO is kept whatever fails: a frozen borrower does no IO.
+  result.errors.push_back(what + "; frozen instead");
+  if (!b.spec.current.empty() || b.loans.size())
+    apply(b, {}, ownerOf, nowNs, result);
+}
+
 void LendingNode::giveBack(BorrowerState &b, const CpuSet &kept, uint64_t doneNs) {
   std::erase_if(b.loans, [&](const auto &loan) {
     bool back = !std::binary_search(kept.begin(), kept.end(), loan.first);
@@ -239,6 +261,12 @@ TickResult LendingNode::tick() {
   // lent others moves there in one cpuset write, where no other borrower still runs on them: the
   // kernel migrates its threads at once, queued or running, whereas a freeze waits until each has
   // been scheduled again (a scheduler tick per thread queued behind the owner's on a CPU it keeps).
+  // IO first: a device an owner keeps now or soon is throttled for every borrower before anything
+  // else moves (a lift waits for step 4, with the lending).
+  for (BorrowerState &b : borrowers_)
+    if (!b.ended && !std::includes(b.throttled.begin(), b.throttled.end(), d.throttledDevices.begin(),
+                                   d.throttledDevices.end()))
+      throttle(b, d.throttledDevices, ownerOf, now, result);
   bool tookBack = false;
   for (BorrowerState &b : borrowers_) {
     const CpuSet &target = d.borrowerCpus[b.spec.contract];
@@ -278,6 +306,11 @@ TickResult LendingNode::tick() {
       return result;
     }
   for (BorrowerState &b : borrowers_) {
+    // One whose throttle could not be set (step 1) is lent nothing until it can be.
+    if (!std::includes(b.throttled.begin(), b.throttled.end(), d.throttledDevices.begin(), d.throttledDevices.end()))
+      continue;
+    if (!b.ended && b.throttled != d.throttledDevices)
+      throttle(b, d.throttledDevices, ownerOf, now, result); // lifts what no owner keeps any more
     const CpuSet &target = d.borrowerCpus[b.spec.contract];
     if (target != b.spec.current && !b.ended)
       apply(b, target, ownerOf, now, result);

@@ -95,6 +95,7 @@ private:
     std::map<unsigned, std::pair<std::string, uint64_t>> loans; // CPU -> owner, since
     bool ended = false;    // a take-back could neither shrink nor freeze it
     bool freezing = false; // asked to freeze, not yet frozen: `loans` are not back yet
+    std::vector<std::string> throttled; // block devices its IO is throttled to
     uint64_t freezeAskedNs = 0;
   };
 
@@ -108,6 +109,9 @@ private:
   void settle(BorrowerState &b, TickResult &result);
   void endBorrower(BorrowerState &b, const std::string &why, TickResult &result);
   void recordLoans(); // each borrower's lent CPUs into the timeline
+  // Its IO throttled to `devices`; a throttle that cannot be set while an owner needs it freezes it.
+  void throttle(BorrowerState &b, const std::vector<std::string> &devices,
+                const std::map<unsigned, const OwnerState *> &ownerOf, uint64_t nowNs, TickResult &result);
 
   const Clock &clock_;
   LoanMechanism &mechanism_;

@@ -6,6 +6,7 @@
 #include "executor/lending/LoanPlanner.h"
 
 #include <string>
+#include <vector>
 
 namespace msc::exec::lending {
 
@@ -20,6 +21,9 @@ public:
   // Whether the borrower's last change is complete (Done), its freeze still under way (Pending), or
   // the freeze failed (Failed, with `error`: it could not be frozen in time).
   virtual Settle settle(const std::string &borrower, std::string &error) = 0;
+  // Throttles `borrower`'s IO to exactly `devices` (block device names, sorted; partitions stand
+  // for their disk) from now on, and lifts it from any other; false with `error`.
+  virtual bool throttleIo(const std::string &borrower, const std::vector<std::string> &devices, std::string &error) = 0;
   // Ends every process of `borrower`: the last resort when a reclaim fails, and how lent memory
   // comes back. Its cgroups stay until it is removed.
   virtual void end(const std::string &borrower) = 0;

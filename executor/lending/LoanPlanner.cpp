@@ -74,20 +74,26 @@ Decision decide(const std::vector<Owner> &owners, const std::vector<Borrower> &b
   Decision d;
   std::set<unsigned> pool;
   std::map<unsigned, const Owner *> ownerOf;
+  std::set<std::string> throttled;
   for (const Owner &o : owners) {
     std::vector<unsigned> active = activePhases(o, nowNs);
     std::set<unsigned> kept;
+    auto keep = [&](const PhaseSpec &p) {
+      addAll(kept, p.keptCpus);
+      throttled.insert(p.keptDevices.begin(), p.keptDevices.end());
+    };
     if (active.empty()) {
       addAll(kept, o.cpus); // before the demand curve starts, and between phases
+      throttled.insert(o.ioDevices.begin(), o.ioDevices.end());
     } else {
       for (unsigned n : active)
-        addAll(kept, o.phases[n - 1].keptCpus);
+        keep(o.phases[n - 1]);
       for (unsigned n = 1; n <= o.phases.size(); ++n) {
         if (std::find(active.begin(), active.end(), n) != active.end())
           continue;
         std::optional<uint64_t> next = anticipates(o) ? nextStart(o, n, nowNs) : std::nullopt;
         if (next && *next - nowNs <= leadOf(o, n))
-          addAll(kept, o.phases[n - 1].keptCpus);
+          keep(o.phases[n - 1]);
       }
     }
     d.kept[o.contract] = CpuSet(kept.begin(), kept.end());
@@ -122,6 +128,7 @@ Decision decide(const std::vector<Owner> &owners, const std::vector<Borrower> &b
         mask |= 1u << (n - 1);
     d.wakeMask[o.contract] = mask;
   }
+  d.throttledDevices.assign(throttled.begin(), throttled.end());
   return d;
 }
 

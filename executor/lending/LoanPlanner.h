@@ -14,6 +14,8 @@
 //   - Borrowers, in admission order, keep the lent CPUs they have as far as they are still lent and
 //     asked for, then take more from the lowest numbers up; one that gets none is frozen.
 //   - An owner's phase whose kept CPUs are lent wakes the node when entered (ControlPage::phaseWake).
+//   - IO: while an owner keeps a role's `io` (the same rules as its CPUs: active, expected within
+//     the lead, or outside phases), every borrower's IO to that role's block device is throttled.
 #pragma once
 
 #include "executor/lending/PhaseRhythm.h"
@@ -34,11 +36,13 @@ struct PhaseSpec {
   Trigger trigger = Trigger::Worker;
   uint64_t everySteps = 0, forSteps = 0; // Steps
   uint64_t fromNs = 0, toNs = 0;         // WallTime, since the job started
+  std::vector<std::string> keptDevices = {}; // block devices of the roles that keep `io` (sorted)
 };
 
 struct Owner {
   std::string contract;
   CpuSet cpus;                   // every CPU its plan holds: the most it can lend
+  std::vector<std::string> ioDevices = {}; // every block device its roles use (sorted): kept, as its CPUs, outside phases
   std::vector<PhaseSpec> phases; // index: phase number - 1
   uint64_t reclaimWithinNs = 2'000'000;
   bool leadAuto = true;
@@ -63,6 +67,9 @@ struct Decision {
   std::map<std::string, CpuSet> lent;         // per owner: its CPUs that borrowers run on
   std::map<std::string, CpuSet> kept;         // per owner: what it keeps now (active or soon)
   std::map<std::string, uint32_t> wakeMask;   // per owner: bit N-1 when phase N's kept CPUs are lent
+  // Block devices some owner keeps now or soon (its phases' `io`): every borrower's IO to them is
+  // throttled (BorrowerCgroup::throttleIo). Sorted.
+  std::vector<std::string> throttledDevices;
 };
 
 // The phases of `o` active at `nowNs` (numbers, ascending): the worker's and the node-triggered ones.

@@ -12,22 +12,39 @@ std::optional<Owner> ownerOf(const plan::Plan &plan) {
   Owner o;
   o.contract = plan.provenance().contract();
   std::map<std::string, std::set<unsigned>> cpusOfRole;
+  std::map<std::string, std::string> deviceOfRole;
   std::set<unsigned> all;
-  for (const plan::IoBinding &b : plan.io_bindings())
+  std::set<std::string> devices;
+  for (const plan::IoBinding &b : plan.io_bindings()) {
     for (uint32_t c : b.cpus()) {
       cpusOfRole[b.role()].insert(c);
       all.insert(c);
     }
+    if (!b.block_device().empty()) {
+      deviceOfRole[b.role()] = b.block_device();
+      devices.insert(b.block_device());
+    }
+  }
   o.cpus.assign(all.begin(), all.end());
+  o.ioDevices.assign(devices.begin(), devices.end());
   for (const plan::Phase &p : plan.lending().phases()) {
     PhaseSpec spec;
     spec.name = p.name();
     std::set<unsigned> kept;
-    for (const plan::Phase::Use &use : p.uses())
-      if (std::find(use.exclusive().begin(), use.exclusive().end(), "cpu") != use.exclusive().end())
+    std::set<std::string> keptDevices;
+    auto names = [&](const plan::Phase::Use &use, const char *kind) {
+      return std::find(use.exclusive().begin(), use.exclusive().end(), kind) != use.exclusive().end();
+    };
+    for (const plan::Phase::Use &use : p.uses()) {
+      if (names(use, "cpu"))
         if (auto it = cpusOfRole.find(use.role()); it != cpusOfRole.end())
           kept.insert(it->second.begin(), it->second.end());
+      if (names(use, "io"))
+        if (auto it = deviceOfRole.find(use.role()); it != deviceOfRole.end())
+          keptDevices.insert(it->second);
+    }
     spec.keptCpus.assign(kept.begin(), kept.end());
+    spec.keptDevices.assign(keptDevices.begin(), keptDevices.end());
     switch (p.trigger()) {
     case plan::Phase::STEPS:
       spec.trigger = PhaseSpec::Trigger::Steps;

@@ -1,6 +1,7 @@
-// What a plan says of lending, as the node's lending decides with it: an owner's CPUs and what each
-// phase keeps (LoanPlanner.h), a borrower's ask. A phase keeps a role's CPUs when it names `cpu`
-// for the role; the other kinds (io, gpu, rdma) are lent by their own mechanisms.
+// What a plan says of lending, as the node's lending decides with it: an owner's CPUs and block
+// devices and what each phase keeps (LoanPlanner.h), a borrower's ask. A phase keeps a role's CPUs
+// when it names `cpu` for the role, and its block device (borrowers' IO to it throttled) when it
+// names `io`; gpu and rdma are kept throughout today.
 #pragma once
 
 #include "executor/lending/LoanPlanner.h"

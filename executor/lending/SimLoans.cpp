@@ -38,6 +38,21 @@ LoanMechanism::Settle SimLoans::settle(const std::string &borrower, std::string 
   return Settle::Pending;
 }
 
+bool SimLoans::throttleIo(const std::string &borrower, const std::vector<std::string> &devices, std::string &error) {
+  if (failThrottles_) {
+    error = "sim: the IO throttle of borrower '" + borrower + "' refused";
+    return false;
+  }
+  throttled_[borrower] = devices;
+  return true;
+}
+
+const std::vector<std::string> &SimLoans::throttledOf(const std::string &borrower) const {
+  static const std::vector<std::string> kNone;
+  auto it = throttled_.find(borrower);
+  return it == throttled_.end() ? kNone : it->second;
+}
+
 void SimLoans::end(const std::string &borrower) {
   ended_.insert(borrower);
   freezingSince_.erase(borrower);

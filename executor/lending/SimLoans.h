@@ -16,6 +16,7 @@ class SimLoans final : public LoanMechanism {
 public:
   explicit SimLoans(ManualClock &clock, uint64_t costNs = 0) : clock_(clock), costNs_(costNs) {}
   bool setCpus(const std::string &borrower, const CpuSet &cpus, std::string &error) override;
+  bool throttleIo(const std::string &borrower, const std::vector<std::string> &devices, std::string &error) override;
   Settle settle(const std::string &borrower, std::string &error) override;
   void end(const std::string &borrower) override;
 
@@ -33,6 +34,9 @@ public:
   bool freezing(const std::string &borrower) const { return freezingSince_.count(borrower) != 0; }
   // The next changes of `borrower` to a non-empty set fail (a cpuset write refused).
   void failShrinks(const std::string &borrower, bool fail);
+  // The devices `borrower`'s IO is throttled to now; the next throttles of it fail when `fail`.
+  const std::vector<std::string> &throttledOf(const std::string &borrower) const;
+  void failThrottles(bool fail) { failThrottles_ = fail; }
   // Runs in every change, after its cost: what an owner does while the node is in the kernel.
   void onChange(std::function<void()> during) { during_ = std::move(during); }
 
@@ -44,6 +48,8 @@ private:
   std::map<std::string, uint64_t> freezingSince_;
   std::map<std::string, CpuSet> cpus_;
   std::set<std::string> ended_, failing_;
+  std::map<std::string, std::vector<std::string>> throttled_;
+  bool failThrottles_ = false;
   std::function<void()> during_;
 };
 

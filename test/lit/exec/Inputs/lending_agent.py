@@ -48,11 +48,12 @@ def worker_pid(contract):
 
 
 def wait_file(name):
-    for _ in range(1000):
+    # The owner's worker imports the mscale package (and torch with it): seconds on a loaded machine.
+    for _ in range(6000):
         if os.path.exists(os.path.join(directory, name)):
             return
         time.sleep(0.01)
-    sys.exit("the owner's worker did not say " + name + " within 10 s")
+    sys.exit("the owner's worker did not say " + name + " within 60 s")
 
 
 def children(pid):
@@ -158,7 +159,7 @@ try:
     # Into decode, which keeps CPU 1: from the entry on, no borrower thread may run there.
     open(os.path.join(directory, "go-decode"), "w").close()
     wait_file("decoding")
-    print("taken back on decode:", until(lambda: not runnable_on(borrower, 1), 1))
+    print("taken back on decode:", until(lambda: not runnable_on(borrower, 1), 2))
     time.sleep(0.2)
     print("still back 200 ms later:", not runnable_on(borrower, 1))
     status = cli("contract", "status", "lit_borrower").stdout

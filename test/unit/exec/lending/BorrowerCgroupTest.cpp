@@ -182,6 +182,39 @@ TEST_F(BorrowerCgroupTest, AFreezeBehindBusyOwnerThreadsCompletesPromptlyAndLeav
   }
 }
 
+// IO throttles land in the kernel's own files (read back, not taken from the cgroup's word) on the
+// disk of a partition, and are lifted when no longer named; a device the node lacks is refused.
+TEST_F(BorrowerCgroupTest, IoThrottlesAreWrittenForTheDiskAndLifted) {
+  std::string disk;
+  for (const char *d : {"vda", "sda", "nvme0n1", "xvda"})
+    if (pathExists(std::string("/sys/class/block/") + d + "/dev")) {
+      disk = d;
+      break;
+    }
+  if (disk.empty())
+    GTEST_SKIP() << "no block device this test knows (vda, sda, nvme0n1, xvda)";
+  std::string error;
+  std::optional<BorrowerCgroup> b = BorrowerCgroup::create(layout_, "unit-io", {}, error);
+  ASSERT_TRUE(b) << error;
+  std::string id = llvm::StringRef(*readFileText("/sys/class/block/" + disk + "/dev")).trim().str();
+  bool v2 = reclaimMechanism(layout_) == ReclaimMechanism::CgroupV2;
+  std::string mount = v2 ? layout_.v2Mount : layout_.v1Mounts.count("blkio") ? layout_.v1Mounts.at("blkio") : "";
+  if (mount.empty() || (v2 && !layout_.onV2("io")))
+    GTEST_SKIP() << "no io or blkio controller";
+  std::string file = mount + "/mscale-borrowers/unit-io/" + (v2 ? "io.max" : "blkio.throttle.read_bps_device");
+  ASSERT_TRUE(b->throttleIo({disk}, error)) << error;
+  std::optional<std::string> rules = readFileText(file);
+  ASSERT_TRUE(rules);
+  EXPECT_NE(rules->find(id + (v2 ? " rbps=" : " ") + std::to_string(kThrottledBps)), std::string::npos) << *rules;
+  ASSERT_TRUE(b->throttleIo({}, error)) << error;
+  rules = readFileText(file);
+  EXPECT_EQ(rules->find(id + (v2 ? " rbps=" : " ") + std::to_string(kThrottledBps)), std::string::npos)
+      << "lifted: " << *rules;
+  EXPECT_FALSE(b->throttleIo({"no-such-disk"}, error));
+  EXPECT_EQ(error, "no block device 'no-such-disk' on this node");
+  EXPECT_TRUE(b->throttled().empty()) << "a refused throttle changes nothing";
+}
+
 TEST_F(BorrowerCgroupTest, AForkBombStopsAtItsPidsLimit) {
   if (reclaimMechanism(layout_) == ReclaimMechanism::CgroupV1 && !layout_.v1Mounts.count("pids"))
     GTEST_SKIP() << "no pids controller";

@@ -287,6 +287,49 @@ TEST_F(LendingNodeTest, AnEntryWhileItsCpusAreStillBeingTakenBackCountsAsAReclai
   EXPECT_EQ(s.missed, 1u) << "2.5 ms after the entry is past the bound of 2 ms";
 }
 
+// The borrower's IO to a device the owner keeps is throttled before anything else moves, and lifted
+// with the lending; a throttle the mechanism refuses freezes the borrower and lends it nothing.
+TEST_F(LendingNodeTest, IoIsThrottledWhileThePhaseKeepsItAndAFailedThrottleFreezes) {
+  Owner o = trainer();
+  o.ioDevices = {"nvme0n1"};
+  o.phases[0].keptDevices = {"nvme0n1"}; // decode keeps its loader's io
+  o.leadAuto = false; // reclaim on entry: the entries alone decide
+  o.leadNs = 0;
+  node.addOwner(o, &page);
+  node.addBorrower("prep", 2);
+  enter(page, 2, clock.monotonicNs()); // compute: decode's CPUs and device lent
+  node.tick();
+  EXPECT_EQ(loans.cpusOf("prep"), (CpuSet{0, 1}));
+  EXPECT_TRUE(loans.throttledOf("prep").empty());
+  clock.advance(kMs);
+  enter(page, 1, clock.monotonicNs());
+  node.tick();
+  EXPECT_EQ(loans.throttledOf("prep"), (std::vector<std::string>{"nvme0n1"}));
+  EXPECT_EQ(loans.cpusOf("prep"), (CpuSet{2, 3}));
+  clock.advance(kMs);
+  enter(page, 2, clock.monotonicNs());
+  node.tick();
+  EXPECT_TRUE(loans.throttledOf("prep").empty()) << "lifted with the lending";
+
+  loans.failThrottles(true);
+  clock.advance(kMs);
+  enter(page, 1, clock.monotonicNs());
+  TickResult r = node.tick();
+  EXPECT_TRUE(loans.cpusOf("prep").empty()) << "an unthrottled borrower runs on nothing while decode keeps its io";
+  ASSERT_FALSE(r.errors.empty());
+  EXPECT_NE(r.errors[0].find("IO throttle [nvme0n1]: sim: the IO throttle of borrower 'prep' refused; frozen instead"),
+            std::string::npos)
+      << r.errors[0];
+  clock.advance(kMs);
+  node.tick();
+  EXPECT_TRUE(loans.cpusOf("prep").empty()) << "lent nothing until the throttle holds";
+  loans.failThrottles(false);
+  clock.advance(kMs);
+  node.tick();
+  EXPECT_EQ(loans.cpusOf("prep"), (CpuSet{2, 3}));
+  EXPECT_EQ(loans.throttledOf("prep"), (std::vector<std::string>{"nvme0n1"}));
+}
+
 TEST_F(LendingNodeTest, AShrinkThatFailsFreezesTheBorrower) {
   node.addOwner(trainer(), &page);
   node.addBorrower("prep", 8);
@@ -319,6 +362,7 @@ public:
     return false;
   }
   Settle settle(const std::string &, std::string &) override { return Settle::Done; }
+  bool throttleIo(const std::string &, const std::vector<std::string> &, std::string &) override { return true; }
   void end(const std::string &) override {
     ended = true;
     held.clear();

@@ -83,6 +83,30 @@ TEST(LoanPlanner, AFixedLeadIsThatTimeAhead) {
   EXPECT_EQ(decide({o}, {{"prep", 8, {}}}, 991 * kMs).borrowerCpus.at("prep"), (CpuSet{6, 7}));
 }
 
+// IO follows the same rules as CPUs: a device whose role's `io` a phase keeps is throttled for the
+// borrowers while that phase is active or due within the lead, and every device outside phases.
+TEST(LoanPlanner, ADeviceIsThrottledWhileAPhaseKeepsItsIoOrSoonWill) {
+  Owner o = trainer();
+  o.ioDevices = {"nvme0n1", "nvme1n1"};
+  o.phases[0].keptDevices = {"nvme0n1"}; // decode keeps the loader's io
+  o.leadAuto = false;
+  o.leadNs = 2 * kMs;
+  EXPECT_EQ(decide({o}, {}, 0).throttledDevices, (std::vector<std::string>{"nvme0n1", "nvme1n1"}))
+      << "before the first phase it keeps everything";
+  o.workerPhase = 1;
+  EXPECT_EQ(decide({o}, {}, 0).throttledDevices, (std::vector<std::string>{"nvme0n1"}));
+  o.workerPhase = 2;
+  EXPECT_TRUE(decide({o}, {}, 0).throttledDevices.empty()) << "computing, the loader's device is lent";
+  PhaseRhythm rhythm; // decode every 10 ms: due at 30 ms
+  rhythm.entered(1, 0);
+  rhythm.entered(1, 10 * kMs);
+  rhythm.entered(1, 20 * kMs);
+  o.rhythm = &rhythm;
+  EXPECT_TRUE(decide({o}, {}, 25 * kMs).throttledDevices.empty());
+  EXPECT_EQ(decide({o}, {}, 29 * kMs).throttledDevices, (std::vector<std::string>{"nvme0n1"}))
+      << "within the lead of decode";
+}
+
 TEST(LoanPlanner, StepSchedulesAndWallTimeWindowsAreTheNodesOwnTriggers) {
   Owner o = trainer();
   o.workerPhase = 1;

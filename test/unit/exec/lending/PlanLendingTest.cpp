@@ -1,6 +1,6 @@
 // What the node's lending reads of a plan (executor/lending/PlanLending.h): an owner's CPUs and what
-// each phase keeps (the CPUs of the roles whose use names `cpu`), its triggers and bound; a
-// borrower's ask.
+// each phase keeps (the CPUs of the roles whose use names `cpu`, the block devices of those that name
+// `io`), its triggers and bound; a borrower's ask.
 #include "executor/lending/PlanLending.h"
 
 #include <gtest/gtest.h>
@@ -18,6 +18,7 @@ plan::Plan owner() {
       b->add_cpus(c);
   };
   role("loader", {18, 19, 20, 21});
+  p.mutable_io_bindings(0)->set_block_device("nvme0n1p1");
   role("trainer", {22, 23});
   role("trainer2", {23, 24}); // a second role on CPU 23: kept once
   plan::Lending *l = p.mutable_lending();
@@ -59,6 +60,9 @@ TEST(PlanLending, APhaseKeepsTheCpusOfTheRolesWhoseUseNamesCpu) {
   ASSERT_EQ(o->phases.size(), 4u);
   EXPECT_EQ(o->phases[0].name, "decode");
   EXPECT_EQ(o->phases[0].keptCpus, (CpuSet{18, 19, 20, 21}));
+  EXPECT_EQ(o->phases[0].keptDevices, (std::vector<std::string>{"nvme0n1p1"})) << "decode names the loader's io";
+  EXPECT_TRUE(o->phases[1].keptDevices.empty()) << "compute names the loader's gpu, not its io";
+  EXPECT_EQ(o->ioDevices, (std::vector<std::string>{"nvme0n1p1"}));
   EXPECT_EQ(o->phases[1].keptCpus, (CpuSet{22, 23, 24}));
   EXPECT_EQ(o->phases[2].trigger, PhaseSpec::Trigger::Steps);
   EXPECT_EQ(o->phases[2].everySteps, 500u);
