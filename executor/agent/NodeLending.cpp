@@ -275,10 +275,18 @@ bool NodeLending::joinBorrower(const std::string &contract, pid_t pid, std::stri
     error = "it does not borrow on this node";
     return false;
   }
-  if (!cgroups_)
-    return true; // a simulated host confines nothing
+  // A worker started again after the node ended the last one (a take-back that could neither
+  // shrink nor freeze it) is lent again from now on: the supervisor restarts it, from its snapshot
+  // where it keeps them, as after any crash.
   bool joined = false;
-  loop_->withNode([&](LendingNode &) { joined = cgroups_->join(contract, pid, error); });
+  loop_->withNode([&](LendingNode &n) {
+    if (n.ended(contract)) {
+      if (!n.reviveBorrower(contract, error))
+        return;
+      log_.info(contract, "borrows again with a new worker");
+    }
+    joined = !cgroups_ || cgroups_->join(contract, pid, error);
+  });
   return joined;
 }
 

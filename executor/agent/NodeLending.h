@@ -59,7 +59,9 @@ public:
   // A borrower (`plan` of class = opportunistic): admitted when the owners here lend, at their most,
   // at least the CPUs it asks for; its cgroups are made, frozen. False with the reason (ERR_EXEC_033).
   bool addBorrower(const plan::Plan &plan, std::string &error);
-  // The gate of the borrower's worker: it joins its cgroups before it execs.
+  // The gate of the borrower's worker: it joins its cgroups before it execs. A worker started after
+  // the node ended the last one (its supervisor's restart) revives the borrower: frozen again, then
+  // lent as any other.
   bool joinBorrower(const std::string &contract, pid_t pid, std::string &error);
 
   // Forgets an owner (what it lent comes back first) or a borrower (its processes ended).

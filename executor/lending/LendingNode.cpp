@@ -63,6 +63,37 @@ void LendingNode::removeBorrower(const std::string &contract) {
   std::erase_if(borrowers_, [&](const BorrowerState &b) { return b.spec.contract == contract; });
 }
 
+bool LendingNode::reviveBorrower(const std::string &contract, std::string &error) {
+  for (BorrowerState &b : borrowers_) {
+    if (b.spec.contract != contract || !b.ended)
+      continue;
+    // Ended, it was thawed (a frozen task does not die) on whatever cpuset it had: frozen before
+    // anything of the new worker can run there. Nothing runs in it, so the freeze is immediate.
+    if (!mechanism_.setCpus(contract, {}, error))
+      return false;
+    for (int i = 0; i < 1000; ++i)
+      switch (mechanism_.settle(contract, error)) {
+      case LoanMechanism::Settle::Done:
+        b.ended = false;
+        b.freezing = false;
+        b.spec.current.clear();
+        return true;
+      case LoanMechanism::Settle::Failed: return false;
+      case LoanMechanism::Settle::Pending: break;
+      }
+    error = "borrower '" + contract + "' did not freeze empty";
+    return false;
+  }
+  return true;
+}
+
+bool LendingNode::ended(const std::string &borrower) const {
+  for (const BorrowerState &b : borrowers_)
+    if (b.spec.contract == borrower)
+      return b.ended;
+  return false;
+}
+
 void LendingNode::read(OwnerState &o, uint64_t nowNs) {
   Owner &s = o.spec;
   if (!o.page) {

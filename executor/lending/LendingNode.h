@@ -64,6 +64,11 @@ public:
   // A borrower asking for `cpuCores` CPUs, admitted after those before it; it runs on none until lent.
   void addBorrower(const std::string &contract, unsigned cpuCores);
   void removeBorrower(const std::string &contract);
+  // A borrower the node ended (a take-back that neither shrank nor froze it) gets a new worker: it is
+  // frozen again, on nothing, and lent as any other from the next tick. False with `error` when it
+  // cannot be frozen (it stays ended). True, doing nothing, for one that was not ended.
+  bool reviveBorrower(const std::string &contract, std::string &error);
+  bool ended(const std::string &borrower) const;
 
   TickResult tick();
 

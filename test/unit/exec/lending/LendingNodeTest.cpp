@@ -460,6 +460,18 @@ TEST_F(LendingNodeTest, AFreezeThatNeverSettlesEndsTheBorrower) {
   ASSERT_FALSE(errors.empty());
   EXPECT_NE(errors.back().find("did not freeze"), std::string::npos) << errors.back();
   EXPECT_TRUE(node.loans().empty());
+  clock.advance(kMs);
+  node.tick();
+  EXPECT_TRUE(loans.cpusOf("prep").empty()) << "an ended borrower is lent nothing";
+
+  // Its supervisor starts a new worker: frozen again and lent as before from the next tick.
+  loans.failShrinks("prep", false);
+  std::string error;
+  ASSERT_TRUE(node.reviveBorrower("prep", error)) << error;
+  EXPECT_FALSE(node.ended("prep"));
+  clock.advance(kMs);
+  node.tick();
+  EXPECT_EQ(loans.cpusOf("prep"), (CpuSet{0, 1, 4, 5})) << "compute lends all but its own";
 }
 
 TEST_F(LendingNodeTest, ARemovedOwnerGetsEverythingBackAndIsForgotten) {
