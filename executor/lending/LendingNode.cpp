@@ -347,9 +347,13 @@ TickResult LendingNode::tick() {
       apply(b, target, ownerOf, now, result);
   }
   result.nextNs = std::min(nextDecisionNs(owners, d, now), after(now, options_.pollNs));
+  // A freeze under way is looked at soon, then less and less often: the loop runs SCHED_FIFO, and
+  // polling a long freeze every few microseconds would take the very CPU its tasks need to freeze.
   for (const BorrowerState &b : borrowers_)
     if (b.freezing)
-      result.nextNs = std::min(result.nextNs, after(now, options_.settlePollNs));
+      result.nextNs = std::min(result.nextNs, after(now, std::clamp((now - std::min(now, b.freezeAskedNs)) / 4,
+                                                                     options_.settlePollNs,
+                                                                     options_.settlePollMaxNs)));
   // An entry while the node lent may have found those CPUs home and then lost them: decide again now.
   for (OwnerState &o : owners_)
     if (o.page && o.page->phaseEntries.load(std::memory_order_seq_cst) != o.seenEntries)

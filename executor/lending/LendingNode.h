@@ -31,8 +31,10 @@ struct LendingOptions {
   // The longest a tick waits when no time is due: a phase left for one that keeps nothing lent does
   // not wake the node, so lending again after it waits for this.
   uint64_t pollNs = 1'000'000;
-  // How often a freeze under way is looked at until the kernel has finished it.
+  // How often a freeze under way is looked at until the kernel has finished it: first after this,
+  // then after a quarter of the time it has taken so far, at most settlePollMaxNs apart.
   uint64_t settlePollNs = 20'000;
+  uint64_t settlePollMaxNs = 1'000'000;
 };
 
 // A loan as people read it (mscale-cli node loans, contract status): who lends which CPUs to whom,

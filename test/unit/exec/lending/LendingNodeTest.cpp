@@ -413,8 +413,12 @@ TEST_F(LendingNodeTest, ASlowFreezeHoldsItsCpusUntilItSettlesOrTheBorrowerMovesE
   EXPECT_LE(r.nextNs, clock.monotonicNs() + LendingOptions{}.settlePollNs) << "the node looks again soon";
   EXPECT_TRUE(node.loans().size() == 1 && node.loans()[0].cpus == (CpuSet{2, 3})) << "not back yet";
   clock.advance(kMs);
-  node.tick();
+  r = node.tick();
   EXPECT_TRUE(node.ledger().open("train")) << "the entry still waits";
+  EXPECT_GE(r.nextNs, clock.monotonicNs() + 250 * kUs);
+  EXPECT_LE(r.nextNs, clock.monotonicNs() + 300 * kUs)
+      << "a freeze 1 ms under way is looked at again after a quarter of that: the loop runs SCHED_FIFO, and "
+         "polling every 20 us would take the CPU the freezing tasks need";
 
   // Compute entered 2 ms into the freeze: 0,1 are lendable now, and the borrower moves there.
   clock.advance(kMs);
