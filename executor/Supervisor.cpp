@@ -151,6 +151,8 @@ bool Supervisor::attemptSteppedOn() const {
 }
 
 void Supervisor::beginRecovery(const Fault &fault, uint64_t now, uint64_t lastGoodNs) {
+  if (options_.faulted)
+    options_.faulted();
   if (isDeviceFault(fault.kind) && options_.deviceFailed)
     options_.deviceFailed();
   recovery_ = Recovery{};

@@ -84,6 +84,9 @@ struct SupervisorOptions {
   // True while the node keeps the worker stopped (a borrower frozen while nothing is lent to it):
   // its silence is no hang, and its liveness starts afresh when it runs again. Unset: never.
   std::function<bool()> paused;
+  // Called when a fault is detected, before the worker is stopped and anything of the recovery
+  // starts (the agent's lending takes back what the contract lent: NodeLending::holdForRecovery).
+  std::function<void()> faulted;
 };
 
 struct HistoryEntry {

@@ -74,6 +74,9 @@ void ControlPageHost::resetForNewWorker() {
   // A new worker starts before its first phase, where the owner keeps everything: the node's lending
   // loop, woken here, takes back what the last worker's phase lent before the new one runs.
   page_->phase.store(0, std::memory_order_release);
+  // A borrower's new worker has not said yet that it cooperates, nor acknowledged anything.
+  page_->cooperates.store(0, std::memory_order_relaxed);
+  page_->yieldAck.store(0, std::memory_order_relaxed);
   ::syscall(SYS_futex, reinterpret_cast<uint32_t *>(&page_->phase), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
 }
 

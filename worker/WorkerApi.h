@@ -141,6 +141,17 @@ struct ControlPage {
   std::atomic<uint32_t> phaseWake;
   std::atomic<uint64_t> phaseEntries;
   std::atomic<uint64_t> phaseEnteredNs;
+  // A borrower's (class = opportunistic; yieldRequested()): before the node freezes a borrower that
+  // cooperates it stores when the freeze comes (`yieldByNs`, CLOCK_MONOTONIC), then a new non-zero
+  // `yieldAsk`, and wakes `yieldAsk`'s waiters. The borrower gets to a point where it may stop,
+  // stores that number in `yieldAck` and waits on `yieldAsk` until the node stores 0 there (lent
+  // again, or the notice withdrawn). The node freezes it once it acknowledges, or at `yieldByNs`
+  // when it does not. `cooperates` is the worker's: set by its first call of any of these, and only
+  // then does the node give notice.
+  std::atomic<uint32_t> yieldAsk;
+  std::atomic<uint32_t> yieldAck;
+  std::atomic<uint32_t> cooperates;
+  std::atomic<uint64_t> yieldByNs;
 };
 // Device runtimes a standby had loaded when it began to wait: it may have opened the devices of its
 // environment, so their placement can no longer change under it.
@@ -366,6 +377,59 @@ inline unsigned enterPhase(unsigned number) {
 inline unsigned currentPhase() {
   ControlPage *c = controlPage();
   return c ? c->phase.load(std::memory_order_acquire) : 0;
+}
+
+// ---- yielding what is lent (a borrower's; docs/executor.md, "Lending") -----------------------
+namespace detail {
+inline uint64_t monotonicNs() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return uint64_t(now.tv_sec) * 1'000'000'000u + uint64_t(now.tv_nsec);
+}
+inline ControlPage *cooperatingPage() {
+  ControlPage *c = controlPage();
+  if (c && !c->cooperates.load(std::memory_order_relaxed))
+    c->cooperates.store(1, std::memory_order_release);
+  return c;
+}
+} // namespace detail
+// How long the node gives this borrower before it freezes it (0 when the time has come), or -1
+// when nothing is asked of it. Marks the worker as one that cooperates: the node gives it notice
+// from now on. Stores and loads only.
+inline int64_t yieldRequestedNs() {
+  ControlPage *c = detail::cooperatingPage();
+  if (!c || !c->yieldAsk.load(std::memory_order_acquire))
+    return -1;
+  uint64_t by = c->yieldByNs.load(std::memory_order_relaxed), now = detail::monotonicNs();
+  return by > now ? int64_t(by - now) : 0;
+}
+// Waits until the node asks this borrower to yield or `timeoutNs` has passed (a thread of its own
+// may watch for it this way). Whether it was asked.
+inline bool waitForYieldRequest(uint64_t timeoutNs) {
+  ControlPage *c = detail::cooperatingPage();
+  if (!c)
+    return false;
+  uint64_t deadline = detail::monotonicNs() + timeoutNs;
+  while (!c->yieldAsk.load(std::memory_order_acquire)) {
+    uint64_t now = detail::monotonicNs();
+    if (now >= deadline)
+      return false;
+    timespec left{time_t((deadline - now) / 1'000'000'000u), long((deadline - now) % 1'000'000'000u)};
+    syscall(SYS_futex, reinterpret_cast<uint32_t *>(&c->yieldAsk), FUTEX_WAIT, 0u, &left, nullptr, 0);
+  }
+  return true;
+}
+// Yields what is lent, if the node asked: acknowledges the request (the node freezes the process
+// at once) and returns once it is lent CPUs again. Whether it had been asked.
+inline bool yieldNow() {
+  ControlPage *c = detail::cooperatingPage();
+  uint32_t ask = c ? c->yieldAsk.load(std::memory_order_acquire) : 0;
+  if (!ask)
+    return false;
+  c->yieldAck.store(ask, std::memory_order_release);
+  while (c->yieldAsk.load(std::memory_order_acquire) == ask)
+    syscall(SYS_futex, reinterpret_cast<uint32_t *>(&c->yieldAsk), FUTEX_WAIT, ask, nullptr, nullptr, 0);
+  return true;
 }
 
 } // namespace mscale::worker

@@ -221,6 +221,11 @@ int msc_worker_current_phase(char *name, uint64_t capacity) {
   std::memcpy(name, current.c_str(), current.size() + 1);
   return 0;
 }
+int64_t msc_worker_yield_requested(void) { return mscale::worker::yieldRequestedNs(); }
+int msc_worker_wait_yield_request(uint64_t timeout_ns) {
+  return mscale::worker::waitForYieldRequest(timeout_ns) ? 1 : 0;
+}
+int msc_worker_yield(void) { return mscale::worker::yieldNow() ? 1 : 0; }
 void msc_worker_report_throughput(double tflops) { mscale::worker::reportThroughput(tflops); }
 
 } // extern "C"

@@ -106,6 +106,17 @@ MSC_WORKER_API int msc_worker_enter_phase(const char *name);
  * phases). 0, or ERANGE when it does not fit. */
 MSC_WORKER_API int msc_worker_current_phase(char *name, uint64_t capacity);
 
+/* ---- yielding what is lent (a borrower: a contract of class = opportunistic) ---- */
+/* The node asks a borrower that cooperates to yield before it freezes it; any of these calls marks
+ * the worker as one that does. The nanoseconds left before the freeze (0: now), or -1 when nothing
+ * is asked: stores and loads only. */
+MSC_WORKER_API int64_t msc_worker_yield_requested(void);
+/* Waits until the node asks (1) or `timeout_ns` has passed (0): for a thread that watches. */
+MSC_WORKER_API int msc_worker_wait_yield_request(uint64_t timeout_ns);
+/* If asked: tells the node it may freeze the process now, and returns once it is lent CPUs again (1).
+ * 0 at once when nothing is asked. */
+MSC_WORKER_API int msc_worker_yield(void);
+
 #ifdef __cplusplus
 }
 #endif

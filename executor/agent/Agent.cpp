@@ -90,6 +90,14 @@ int Agent::serve() {
 }
 
 namespace {
+void setYields(agent::LoansResponse &loans, const lending::YieldStats &s) {
+  agent::YieldCounts *y = loans.mutable_yields();
+  y->set_asked(s.asked);
+  y->set_yielded(s.yielded);
+  y->set_expired(s.expired);
+  y->set_withdrawn(s.withdrawn);
+}
+
 agent::Loan loanOf(const lending::Loan &loan) {
   agent::Loan out;
   out.set_owner(loan.owner);
@@ -378,6 +386,7 @@ agent::Response Agent::handle(const agent::Request &request, const PeerCredentia
     if (NodeLending *lending = ledger_.lending()) {
       loans->set_mechanism(lending->mechanism());
       loans->set_lent_core_ns(lending->lentCoreNs());
+      setYields(*loans, lending->yieldStats());
       for (const lending::Loan &loan : lending->loans())
         *loans->add_loans() = loanOf(loan);
       if (request.loans().timeline()) {
@@ -531,6 +540,7 @@ std::string Agent::metricsText() const {
     loans.emplace();
     loans->set_mechanism(lending->mechanism());
     loans->set_lent_core_ns(lending->lentCoreNs());
+    setYields(*loans, lending->yieldStats());
   }
   return renderMetrics(statuses, requests_, server_.refusals(), loans ? &*loans : nullptr);
 }

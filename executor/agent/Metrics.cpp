@@ -92,6 +92,15 @@ std::string renderMetrics(const std::vector<agent::ContractStatus> &contracts,
     head("mscale_lending_lent_core_seconds_total", "counter",
          "Core-seconds the contracts with phases lent to borrowers on this node");
     os << "mscale_lending_lent_core_seconds_total " << seconds(loans->lent_core_ns()) << "\n";
+    head("mscale_lending_yield_requests_total", "counter",
+         "Requests to borrowers that cooperate to yield what they were lent, before they are frozen");
+    os << "mscale_lending_yield_requests_total " << loans->yields().asked() << "\n";
+    head("mscale_lending_yield_outcomes_total", "counter",
+         "How requests to yield ended: yielded in time, expired (frozen when the time was up), withdrawn");
+    for (auto [outcome, n] : {std::pair<const char *, uint64_t>{"yielded", loans->yields().yielded()},
+                              {"expired", loans->yields().expired()},
+                              {"withdrawn", loans->yields().withdrawn()}})
+      os << "mscale_lending_yield_outcomes_total{outcome=\"" << outcome << "\"} " << n << "\n";
     head("mscale_lending_harvested_core_seconds_total", "counter",
          "CPU time a borrower ran on what was lent to it (its cgroup's count)");
     for (const agent::ContractStatus &c : contracts)

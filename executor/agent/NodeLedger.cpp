@@ -254,6 +254,11 @@ std::unique_ptr<Supervisor> NodeLedger::makeSupervisor(Session &session, std::ve
   o.admitted = [this, self] { return heldExcept(self); };
   if (lending::isBorrower(session.plan()))
     o.paused = [this, self] { return lending_ && lending_->frozen(self); };
+  // An owner's fault takes back what it lent before anything of the recovery starts.
+  o.faulted = [this, self] {
+    if (lending_ && lending_->lends(self))
+      lending_->holdForRecovery(self);
+  };
   o.planChanged = [this, self](const plan::Plan &) {
     auto it = contracts_.find(self);
     if (it == contracts_.end())
@@ -472,8 +477,10 @@ void NodeLedger::reapWorkers() {
 void NodeLedger::supervise(uint64_t nowNs) {
   reapWorkers();
   for (auto &[name, c] : contracts_) {
-    // A warm standby that took over has a control page of its own: the lending reads that one now.
-    if (lending_ && lending_->lends(name) && c->supervisor && c->supervisor->workers().size())
+    // A warm standby that took over has a control page of its own: the lending reads that one now;
+    // a borrower's worker is asked to yield on its own.
+    if (lending_ && (lending_->lends(name) || lending_->borrows(name)) && c->supervisor &&
+        c->supervisor->workers().size())
       if (const worker::ControlPageHost *page = c->supervisor->workers().rank(0).control.get())
         lending_->followPage(name, *page);
     if (c->supervisor) {

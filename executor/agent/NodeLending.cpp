@@ -73,6 +73,8 @@ NodeLending::~NodeLending() {
   node_.reset();
   for (auto &[name, page] : owners_)
     unmapPage(page);
+  for (auto &[name, page] : borrowerPages_)
+    unmapPage(page);
   cgroups_.reset(); // ends every borrower still here
 }
 
@@ -128,7 +130,7 @@ void NodeLending::onErrors(const std::vector<std::string> &errors) {
     report(log_, "-", DiagCode::WRN_EXEC_004, {e});
 }
 
-bool NodeLending::mapPage(const worker::ControlPageHost &page, OwnerPage &out, std::string &error) {
+bool NodeLending::mapPage(const worker::ControlPageHost &page, MappedPage &out, std::string &error) {
   struct stat st{};
   if (::fstat(page.fd(), &st) != 0) {
     error = std::string("its control page: ") + std::strerror(errno);
@@ -150,7 +152,7 @@ bool NodeLending::mapPage(const worker::ControlPageHost &page, OwnerPage &out, s
   return true;
 }
 
-void NodeLending::unmapPage(OwnerPage &p) {
+void NodeLending::unmapPage(MappedPage &p) {
   if (p.map && p.map != MAP_FAILED)
     ::munmap(p.map, sizeof(mscale::worker::ControlPage));
   if (p.fd >= 0)
@@ -180,7 +182,7 @@ bool NodeLending::addOwner(const plan::Plan &plan, const worker::ControlPageHost
     error = "it lends on this node already";
     return false;
   }
-  OwnerPage mapped;
+  MappedPage mapped;
   if (!mapPage(page, mapped, error))
     return false;
   for (const PhaseSpec &p : owner->phases)
@@ -201,11 +203,29 @@ bool NodeLending::addOwner(const plan::Plan &plan, const worker::ControlPageHost
 }
 
 void NodeLending::followPage(const std::string &contract, const worker::ControlPageHost &page) {
-  auto it = owners_.find(contract);
   struct stat st{};
+  if (borrowers_.count(contract) && loop_) {
+    auto known = borrowerPages_.find(contract);
+    if (::fstat(page.fd(), &st) != 0 || (known != borrowerPages_.end() && st.st_ino == known->second.inode))
+      return;
+    MappedPage mapped;
+    std::string error;
+    if (!mapPage(page, mapped, error)) {
+      log_.warn(contract, "its worker's control page cannot be read: " + error + "; it is frozen unasked");
+      return;
+    }
+    loop_->withNode([&](LendingNode &n) {
+      n.replaceBorrowerPage(contract, static_cast<mscale::worker::ControlPage *>(mapped.map));
+    });
+    if (known != borrowerPages_.end())
+      unmapPage(known->second); // replaced: the loop reads it no more
+    borrowerPages_[contract] = mapped;
+    return;
+  }
+  auto it = owners_.find(contract);
   if (it == owners_.end() || ::fstat(page.fd(), &st) != 0 || st.st_ino == it->second.inode)
     return;
-  OwnerPage mapped;
+  MappedPage mapped;
   std::string error;
   if (!mapPage(page, mapped, error)) {
     log_.warn(contract, "its new control page cannot be read: " + error + "; it lends nothing more");
@@ -215,7 +235,7 @@ void NodeLending::followPage(const std::string &contract, const worker::ControlP
   mapped.phaseNames = it->second.phaseNames;
   mapped.reclaimWithinNs = it->second.reclaimWithinNs;
   mapped.cpus = it->second.cpus;
-  OwnerPage old = it->second;
+  MappedPage old = it->second;
   it->second = mapped;
   loop_->withNode([&](LendingNode &n) { n.replacePage(contract, static_cast<mscale::worker::ControlPage *>(mapped.map)); });
   watchPages();
@@ -295,7 +315,7 @@ void NodeLending::remove(const std::string &contract) {
     return;
   if (auto it = owners_.find(contract); it != owners_.end()) {
     loop_->withNode([&](LendingNode &n) { n.removeOwner(contract); });
-    OwnerPage page = it->second;
+    MappedPage page = it->second;
     owners_.erase(it);
     mostLent_.erase(contract);
     watchPages();
@@ -307,9 +327,44 @@ void NodeLending::remove(const std::string &contract) {
       if (cgroups_)
         cgroups_->remove(contract);
     });
+    if (auto page = borrowerPages_.find(contract); page != borrowerPages_.end()) {
+      unmapPage(page->second); // removeBorrower returned: the loop reads it no more
+      borrowerPages_.erase(page);
+    }
     if (!recordDir_.empty())
       ::unlink((recordDir_ + "/" + contract).c_str());
   }
+}
+
+bool NodeLending::holdForRecovery(const std::string &contract) {
+  auto it = owners_.find(contract);
+  if (!loop_ || it == owners_.end())
+    return true;
+  uint64_t start = clock_.monotonicNs(), waitNs = 2 * std::max<uint64_t>(it->second.reclaimWithinNs, 1'000'000);
+  bool back = false;
+  loop_->withNode([&](LendingNode &n) { n.hold(contract); });
+  // The loop takes it back on its next tick, woken by withNode; a freeze under way settles on its own.
+  for (;;) {
+    loop_->withNode([&](LendingNode &n) { back = !n.lends(contract); });
+    if (back || clock_.monotonicNs() - start >= waitNs)
+      break;
+    ::usleep(100);
+  }
+  uint64_t tookUs = (clock_.monotonicNs() - start) / 1000;
+  if (back)
+    log_.info(contract, "its worker faulted: what it lent is back (" + std::to_string(tookUs) +
+                            " us) before recovery starts; it lends again once its next worker enters a phase");
+  else
+    log_.warn(contract, "its worker faulted: what it lent is not back after " + std::to_string(tookUs) +
+                            " us; recovery starts while the lending goes on taking it back");
+  return back;
+}
+
+lending::YieldStats NodeLending::yieldStats() {
+  lending::YieldStats s;
+  if (loop_)
+    loop_->withNode([&](LendingNode &n) { s = n.yieldStats(); });
+  return s;
 }
 
 bool NodeLending::frozen(const std::string &borrower) {

@@ -53,8 +53,13 @@ public:
   // lockstep) is read through a mapping of the lending's own, so that a page the worker group drops
   // (a standby taking over) is never read after it is gone. False with `error`.
   bool addOwner(const plan::Plan &plan, const worker::ControlPageHost &page, std::string &error);
-  // The owner's worker now has `page` (after a standby took over): followed from now on.
+  // The contract's worker now has `page` (a new owner's worker after a standby took over; a
+  // borrower's, where it is asked to yield): followed from now on.
   void followPage(const std::string &contract, const worker::ControlPageHost &page);
+  // An owner's worker faulted: everything it lent is taken back before recovery starts, and stays
+  // home until its next worker enters a phase (LendingNode::hold). Waits for the take-back, at
+  // most its bound and then as long again for a freeze to settle; false when it is not back by then.
+  bool holdForRecovery(const std::string &contract);
 
   // A borrower (`plan` of class = opportunistic): admitted when the owners here lend, at their most,
   // at least the CPUs it asks for; its cgroups are made, frozen. False with the reason (ERR_EXEC_033).
@@ -71,6 +76,8 @@ public:
   bool borrows(const std::string &contract) const { return borrowers_.count(contract) != 0; }
   // A borrower that runs on nothing now: its silence is no hang.
   bool frozen(const std::string &borrower);
+  // How the node's requests to yield ended, over every borrower.
+  lending::YieldStats yieldStats();
   std::optional<LendingView> view(const std::string &contract);
   std::vector<lending::Loan> loans();
   // Core-nanoseconds lent since this lending started, over every owner.
@@ -94,7 +101,7 @@ public:
   bool withSimLoans(const std::function<void(lending::SimLoans &)> &change);
 
 private:
-  struct OwnerPage {
+  struct MappedPage {
     int fd = -1;
     void *map = nullptr;
     ino_t inode = 0;
@@ -102,8 +109,8 @@ private:
     uint64_t reclaimWithinNs = 0;
     lending::CpuSet cpus;
   };
-  bool mapPage(const worker::ControlPageHost &page, OwnerPage &out, std::string &error);
-  static void unmapPage(OwnerPage &p);
+  bool mapPage(const worker::ControlPageHost &page, MappedPage &out, std::string &error);
+  static void unmapPage(MappedPage &p);
   void endLeftBorrowers();
   void onErrors(const std::vector<std::string> &errors);
   void watchPages();
@@ -117,8 +124,9 @@ private:
   const char *mechanism_ = "";
   std::unique_ptr<lending::LendingNode> node_;
   std::unique_ptr<lending::LendingLoop> loop_;
-  std::map<std::string, OwnerPage> owners_;
+  std::map<std::string, MappedPage> owners_;
   std::map<std::string, unsigned> borrowers_; // CPUs asked
+  std::map<std::string, MappedPage> borrowerPages_; // their workers' control pages, once known
   std::map<std::string, unsigned> mostLent_;  // per owner
 };
 

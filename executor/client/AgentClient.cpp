@@ -259,6 +259,16 @@ void printLending(const agent::Lending &l, llvm::raw_ostream &os) {
   os << "\n";
 }
 
+namespace {
+// Only where a borrower cooperates: the others are frozen unasked.
+void printYields(const agent::LoansResponse &r, llvm::raw_ostream &os) {
+  const agent::YieldCounts &y = r.yields();
+  if (y.asked())
+    os << "asked to yield " << y.asked() << " times: " << y.yielded() << " yielded, " << y.expired()
+       << " frozen when their time was up, " << y.withdrawn() << " withdrawn\n";
+}
+} // namespace
+
 void printLoans(const agent::LoansResponse &r, llvm::raw_ostream &os) {
   if (r.mechanism().empty()) {
     os << "no loans: no contract on this node lends or borrows\n";
@@ -267,11 +277,13 @@ void printLoans(const agent::LoansResponse &r, llvm::raw_ostream &os) {
   os << "taken back by " << r.mechanism() << "\n";
   if (r.loans().empty()) {
     os << "nothing lent now\n";
+    printYields(r, os);
     return;
   }
   os << "OWNER\tBORROWER\tCPUS\tFOR\n";
   for (const agent::Loan &l : r.loans())
     os << l.owner() << "\t" << l.borrower() << "\t" << cpusOf(l) << "\t" << l.since_ms_ago() << " ms\n";
+  printYields(r, os);
 }
 
 void printList(const agent::ListResponse &l, llvm::raw_ostream &os) {

@@ -5,6 +5,9 @@
 #include <llvm/ADT/StringExtras.h>
 
 #include <algorithm>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 namespace msc::exec::lending {
 
@@ -51,11 +54,39 @@ void LendingNode::replacePage(const std::string &contract, mscale::worker::Contr
     }
 }
 
-void LendingNode::addBorrower(const std::string &contract, unsigned cpuCores) {
+void LendingNode::hold(const std::string &contract) {
+  for (OwnerState &o : owners_)
+    if (o.spec.contract == contract) {
+      o.held = true;
+      o.heldAtNs = clock_.monotonicNs();
+    }
+}
+
+bool LendingNode::lends(const std::string &owner) const {
+  for (const BorrowerState &b : borrowers_)
+    for (const auto &[cpu, loan] : b.loans)
+      if (loan.first == owner)
+        return true;
+  return false;
+}
+
+void LendingNode::addBorrower(const std::string &contract, unsigned cpuCores, mscale::worker::ControlPage *page) {
   BorrowerState b;
   b.spec.contract = contract;
   b.spec.cpuCores = cpuCores;
+  b.page = page;
   borrowers_.push_back(std::move(b));
+}
+
+void LendingNode::replaceBorrowerPage(const std::string &contract, mscale::worker::ControlPage *page) {
+  for (BorrowerState &b : borrowers_)
+    if (b.spec.contract == contract) {
+      if (b.page != page && b.yieldByNs)
+        ++yieldStats_.withdrawn; // its new worker is frozen when the time is up, unasked
+      b.page = page;
+      b.asked = false;
+      b.yieldByNs = 0;
+    }
 }
 
 void LendingNode::removeBorrower(const std::string &contract) {
@@ -104,6 +135,10 @@ void LendingNode::read(OwnerState &o, uint64_t nowNs) {
   uint64_t entries = o.page->phaseEntries.load(std::memory_order_acquire);
   uint64_t enteredNs = o.page->phaseEnteredNs.load(std::memory_order_relaxed);
   uint64_t step = o.page->step.load(std::memory_order_relaxed);
+  o.enteredNs = enteredNs;
+  // The worker after a fault has entered a phase: the owner lends by its phases again.
+  if (o.held && phase && enteredNs > o.heldAtNs)
+    o.held = false;
   // A number past the plan's phases is no phase: the owner keeps everything.
   s.workerPhase = phase <= s.phases.size() ? phase : 0;
   if (step > o.stepSeen && o.stepSeenAtNs && nowNs > o.stepSeenAtNs) {
@@ -181,6 +216,8 @@ void LendingNode::apply(BorrowerState &b, const CpuSet &cpus, const std::map<uns
     return;
   }
   b.freezing = false;
+  if (b.asked)
+    withdrawAsk(b, true); // it runs again: its yieldNow() returns
   giveBack(b, target, clock_.monotonicNs());
   for (unsigned c : target)
     if (!b.loans.count(c))
@@ -267,7 +304,7 @@ TickResult LendingNode::tick() {
     o.spec.rhythm = &o.rhythm;
     o.spec.reclaimCostNs = reclaimCostNs_;
     Owner view = o.spec;
-    if (o.leaving)
+    if (o.leaving || o.held)
       view.phases.clear(); // no phase: it keeps everything
     std::vector<unsigned> active = activePhases(view, now);
     for (unsigned n : active)
@@ -302,8 +339,11 @@ TickResult LendingNode::tick() {
   for (BorrowerState &b : borrowers_) {
     const CpuSet &target = d.borrowerCpus[b.spec.contract];
     CpuSet keep = intersection(b.spec.current, target);
-    if (keep == b.spec.current && !(b.freezing && !target.empty()))
+    if (keep == b.spec.current && !(b.freezing && !target.empty())) {
+      if (b.yieldByNs)
+        withdrawAsk(b, false); // what it was asked to yield is lent on
       continue;
+    }
     bool moves = keep.empty() && !target.empty() && !b.ended &&
                  std::none_of(borrowers_.begin(), borrowers_.end(), [&](const BorrowerState &other) {
                    return &other != &b && (!intersection(other.spec.current, target).empty() ||
@@ -313,6 +353,11 @@ TickResult LendingNode::tick() {
                  });
     if (b.freezing && !moves)
       continue; // it goes on freezing
+    // Frozen next: one that cooperates is asked first, and runs on until it yields or its time is up.
+    if (keep.empty() && !moves && !b.ended && b.page && b.page->cooperates.load(std::memory_order_acquire) &&
+        askToYield(b, yieldDeadline(b, owners, d, now), now))
+      continue;
+    b.yieldByNs = 0; // a notice is over: frozen now, and asked still until it is lent again
     apply(b, moves ? target : keep, ownerOf, now, result);
     tookBack = true;
   }
@@ -343,7 +388,7 @@ TickResult LendingNode::tick() {
     if (!b.ended && b.throttled != d.throttledDevices)
       throttle(b, d.throttledDevices, ownerOf, now, result); // lifts what no owner keeps any more
     const CpuSet &target = d.borrowerCpus[b.spec.contract];
-    if (target != b.spec.current && !b.ended)
+    if (target != b.spec.current && !b.ended && !b.yieldByNs) // one asked to yield is step 1's
       apply(b, target, ownerOf, now, result);
   }
   result.nextNs = std::min(nextDecisionNs(owners, d, now), after(now, options_.pollNs));
@@ -354,6 +399,12 @@ TickResult LendingNode::tick() {
       result.nextNs = std::min(result.nextNs, after(now, std::clamp((now - std::min(now, b.freezeAskedNs)) / 4,
                                                                      options_.settlePollNs,
                                                                      options_.settlePollMaxNs)));
+  // A borrower asked to yield is looked at as a freeze is, and frozen when its time is up.
+  for (const BorrowerState &b : borrowers_)
+    if (b.yieldByNs)
+      result.nextNs = std::min({result.nextNs, b.yieldByNs,
+                                after(now, std::clamp((now - std::min(now, b.askedAtNs)) / 4, options_.settlePollNs,
+                                                      options_.settlePollMaxNs))});
   // An entry while the node lent may have found those CPUs home and then lost them: decide again now.
   for (OwnerState &o : owners_)
     if (o.page && o.page->phaseEntries.load(std::memory_order_seq_cst) != o.seenEntries)
@@ -361,6 +412,90 @@ TickResult LendingNode::tick() {
   std::erase_if(owners_, [&](const OwnerState &o) { return o.leaving && !lentFrom(o.spec.contract, o.spec.cpus); });
   recordLoans();
   return result;
+}
+
+uint64_t LendingNode::yieldDeadline(const BorrowerState &b, const std::vector<Owner> &owners, const Decision &d,
+                                    uint64_t nowNs) const {
+  uint64_t cost = 2 * reclaimCostNs_, by = UINT64_MAX;
+  for (const auto &[cpu, loan] : b.loans) {
+    size_t i = 0;
+    while (i < owners_.size() && owners_[i].spec.contract != loan.first)
+      ++i;
+    auto kept = d.kept.find(loan.first);
+    if (i == owners_.size() || kept == d.kept.end() || !std::binary_search(kept->second.begin(), kept->second.end(), cpu))
+      continue; // not wanted back by its owner: a CPU given to another borrower
+    const OwnerState &o = owners_[i];
+    const Owner &view = owners[i];
+    auto keeps = [&](unsigned n) {
+      const CpuSet &k = view.phases[n - 1].keptCpus;
+      return std::binary_search(k.begin(), k.end(), cpu);
+    };
+    uint64_t margin = std::max({cost, view.reclaimWithinNs / 2, options_.noticeMarginNs});
+    // Kept now: in a phase (or between phases, which keeps everything) since its entry.
+    bool now = view.phases.empty() || view.workerPhase == 0 ||
+               std::any_of(o.activeBefore.begin(), o.activeBefore.end(), keeps);
+    if (now) {
+      bool byWorker = !view.phases.empty() && std::none_of(o.activeBefore.begin(), o.activeBefore.end(), [&](unsigned n) {
+        return keeps(n) && view.phases[n - 1].trigger != PhaseSpec::Trigger::Worker;
+      });
+      if (o.leaving || o.held || !o.page || !byWorker) {
+        by = std::min(by, nowNs); // no entry to count from: at once
+        continue;
+      }
+      uint64_t entered = std::min(o.enteredNs, nowNs);
+      by = std::min(by, entered + view.reclaimWithinNs > margin ? entered + view.reclaimWithinNs - margin : 0);
+      continue;
+    }
+    // Kept soon: before the phase's expected start.
+    uint64_t start = UINT64_MAX;
+    for (unsigned n = 1; n <= view.phases.size(); ++n)
+      if (keeps(n))
+        if (std::optional<uint64_t> s = nextStart(view, n, nowNs))
+          start = std::min(start, *s);
+    by = std::min(by, start == UINT64_MAX ? nowNs : start > cost ? start - cost : 0);
+  }
+  return by == UINT64_MAX ? nowNs : by;
+}
+
+bool LendingNode::askToYield(BorrowerState &b, uint64_t byNs, uint64_t nowNs) {
+  mscale::worker::ControlPage *p = b.page;
+  if (b.yieldByNs) {
+    if (p->yieldAck.load(std::memory_order_acquire) == b.askSeq) {
+      ++yieldStats_.yielded;
+      return false;
+    }
+    if (byNs < b.yieldByNs) { // an owner needs it sooner now: an entry earlier than expected
+      b.yieldByNs = byNs;
+      p->yieldByNs.store(byNs, std::memory_order_release);
+    }
+    if (nowNs >= b.yieldByNs) {
+      ++yieldStats_.expired;
+      return false;
+    }
+    return true;
+  }
+  if (byNs < nowNs + options_.minNoticeNs)
+    return false;
+  b.askSeq = b.askSeq + 1 ? b.askSeq + 1 : 1;
+  b.yieldByNs = byNs;
+  b.askedAtNs = nowNs;
+  b.asked = true;
+  p->yieldByNs.store(byNs, std::memory_order_relaxed);
+  p->yieldAsk.store(b.askSeq, std::memory_order_seq_cst);
+  syscall(SYS_futex, reinterpret_cast<uint32_t *>(&p->yieldAsk), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+  ++yieldStats_.asked;
+  return true;
+}
+
+void LendingNode::withdrawAsk(BorrowerState &b, bool lentAgain) {
+  if (b.yieldByNs && !lentAgain)
+    ++yieldStats_.withdrawn;
+  b.yieldByNs = 0;
+  b.asked = false;
+  if (!b.page)
+    return;
+  b.page->yieldAsk.store(0, std::memory_order_seq_cst);
+  syscall(SYS_futex, reinterpret_cast<uint32_t *>(&b.page->yieldAsk), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
 }
 
 void LendingNode::recordLoans() {

@@ -6,7 +6,9 @@
 // not hold the node: its CPUs are back when the kernel has finished it, and until then the next
 // tick may move the borrower elsewhere instead. A reclaim that fails falls back to freezing the
 // borrower, and a freeze that fails to ending it: a mechanism's error never leaves a borrower on
-// what an owner keeps.
+// what an owner keeps. A borrower that cooperates (its control page says so) is asked to yield
+// before it is frozen, and given what is left of the time: it is frozen when it acknowledges, or
+// when that time is up (ControlPage::yieldAsk).
 //
 // The agent calls tick() from its lending loop (LendingLoop.h) when an owner's phase word wakes it
 // or at the time the last tick returned; the unit tests and the simulator call it on a ManualClock
@@ -35,6 +37,21 @@ struct LendingOptions {
   // then after a quarter of the time it has taken so far, at most settlePollMaxNs apart.
   uint64_t settlePollNs = 20'000;
   uint64_t settlePollMaxNs = 1'000'000;
+  // A borrower asked to yield is frozen by then at the latest: an owner in a phase that keeps its
+  // CPUs needs them within its bound of the entry, less a margin for the freeze itself (twice the
+  // measured cost of a reclaim, at least half the bound and `noticeMarginNs`); an owner that will
+  // enter one, before its expected start, less twice that cost. With less than `minNoticeNs` left
+  // it is frozen without being asked.
+  uint64_t noticeMarginNs = 200'000;
+  uint64_t minNoticeNs = 50'000;
+};
+
+// How the node's requests to yield ended (ControlPage::yieldAsk).
+struct YieldStats {
+  uint64_t asked = 0;     // notices given
+  uint64_t yielded = 0;   // acknowledged in time: frozen then
+  uint64_t expired = 0;   // not acknowledged: frozen at the time given
+  uint64_t withdrawn = 0; // lent again before either
 };
 
 // A loan as people read it (mscale-cli node loans, contract status): who lends which CPUs to whom,
@@ -63,8 +80,16 @@ public:
   // as a new worker's, which keeps everything until it enters a phase. The old page is not touched
   // again once this returns.
   void replacePage(const std::string &contract, mscale::worker::ControlPage *page);
+  // An owner's worker faulted: it keeps everything from the next tick on, whatever its page says,
+  // until its next worker enters a phase (an entry after now), so that recovery starts on all of it.
+  void hold(const std::string &contract);
+  // Whether anything is lent from `owner` now (a freeze under way included).
+  bool lends(const std::string &owner) const;
   // A borrower asking for `cpuCores` CPUs, admitted after those before it; it runs on none until lent.
-  void addBorrower(const std::string &contract, unsigned cpuCores);
+  // `page`, when it has a worker with one (which must outlive it here, or be replaced first), is
+  // where a borrower that cooperates is asked to yield.
+  void addBorrower(const std::string &contract, unsigned cpuCores, mscale::worker::ControlPage *page = nullptr);
+  void replaceBorrowerPage(const std::string &contract, mscale::worker::ControlPage *page);
   void removeBorrower(const std::string &contract);
   // A borrower the node ended (a take-back that neither shrank nor froze it) gets a new worker: it is
   // frozen again, on nothing, and lent as any other from the next tick. False with `error` when it
@@ -86,6 +111,7 @@ public:
   // Core-nanoseconds lent so far, over every owner.
   uint64_t lentCoreNs() const { return lentCoreNs_; }
   uint64_t reclaimCostNs() const { return reclaimCostNs_; }
+  const YieldStats &yieldStats() const { return yieldStats_; }
 
 private:
   struct OwnerState {
@@ -95,7 +121,10 @@ private:
     uint64_t seenEntries = 0;
     std::vector<unsigned> activeBefore;
     uint64_t stepSeen = 0, stepSeenAtNs = 0;
+    uint64_t enteredNs = 0; // when its worker entered the phase it is in (its page's clock)
     bool leaving = false; // removed: lends nothing, forgotten once nothing of it is lent
+    bool held = false;    // its worker faulted: it keeps everything until its next worker enters a phase
+    uint64_t heldAtNs = 0;
   };
   struct BorrowerState {
     Borrower spec;
@@ -104,6 +133,11 @@ private:
     bool freezing = false; // asked to freeze, not yet frozen: `loans` are not back yet
     std::vector<std::string> throttled; // block devices its IO is throttled to
     uint64_t freezeAskedNs = 0;
+    mscale::worker::ControlPage *page = nullptr;
+    uint32_t askSeq = 0;     // the last yieldAsk it was given
+    bool asked = false;      // its page's yieldAsk is set: cleared when it is lent again
+    uint64_t yieldByNs = 0;  // a notice is running: frozen by then (0: none)
+    uint64_t askedAtNs = 0;
   };
 
   void read(OwnerState &o, uint64_t nowNs);
@@ -116,6 +150,15 @@ private:
   void settle(BorrowerState &b, TickResult &result);
   void endBorrower(BorrowerState &b, const std::string &why, TickResult &result);
   void recordLoans(); // each borrower's lent CPUs into the timeline
+  // When `b` must be frozen at the latest for every owner that keeps one of its CPUs now or soon
+  // to have it back on time (LendingOptions::noticeMarginNs); `nowNs` where it cannot be said.
+  uint64_t yieldDeadline(const BorrowerState &b, const std::vector<Owner> &owners, const Decision &d,
+                         uint64_t nowNs) const;
+  // Asks `b` to yield by `byNs`, or goes on waiting for it: true while it may still run. False
+  // when it must be frozen now (it acknowledged, its time is up, or there is none to give).
+  bool askToYield(BorrowerState &b, uint64_t byNs, uint64_t nowNs);
+  // Its page's request is cleared (it is lent again, or the take-back was called off).
+  void withdrawAsk(BorrowerState &b, bool lentAgain);
   // Its IO throttled to `devices`; a throttle that cannot be set while an owner needs it freezes it.
   void throttle(BorrowerState &b, const std::vector<std::string> &devices,
                 const std::map<unsigned, const OwnerState *> &ownerOf, uint64_t nowNs, TickResult &result);
@@ -128,6 +171,7 @@ private:
   ReclaimLedger ledger_;
   uint64_t reclaimCostNs_ = 0; // smoothed cost of one shrink or freeze, for lead = auto
   uint64_t lastTickNs_ = 0, lentCoreNs_ = 0;
+  YieldStats yieldStats_;
   std::map<unsigned, uint64_t> homeAtNs_; // per CPU: when its last take-back returned
   LoanTimeline timeline_;
 };

@@ -85,6 +85,9 @@ def _declare(lib: ctypes.CDLL) -> None:
         "msc_worker_take_over": (None, []),
         "msc_worker_enter_phase": (c_int, [c_str]),
         "msc_worker_current_phase": (c_int, [ctypes.c_char_p, u64]),
+        "msc_worker_yield_requested": (ctypes.c_int64, []),
+        "msc_worker_wait_yield_request": (c_int, [u64]),
+        "msc_worker_yield": (c_int, []),
     }
     for name, (restype, argtypes) in signatures.items():
         fn = getattr(lib, name)
@@ -491,3 +494,29 @@ class phase(contextlib.ContextDecorator):
     def __exit__(self, *exc) -> bool:
         library().msc_worker_enter_phase(self._left.pop().encode("utf-8"))
         return False
+
+
+# ---- yielding what is lent (a borrower: a contract of class = opportunistic) -------------------
+
+def yield_requested() -> Optional[float]:
+    """A borrower's: the seconds the node gives it before it freezes it (``0.0``: the time has
+    come), or ``None`` while nothing is asked.  Calling it (or ``wait_for_yield_request``,
+    ``yield_now``) marks the worker as one that cooperates: only then does the node ask first, and
+    a borrower that never asks is simply frozen.  Loads from the control page: cheap enough to call
+    between two items of work."""
+    left = int(library().msc_worker_yield_requested())
+    return None if left < 0 else left / 1e9
+
+
+def wait_for_yield_request(timeout: float) -> bool:
+    """Blocks until the node asks this borrower to yield (``True``) or ``timeout`` seconds have
+    passed (``False``): for a thread that watches while others work."""
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout >= 0:
+        raise UsageError("ERR_PY_044", "wait_for_yield_request(timeout): seconds >= 0, got %r" % (timeout,))
+    return bool(library().msc_worker_wait_yield_request(int(timeout * 1e9)))
+
+
+def yield_now() -> bool:
+    """If the node asked: tells it that the process may be frozen now, and returns once it is lent
+    CPUs again (``True``), its work kept.  ``False`` at once when nothing is asked."""
+    return bool(library().msc_worker_yield())

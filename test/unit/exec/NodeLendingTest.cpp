@@ -202,5 +202,74 @@ TEST_F(NodeLendingTest, ATakeBackThatFailsIsLoggedWithTheFallbackTaken) {
       << text.str();
 }
 
+uint64_t monotonicNowNs() { return SystemClock::instance().monotonicNs(); }
+
+// A borrower's worker that cooperates is asked on its own control page, and frozen once it yields:
+// the borrower's side here is a thread doing what mscale.wait_for_yield_request() and yield_now() do.
+TEST_F(NodeLendingTest, ABorrowersWorkerIsAskedToYieldOnItsOwnPage) {
+  NodeLending lending(log_, /*simulated=*/true, "");
+  std::string error;
+  plan::Plan owner = ownerPlan();
+  owner.mutable_lending()->set_reclaim_within_ns(400'000'000); // time enough for a thread on a busy machine
+  plan::Phase::Use *loader = owner.mutable_lending()->mutable_phases(1)->add_uses();
+  loader->set_role("loader"); // compute keeps every CPU: the borrower has nowhere to move, and is frozen
+  loader->add_exclusive("cpu");
+  ASSERT_TRUE(lending.addOwner(owner, *page_, error)) << error;
+  ASSERT_TRUE(lending.addBorrower(borrowerPlan("prep", 2), error)) << error;
+  std::unique_ptr<worker::ControlPageHost> borrowerPage = worker::ControlPageHost::create(error);
+  ASSERT_TRUE(borrowerPage) << error;
+  mscale::worker::ControlPage *bp = borrowerPage->page();
+  bp->cooperates.store(1);
+  lending.followPage("prep", *borrowerPage);
+
+  enter(1); // decode keeps the loader's 0-3: the trainer's 4,5 are lent
+  ASSERT_TRUE(eventually([&] { return !lending.frozen("prep"); }));
+  uint64_t askedLeftNs = 0;
+  std::thread borrower([&] {
+    for (auto end = std::chrono::steady_clock::now() + 10s;
+         !bp->yieldAsk.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < end;)
+      std::this_thread::sleep_for(100us);
+    if (!bp->yieldAsk.load())
+      return;
+    uint64_t by = bp->yieldByNs.load(), now = monotonicNowNs();
+    askedLeftNs = by > now ? by - now : 0;
+    bp->yieldAck.store(bp->yieldAsk.load(), std::memory_order_release);
+  });
+  page_->page()->phaseEnteredNs.store(monotonicNowNs());
+  enter(2); // compute keeps 4,5
+  borrower.join();
+  EXPECT_GT(askedLeftNs, 0u);
+  EXPECT_LE(askedLeftNs, 200'000'000u) << "at most what is left of the bound, less half of it for the freeze";
+  EXPECT_TRUE(eventually([&] { return lending.frozen("prep"); }));
+  EXPECT_EQ(lending.yieldStats().asked, 1u);
+  EXPECT_EQ(lending.yieldStats().yielded, 1u);
+  EXPECT_NE(bp->yieldAsk.load(), 0u) << "still asked while frozen";
+  page_->page()->phaseEnteredNs.store(monotonicNowNs());
+  enter(1);
+  EXPECT_TRUE(eventually([&] { return !lending.frozen("prep") && bp->yieldAsk.load() == 0; }))
+      << "lent again: the ask withdrawn";
+  lending.remove("prep"); // its page is unmapped after the loop forgot it
+  EXPECT_FALSE(lending.borrows("prep"));
+}
+
+TEST_F(NodeLendingTest, AnOwnersFaultTakesEverythingBackBeforeRecoveryStarts) {
+  NodeLending lending(log_, /*simulated=*/true, "");
+  std::string error;
+  ASSERT_TRUE(lending.addOwner(ownerPlan(), *page_, error)) << error;
+  ASSERT_TRUE(lending.addBorrower(borrowerPlan("prep", 2), error)) << error;
+  page_->page()->phaseEnteredNs.store(monotonicNowNs());
+  enter(1);
+  ASSERT_TRUE(eventually([&] { return !lending.frozen("prep"); }));
+  EXPECT_TRUE(lending.holdForRecovery("train"));
+  EXPECT_TRUE(lending.frozen("prep")) << "back when holdForRecovery returns";
+  EXPECT_TRUE(lending.loans().empty());
+  std::this_thread::sleep_for(20ms);
+  EXPECT_TRUE(lending.frozen("prep")) << "the dead worker's phase on its page lends nothing";
+  page_->page()->phaseEnteredNs.store(monotonicNowNs()); // the next worker decodes
+  enter(1);
+  EXPECT_TRUE(eventually([&] { return !lending.frozen("prep"); }));
+  EXPECT_TRUE(lending.holdForRecovery("other")) << "nothing to take back for a contract that lends nothing";
+}
+
 } // namespace
 } // namespace msc::exec

@@ -167,7 +167,14 @@ TEST(Metrics, LendingSeriesOfOwnersAndBorrowers) {
   simBorrower.mutable_lending()->set_borrower(true);
   agent::LoansResponse loans;
   loans.set_lent_core_ns(4'250'000'000);
+  loans.mutable_yields()->set_asked(5);
+  loans.mutable_yields()->set_yielded(3);
+  loans.mutable_yields()->set_expired(1);
   std::string text = renderMetrics({owner, borrower, simBorrower}, {}, {}, &loans);
+  EXPECT_NE(text.find("mscale_lending_yield_requests_total 5\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("mscale_lending_yield_outcomes_total{outcome=\"yielded\"} 3\n"), std::string::npos);
+  EXPECT_NE(text.find("mscale_lending_yield_outcomes_total{outcome=\"expired\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("mscale_lending_yield_outcomes_total{outcome=\"withdrawn\"} 0\n"), std::string::npos);
   EXPECT_NE(text.find("mscale_lending_lent_core_seconds_total 4.250000\n"), std::string::npos) << text;
   EXPECT_NE(text.find("mscale_lending_harvested_core_seconds_total{borrower=\"prep\"} 1.500000\n"), std::string::npos);
   EXPECT_EQ(text.find("borrower=\"sim_prep\""), std::string::npos) << "not counted: no series, not a zero";

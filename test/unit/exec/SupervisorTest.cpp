@@ -232,6 +232,30 @@ TEST(VirtualSupervisor, AWorkerIsHungAtExactlyHeartbeatTimesMissesAfterItsLastBe
   EXPECT_TRUE(job.logged("(restart 1 of at most 10)"));
 }
 
+// The agent's lending takes back what an owner lent through this hook: it must run once a fault is
+// known, before the faulted worker is stopped or any new one started.
+TEST(VirtualSupervisor, AFaultIsToldBeforeTheWorkerIsStoppedOrRestarted) {
+  VirtualJob job;
+  uint64_t lastBeat = 950 * kMs;
+  job.program = [&](pid_t pid, size_t attempt, uint64_t now) {
+    if (attempt > 0 || now <= lastBeat)
+      trainEvery100ms(job.host, pid, now);
+  };
+  std::vector<std::pair<size_t, size_t>> told; // workers started, and signals sent, when told
+  SupervisorOptions o;
+  o.faulted = [&] {
+    size_t signals = 0;
+    for (const SimWorkerHost::Worker &w : job.host.workers())
+      signals += w.signals.size();
+    told.emplace_back(job.host.workers().size(), signals);
+  };
+  job.start(std::move(o));
+  job.runFor(lastBeat + 700 * kMs);
+  ASSERT_EQ(job.host.workers().size(), 2u) << "hung, then restarted";
+  ASSERT_EQ(told.size(), 1u) << "told once, for the one fault";
+  EXPECT_EQ(told[0], (std::pair<size_t, size_t>{1, 0})) << "before the kill and the restart";
+}
+
 TEST(VirtualSupervisor, RestartsThatMakeNoProgressBackOffAndTheBudgetEndsThem) {
   VirtualJob job;
   job.program = [&](pid_t pid, size_t, uint64_t) { job.host.exit(pid, 1); }; // dies at start-up, every time

@@ -9,6 +9,7 @@
 #include <sys/prctl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <linux/futex.h>
 #include <cstddef>
 #include "worker/mscale_worker.h"
 
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
@@ -327,6 +329,42 @@ TEST_F(WorkerCApiTest, HeartbeatsOnTheControlPage) {
   status = enterUnderFilter(1u << 2);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS) << "status " << status;
   page->phaseWake.store(0);
+
+  // Yielding what is lent (a borrower's): any call marks the worker as one that cooperates; the
+  // node's ask is seen with the time left; yield acknowledges it and returns once it is withdrawn.
+  auto requested = fn<decltype(&msc_worker_yield_requested)>("msc_worker_yield_requested");
+  auto waitAsk = fn<decltype(&msc_worker_wait_yield_request)>("msc_worker_wait_yield_request");
+  auto yieldNow = fn<decltype(&msc_worker_yield)>("msc_worker_yield");
+  EXPECT_EQ(page->cooperates.load(), 0u);
+  EXPECT_EQ(requested(), -1) << "nothing asked";
+  EXPECT_EQ(page->cooperates.load(), 1u);
+  EXPECT_EQ(yieldNow(), 0) << "nothing to yield: at once";
+  EXPECT_EQ(waitAsk(1'000'000), 0) << "not asked within 1 ms";
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  uint64_t nowNs = uint64_t(now.tv_sec) * 1'000'000'000u + uint64_t(now.tv_nsec);
+  page->yieldByNs.store(nowNs + 60'000'000'000u);
+  page->yieldAsk.store(7);
+  int64_t left = requested();
+  EXPECT_GT(left, 59'000'000'000);
+  EXPECT_LE(left, 60'000'000'000);
+  EXPECT_EQ(waitAsk(1'000'000), 1);
+  std::thread node([&] { // the node: frozen once acknowledged, lent again later
+    while (page->yieldAck.load() != 7)
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    page->yieldAsk.store(0);
+    ::syscall(SYS_futex, reinterpret_cast<uint32_t *>(&page->yieldAsk), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+  });
+  auto before = std::chrono::steady_clock::now();
+  EXPECT_EQ(yieldNow(), 1);
+  EXPECT_GE(std::chrono::steady_clock::now() - before, std::chrono::milliseconds(20)) << "returned before it was lent again";
+  node.join();
+  EXPECT_EQ(page->yieldAck.load(), 7u);
+  page->yieldByNs.store(nowNs);
+  page->yieldAsk.store(8);
+  EXPECT_EQ(requested(), 0) << "the time is up";
+  page->yieldAsk.store(0);
   ::unsetenv("MSCALE_PHASES");
   ::unsetenv("MSCALE_CONTROL_FD");
   ::munmap(p, 4096);

@@ -529,5 +529,168 @@ TEST_F(LendingNodeTest, BorrowersShareWhatIsLentInAdmissionOrder) {
   EXPECT_EQ(l[0].borrower, "b");
 }
 
+// ---- a borrower that cooperates is asked to yield before it is frozen -----------------------
+
+// An owner of CPUs 2,3 that lends both while it decodes and keeps both while it computes, without
+// anticipating (lead = 0ms): a borrower of them is frozen, not shrunk, when compute is entered.
+Owner lender() {
+  Owner o;
+  o.contract = "train";
+  o.cpus = {2, 3};
+  o.phases = {{"decode", {}}, {"compute", {2, 3}}};
+  o.reclaimWithinNs = 2 * kMs;
+  o.leadAuto = false;
+  return o;
+}
+
+struct YieldTest : LendingNodeTest {
+  ControlPage borrowerPage{};
+  uint64_t computeAt = 0;
+  // Lent while decoding, then compute entered and the node woken 30 us later.
+  TickResult lendThenCompute(bool cooperates) {
+    borrowerPage.cooperates.store(cooperates ? 1 : 0);
+    node.addOwner(lender(), &page);
+    node.addBorrower("prep", 2, &borrowerPage);
+    enter(page, 1, clock.monotonicNs());
+    node.tick();
+    EXPECT_EQ(loans.cpusOf("prep"), (CpuSet{2, 3}));
+    clock.advance(3 * kMs);
+    computeAt = clock.monotonicNs();
+    enter(page, 2, computeAt);
+    clock.advance(30 * kUs);
+    return node.tick();
+  }
+};
+
+TEST_F(YieldTest, ABorrowerThatCooperatesIsAskedFirstAndFrozenWhenItYields) {
+  TickResult r = lendThenCompute(true);
+  uint32_t ask = borrowerPage.yieldAsk.load();
+  EXPECT_NE(ask, 0u) << "asked to yield";
+  EXPECT_EQ(loans.cpusOf("prep"), (CpuSet{2, 3})) << "not frozen while it has time";
+  // Half the 2 ms bound is kept for the freeze itself: what is left of the bound is given.
+  EXPECT_EQ(borrowerPage.yieldByNs.load(), computeAt + 1 * kMs);
+  EXPECT_LE(r.nextNs, computeAt + 1 * kMs);
+  EXPECT_EQ(node.yieldStats().asked, 1u);
+
+  clock.advance(200 * kUs);
+  node.tick();
+  EXPECT_EQ(loans.cpusOf("prep"), (CpuSet{2, 3})) << "it has not yielded yet";
+  borrowerPage.yieldAck.store(ask); // yieldNow()
+  clock.advance(100 * kUs);
+  node.tick();
+  EXPECT_TRUE(loans.cpusOf("prep").empty()) << "frozen once it yielded";
+  EXPECT_EQ(node.yieldStats().yielded, 1u);
+  EXPECT_EQ(borrowerPage.yieldAsk.load(), ask) << "asked still while frozen: its yieldNow() waits";
+  const ReclaimStats &s = node.ledger().stats("train");
+  EXPECT_EQ(s.missed, 0u);
+  EXPECT_EQ(s.latenciesNs.back(), 330 * kUs + 50 * kUs) << "the wake-up, the notice, the freeze";
+
+  clock.advance(2 * kMs);
+  enter(page, 1, clock.monotonicNs());
+  node.tick();
+  EXPECT_EQ(loans.cpusOf("prep"), (CpuSet{2, 3}));
+  EXPECT_EQ(borrowerPage.yieldAsk.load(), 0u) << "lent again: its yieldNow() returns";
+}
+
+TEST_F(YieldTest, ABorrowerThatIgnoresTheAskIsFrozenWhenItsTimeIsUp) {
+  TickResult r = lendThenCompute(true);
+  uint64_t by = borrowerPage.yieldByNs.load();
+  while (loans.cpusOf("prep") == CpuSet{2, 3}) {
+    ASSERT_LT(clock.monotonicNs(), by) << "still on the owner's CPUs when its time was up";
+    clock.set(std::max(r.nextNs, clock.monotonicNs() + 1));
+    r = node.tick();
+  }
+  EXPECT_TRUE(loans.cpusOf("prep").empty());
+  EXPECT_EQ(clock.monotonicNs(), by + 50 * kUs) << "frozen at its time, not before";
+  EXPECT_EQ(node.yieldStats().expired, 1u);
+  EXPECT_EQ(node.yieldStats().yielded, 0u);
+  const ReclaimStats &s = node.ledger().stats("train");
+  EXPECT_EQ(s.missed, 0u) << "the notice is given out of the bound, not on top of it";
+  EXPECT_LE(s.latenciesNs.back(), 2 * kMs);
+}
+
+TEST_F(YieldTest, ABorrowerThatDoesNotCooperateIsFrozenUnasked) {
+  lendThenCompute(false);
+  EXPECT_TRUE(loans.cpusOf("prep").empty());
+  EXPECT_EQ(borrowerPage.yieldAsk.load(), 0u);
+  EXPECT_EQ(node.yieldStats().asked, 0u);
+}
+
+TEST_F(YieldTest, TheAskIsWithdrawnWhenTheOwnerLendsAgainFirst) {
+  lendThenCompute(true);
+  ASSERT_NE(borrowerPage.yieldAsk.load(), 0u);
+  clock.advance(300 * kUs);
+  enter(page, 1, clock.monotonicNs()); // a short compute: decode again within the notice
+  node.tick();
+  EXPECT_EQ(loans.cpusOf("prep"), (CpuSet{2, 3}));
+  EXPECT_EQ(borrowerPage.yieldAsk.load(), 0u);
+  EXPECT_EQ(node.yieldStats().withdrawn, 1u);
+}
+
+TEST_F(YieldTest, ALateWakeLeavesNoTimeToAsk) {
+  borrowerPage.cooperates.store(1);
+  node.addOwner(lender(), &page);
+  node.addBorrower("prep", 2, &borrowerPage);
+  enter(page, 1, clock.monotonicNs());
+  node.tick();
+  clock.advance(3 * kMs);
+  enter(page, 2, clock.monotonicNs());
+  clock.advance(1 * kMs); // the node woke late: past the margin kept for the freeze
+  node.tick();
+  EXPECT_TRUE(loans.cpusOf("prep").empty()) << "frozen at once";
+  EXPECT_EQ(node.yieldStats().asked, 0u);
+}
+
+TEST_F(YieldTest, AnAnticipatedReclaimAsksForTheCPUsBeforeThePhaseIsExpected) {
+  Owner o = lender();
+  o.leadNs = 2 * kMs; // a fixed lead: the reclaim starts 2 ms before compute is expected
+  borrowerPage.cooperates.store(1);
+  node.addOwner(o, &page);
+  node.addBorrower("prep", 2, &borrowerPage);
+  // A steady rhythm: decode 4 ms, compute 4 ms.
+  for (int cycle = 0; cycle < 6; ++cycle) {
+    enter(page, 1, clock.monotonicNs());
+    node.tick();
+    clock.advance(4 * kMs);
+    enter(page, 2, clock.monotonicNs());
+    node.tick();
+    clock.advance(4 * kMs);
+  }
+  enter(page, 1, clock.monotonicNs());
+  uint64_t expected = clock.monotonicNs() + 4 * kMs; // compute's next entry
+  TickResult r = node.tick();
+  while (!borrowerPage.yieldAsk.load() && clock.monotonicNs() < expected) {
+    clock.set(std::max(r.nextNs, clock.monotonicNs() + 1));
+    r = node.tick();
+  }
+  ASSERT_NE(borrowerPage.yieldAsk.load(), 0u) << "asked before compute";
+  EXPECT_LT(clock.monotonicNs(), expected);
+  EXPECT_LE(borrowerPage.yieldByNs.load(), expected) << "to be frozen before the phase it makes room for";
+  EXPECT_EQ(loans.cpusOf("prep"), (CpuSet{2, 3}));
+}
+
+// ---- an owner's fault --------------------------------------------------------------------------
+
+TEST_F(LendingNodeTest, AFaultedOwnerKeepsEverythingUntilItsNextWorkerEntersAPhase) {
+  node.addOwner(trainer(), &page);
+  node.addBorrower("prep", 8);
+  enter(page, 1, clock.monotonicNs());
+  node.tick();
+  ASSERT_EQ(loans.cpusOf("prep"), (CpuSet{2, 3, 4, 5}));
+  ASSERT_TRUE(node.lends("train"));
+  clock.advance(kMs);
+  node.hold("train"); // its worker died in decode: the page says decode still
+  node.tick();
+  EXPECT_TRUE(loans.cpusOf("prep").empty()) << "everything back before recovery starts";
+  EXPECT_FALSE(node.lends("train"));
+  clock.advance(10 * kMs);
+  node.tick();
+  EXPECT_TRUE(loans.cpusOf("prep").empty()) << "the dead worker's phase lends nothing";
+  enter(page, 1, clock.monotonicNs()); // the next worker, restored, decodes
+  node.tick();
+  EXPECT_EQ(loans.cpusOf("prep"), (CpuSet{2, 3, 4, 5}));
+  EXPECT_EQ(node.ledger().stats("train").missed, 0u);
+}
+
 } // namespace
 } // namespace msc::exec::lending
