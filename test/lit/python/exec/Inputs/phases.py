@@ -31,4 +31,10 @@ try:
     mscale.phase("")
 except mscale.UsageError as e:
     print(e)
+# Yielding: a worker nobody lends to is never asked.
+print("yield asked:", mscale.yield_requested(), mscale.wait_for_yield_request(0.01), mscale.yield_now())
+try:
+    mscale.wait_for_yield_request(-1)
+except mscale.UsageError as e:
+    print(e)
 sys.stdout.flush()
