@@ -96,35 +96,47 @@ def children(pid):
     return out
 
 
+def threads_of(pid):
+    """(state, allowed CPUs) of each thread of the process `pid` alone, read from /proc."""
+    out = []
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                stat = f.read()
+            with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+                status = f.read()
+        except OSError:
+            continue
+        allowed = set()
+        for line in status.splitlines():
+            if line.startswith("Cpus_allowed_list:"):
+                for part in line.split(":")[1].strip().split(","):
+                    lo, _, hi = part.partition("-")
+                    allowed.update(range(int(lo), int(hi or lo) + 1))
+        out.append((stat[stat.rindex(")") + 2], allowed))
+    return out
+
+
+def tree(pid):
+    """`pid` and every process under it."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        if p not in out:
+            out.append(p)
+            todo += children(p)
+    return out
+
+
 def threads(pid):
     """(state, allowed CPUs) of every thread of `pid` and of the processes under it."""
     out = []
-    pids, seen = [pid], set()
-    while pids:
-        p = pids.pop()
-        if p in seen:
-            continue
-        seen.add(p)
-        pids += children(p)
-        try:
-            tids = os.listdir("/proc/%d/task" % p)
-        except OSError:
-            continue
-        for tid in tids:
-            try:
-                with open("/proc/%d/task/%s/stat" % (p, tid)) as f:
-                    stat = f.read()
-                with open("/proc/%d/task/%s/status" % (p, tid)) as f:
-                    status = f.read()
-            except OSError:
-                continue
-            allowed = set()
-            for line in status.splitlines():
-                if line.startswith("Cpus_allowed_list:"):
-                    for part in line.split(":")[1].strip().split(","):
-                        lo, _, hi = part.partition("-")
-                        allowed.update(range(int(lo), int(hi or lo) + 1))
-            out.append((stat[stat.rindex(")") + 2], allowed))
+    for p in tree(pid):
+        out += threads_of(p)
     return out
 
 
