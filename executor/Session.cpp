@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstring>
 #include <fcntl.h>
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/ADT/StringExtras.h>
@@ -272,7 +273,9 @@ pid_t Session::startWorkerProcess(const std::vector<std::string> &argv,
     return !options_.confine || options_.confine(pid, confineError);
   };
   unsigned errorsBefore = diags.errorCount();
-  pid_t pid = spawnGated(argv, env, gate, error);
+  // A borrower's worker joins cgroups that stay frozen until the node lends it a CPU: its exec is
+  // not waited for.
+  pid_t pid = spawnGated(argv, env, gate, error, /*awaitExec=*/!options_.confine);
   if (pid < 0) {
     if (diags.errorCount() == errorsBefore)
       diags.report(DiagCode::ERR_EXEC_009) << (argv.empty() ? std::string() : argv[0])
@@ -295,7 +298,7 @@ bool Session::attachProcess(pid_t pid, DiagnosticEngine &diags) {
 }
 
 pid_t spawnGated(const std::vector<std::string> &argv, const WorkerEnvironment &env,
-                 const std::function<bool(pid_t)> &gate, std::string &error) {
+                 const std::function<bool(pid_t)> &gate, std::string &error, bool awaitExec) {
   if (argv.empty()) {
     error = "no command";
     return -1;
@@ -373,8 +376,17 @@ pid_t spawnGated(const std::vector<std::string> &argv, const WorkerEnvironment &
     }
     ::execvpe(cargv[0], cargv.data(), cenv.data());
     int err = errno;
-    ssize_t ignored = ::write(errPipe[1], &err, sizeof err);
-    (void)ignored;
+    if (awaitExec) {
+      ssize_t ignored = ::write(errPipe[1], &err, sizeof err);
+      (void)ignored;
+    } else { // nobody reads the pipe: the reason goes where the worker's output goes
+      static const char what[] = "mscale-exec: cannot run ";
+      const char *why = ::strerrordesc_np(err);
+      for (const char *part : std::initializer_list<const char *>{what, cargv[0], ": ", why ? why : "error", "\n"}) {
+        ssize_t ignored = ::write(STDERR_FILENO, part, ::strlen(part));
+        (void)ignored;
+      }
+    }
     ::_exit(127);
   }
   ::close(gatePipe[0]);
@@ -391,6 +403,10 @@ pid_t spawnGated(const std::vector<std::string> &argv, const WorkerEnvironment &
   ssize_t w = ::write(gatePipe[1], &go, 1);
   (void)w;
   ::close(gatePipe[1]);
+  if (!awaitExec) {
+    ::close(errPipe[0]);
+    return pid;
+  }
   int err = 0;
   ssize_t n;
   do

@@ -136,8 +136,12 @@ private:
 
 // Worker start, gated: the child waits on a pipe until `gate` runs (cgroups, affinity), then execs
 // with exactly `env` and the inherited fds open; any other fd is closed. Signals blocked in the
-// parent are unblocked in the child. Returns the pid, or -1 with `error`.
+// parent are unblocked in the child. Returns the pid, or -1 with `error`. `awaitExec`: returns
+// once the exec has happened, so that a program that cannot be run is `error`; without it (a
+// child the gate may leave frozen, a borrower's, which would hold the caller until it is lent a
+// CPU) it returns at once, and a failed exec is the child's exit status 127 with its reason on
+// the child's stderr.
 pid_t spawnGated(const std::vector<std::string> &argv, const WorkerEnvironment &env,
-                 const std::function<bool(pid_t)> &gate, std::string &error);
+                 const std::function<bool(pid_t)> &gate, std::string &error, bool awaitExec = true);
 
 } // namespace msc::exec

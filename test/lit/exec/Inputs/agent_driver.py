@@ -38,8 +38,13 @@ class Agent:
                     agent.kill()
                     agent.wait()
 
-    def cli(self, *args, check=True):
-        r = subprocess.run(["mscale-cli", *args[:2], "--socket", self.sock, *args[2:]], capture_output=True, text=True)
+    def cli(self, *args, check=True, timeout=60):
+        """mscale-cli against this agent; an agent that does not answer within `timeout` s ends the test."""
+        try:
+            r = subprocess.run(["mscale-cli", *args[:2], "--socket", self.sock, *args[2:]], capture_output=True,
+                               text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            sys.exit("mscale-cli " + " ".join(args) + ": the agent did not answer within %d s" % timeout)
         if check and r.returncode != 0:
             sys.exit("mscale-cli " + " ".join(args) + " failed: " + r.stderr)
         return r

@@ -3,7 +3,7 @@
 # killed, what it lent is back before recovery starts and the borrower is not asked. Where the
 # borrower's threads may run is read from /proc. Every process it starts is ended in `finally`.
 #
-#   lending_yield.py DIR OWNER.msp BORROWER.msp OWNER_WORKER.py BORROWER_WORKER.py
+#   lending_yield.py DIR OWNER.msp BORROWER.msp SECOND.msp OWNER_WORKER.py BORROWER_WORKER.py
 import os
 import signal
 import sys
@@ -12,7 +12,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from agent_driver import Agent, runnable_on, until, wait_file  # noqa: E402
 
-directory, owner_plan, borrower_plan, owner_worker, borrower_worker = sys.argv[1:6]
+directory, owner_plan, borrower_plan, second_plan, owner_worker, borrower_worker = sys.argv[1:7]
 agent = Agent(directory)
 
 
@@ -44,6 +44,16 @@ try:
     wait_file(directory, "computing-again")
     wait_file(directory, "resumed-1", 5)
     print("resumed, on CPU 1 again:", until(lambda: runnable_on(borrower, 1), 10))
+
+    # A second borrower while the first has the only CPU lent: its worker waits frozen in its gate,
+    # and the agent goes on answering (it does not wait for that worker's exec).
+    start = time.monotonic()
+    agent.cli("contract", "submit", second_plan, "--", "/bin/sh", "-c", "while :; do :; done", timeout=20)
+    print("a second borrower admitted at once:", time.monotonic() - start < 10)
+    status = agent.cli("contract", "status", "lit_yield_second", timeout=20).stdout
+    print("\n".join(l for l in status.splitlines() if l.split()[:1] == ["borrows"]))
+    agent.cli("contract", "release", "lit_yield_second", timeout=20)
+    print("the first borrower still on CPU 1:", until(lambda: runnable_on(borrower, 1), 5))
 
     # The owner's worker dies while it lends CPU 1: taken back before recovery, nobody asked.
     owner = agent.worker_pid("lit_yield_lender")
