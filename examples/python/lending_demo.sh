@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# lending_demo.sh BUILD_DIR WORK_DIR [STEPS]: issue 27 on this machine, in about a minute. The example
+# lending_demo.sh BUILD_DIR WORK_DIR [STEPS [NEXT_SAMPLES]]: issue 27 on this machine, in about a minute. The example
 # job (train.msc: phases decode, compute, snapshot) trains STEPS steps (default 200) under a node
 # agent alone, then again beside two borrowers (borrow_preprocess.msc, borrow_infer.msc, class =
 # opportunistic) that run on the loader CPU it lends while it computes; prints the utilisation of its
@@ -13,6 +13,7 @@ repo=$(cd "$here/../.." && pwd)
 build=$(cd "$1" && pwd)
 work=$2
 steps=${3:-200}
+next_samples=${4:-800}  # the next data set, which the borrowers preprocess and caption
 python=/usr/bin/python3
 export PYTHONPATH="$repo/python" MSCALE_BIN="$build/bin" PATH="$build/bin:$PATH"
 
@@ -43,8 +44,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-echo "== the data: 96 JPEG images to train on, and the next set (800 images, 256x256) for the borrowers"
+echo "== the data: 96 JPEG images to train on, and the next set ($next_samples images, 256x256) for the borrowers"
 $python "$here/make_dataset.py" "$work/data" --samples 96 --seed 1 > "$work/dataset.txt" || exit 1
-$python "$here/make_dataset.py" "$work/next" --samples 800 --seed 2 --image-size 256 > "$work/next.txt" || exit 1
+$python "$here/make_dataset.py" "$work/next" --samples "$next_samples" --seed 2 --image-size 256 > "$work/next.txt" || exit 1
 $python "$here/lending_demo.py" --work "$work" --owner "$work/train.msp" --preprocess "$work/borrow_preprocess.msp" \
   --infer "$work/borrow_infer.msp" --data "$work/data" --next "$work/next" --steps "$steps"
