@@ -30,9 +30,15 @@ for contract in train borrow_preprocess borrow_infer; do
 done
 
 # The driver ends the agent (and with it every worker) in its `finally`; this is for a driver that
-# could not: killed, or stopped before it got there.
+# could not: killed, or stopped before it got there. The driver runs in the background so that a
+# signal to this script is handled at once, not after it.
+driver=
 cleanup() {
   local pid
+  if [[ -n $driver ]] && kill -0 "$driver" 2>/dev/null; then
+    kill -TERM "$driver" 2>/dev/null
+    for _ in $(seq 300); do kill -0 "$driver" 2>/dev/null || break; sleep 0.1; done
+  fi
   pid=$(cat "$work/agent.pid" 2>/dev/null) || return 0
   if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null && grep -q mscale-exec "/proc/$pid/cmdline" 2>/dev/null; then
     kill -TERM "$pid" 2>/dev/null
@@ -48,4 +54,9 @@ echo "== the data: 96 JPEG images to train on, and the next set ($next_samples i
 $python "$here/make_dataset.py" "$work/data" --samples 96 --seed 1 > "$work/dataset.txt" || exit 1
 $python "$here/make_dataset.py" "$work/next" --samples "$next_samples" --seed 2 --image-size 256 > "$work/next.txt" || exit 1
 $python "$here/lending_demo.py" --work "$work" --owner "$work/train.msp" --preprocess "$work/borrow_preprocess.msp" \
-  --infer "$work/borrow_infer.msp" --data "$work/data" --next "$work/next" --steps "$steps"
+  --infer "$work/borrow_infer.msp" --data "$work/data" --next "$work/next" --steps "$steps" &
+driver=$!
+wait "$driver"
+rc=$?
+driver=
+exit $rc
