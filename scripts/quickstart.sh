@@ -2,7 +2,9 @@
 # Sets everything up and runs the main job on this machine: compile the example contracts
 # against the live topology and against a recorded 4xA100 node, print the diagnostics and the
 # plans, and write the plans to build/plans/; then train the example PyTorch job under mscale-exec,
-# kill its worker once, and show the recovery and that the result equals an uninterrupted run.
+# kill its worker once, and show the recovery and that the result equals an uninterrupted run; then
+# train it again under a node agent, alone and beside two borrowers that run on the CPU it lends while
+# it computes, and show the utilisation either way and that its result is the same.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh || exit 1
@@ -54,5 +56,8 @@ fi
 echo
 echo "== the example PyTorch job: a fault, the recovery, the same result (examples/python/)"
 examples/python/recovery_demo.sh build build/recovery-demo || status=1
+echo
+echo "== the example PyTorch job lends its loader's CPU while it computes: two borrowers run there (examples/python/)"
+examples/python/lending_demo.sh build build/lending-demo || status=1
 # Refused contracts are results, not failures of the quickstart; a failed recovery is.
 exit $status

@@ -21,6 +21,7 @@ takes its share of each batch; rank 0 writes ``--log``, rank R > 0 ``<log>.rank<
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import os
 import random
@@ -50,6 +51,12 @@ BASE_LR = 3e-3
 
 def _role_exists(role: str) -> bool:
     return role in os.environ.get("MSCALE_ROLES", "").split(",")
+
+
+def _phase(name: str) -> Any:
+    """``mscale.phase(name)`` where the plan names phases (under mscale-exec), else nothing: the same
+    script runs alone without the worker runtime's library."""
+    return mscale.phase(name) if os.environ.get("MSCALE_PHASES") else contextlib.nullcontext()
 
 
 def parameter_digest(model: torch.nn.Module) -> str:
@@ -111,6 +118,7 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument("--timing", help="append 'first-step <unix seconds> started <unix seconds>' of this attempt "
                     "and 'loop-seconds S steps N snapshot-seconds T snapshots K' of the training loop here "
                     "(the benchmark reads them)")
+    ap.add_argument("--model-out", help="save the trained model's state_dict() here at the end (torch.save)")
     a = ap.parse_args(argv)
     started = time.time()
 
@@ -166,33 +174,44 @@ def main(argv: Sequence[str]) -> int:
     timing = open(a.timing, "a", buffering=1) if a.timing else None
     loop_started, first = time.time(), step
     snapshot_seconds, snapshots = 0.0, 0  # the training thread's time in snapshots (the benchmark's)
-    while step <= a.steps:
-        epoch = loader.epoch
-        for batch in loader:
-            share = _share(batch, rank, world)
-            lr = optimizer.param_groups[0]["lr"]
-            loss = model.loss(share) if world == 1 else _ddp_loss(trained, share)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            scheduler.step()
-            log.write("step %d epoch %d ids %s loss %s lr %s scale 1\n" % (
-                step, epoch, ",".join(str(int(i)) for i in batch["ids"]), loss.item().hex(), float(lr).hex()))
-            if timing and step == first:
-                timing.write("first-step %.6f started %.6f\n" % (time.time(), started))
-            if state:
-                before = time.perf_counter()
-                if state.step_done(step):
-                    snapshot_seconds += time.perf_counter() - before
-                    snapshots += 1
-            step += 1
-            if step > a.steps:
-                break
+    # The phases (train.msc): the loop computes, except while it fetches a batch (decode: the loader's
+    # CPU is kept) and while it writes a recovery point (snapshot). Leaving a phase returns to the one
+    # around it, so the worker is never between phases, where the contract keeps everything.
+    with _phase("compute"):
+        while step <= a.steps:
+            epoch = loader.epoch
+            batches = iter(loader)
+            while step <= a.steps:
+                with _phase("decode"):
+                    batch = next(batches, None)
+                if batch is None:  # the epoch is done
+                    break
+                share = _share(batch, rank, world)
+                lr = optimizer.param_groups[0]["lr"]
+                loss = model.loss(share) if world == 1 else _ddp_loss(trained, share)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                scheduler.step()
+                log.write("step %d epoch %d ids %s loss %s lr %s scale 1\n" % (
+                    step, epoch, ",".join(str(int(i)) for i in batch["ids"]), loss.item().hex(), float(lr).hex()))
+                if timing and step == first:
+                    timing.write("first-step %.6f started %.6f\n" % (time.time(), started))
+                if state:
+                    before = time.perf_counter()
+                    with _phase("snapshot") if step % state.every == 0 else contextlib.nullcontext():
+                        if state.step_done(step):
+                            snapshot_seconds += time.perf_counter() - before
+                            snapshots += 1
+                step += 1
     if state:
         state.close()
     if timing:
         timing.write("loop-seconds %.6f steps %d snapshot-seconds %.6f snapshots %d\n" % (
             time.time() - loop_started, a.steps - first + 1, snapshot_seconds, snapshots))
+    if a.model_out:  # what the inference borrower of lending_demo.sh loads
+        torch.save(model.state_dict(), a.model_out + ".tmp")
+        os.replace(a.model_out + ".tmp", a.model_out)
     log.write("final step %d params %s\n" % (a.steps, parameter_digest(model)))
     log.close()
     if world > 1:
