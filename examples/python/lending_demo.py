@@ -263,8 +263,8 @@ def run(agent: Agent, a: argparse.Namespace, name: str, borrowers: bool) -> Dict
     next_images = len(open(os.path.join(a.next, "index.tsv")).read().splitlines()) - 1
     # One lent CPU goes to one borrower at a time (the node lends in admission order), so the two run
     # one after the other: the preprocessing of the next set, then captions of it. The second is
-    # submitted only once the first is released: a borrower's submit waits in its worker's gate
-    # until it is lent a CPU, and the agent answers nothing else meanwhile.
+    # submitted once the first is released (before, it would only wait frozen, and its captions
+    # need the preprocessed set).
     if borrowers:
         agent.cli("contract", "submit", a.preprocess, "--", "/usr/bin/python3",
                   os.path.join(HERE, "borrow_preprocess.py"), "--data", a.next, "--out", pre_out)
