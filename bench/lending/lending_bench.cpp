@@ -87,6 +87,7 @@ struct Observed {
   uint8_t foundLent[kMax];
   uint32_t latencyNs[kMax];
   uint32_t phaseNs[kMax]; // entry to the end of the phase's work
+  uint64_t enteredNs[kMax]; // when (CLOCK_MONOTONIC): the node's slow reclaims are explained by it
   // The owner's memory, read from its own /proc before the first entry and after the last.
   uint64_t majorFaults[2], minorFaults[2], rssKiB[2], hwmKiB;
 };
@@ -317,6 +318,7 @@ void readOwnerMemory(Observed *observed, int at) {
     observed->foundLent[i] = lent;
     observed->latencyNs[i] = uint32_t(std::min<uint64_t>(freed - entered, UINT32_MAX));
     observed->phaseNs[i] = uint32_t(std::min<uint64_t>(nowNs() - entered, UINT32_MAX));
+    observed->enteredNs[i] = entered;
     observed->count = i + 1;
   }
   readOwnerMemory(observed, 1);
@@ -378,6 +380,7 @@ struct Result {
   // bytes and the time spent in that state; the cgroup's own count; each throttle write, timed.
   uint64_t ioBytes[4] = {}, ioNs[4] = {}, blkioBytes = 0, ioErrors = 0, bytesWithinThrottle = 0;
   std::vector<uint64_t> throttlesNs;
+  std::vector<std::string> slow; // the node's reclaims over the bound, each with the mechanism's calls around it
 };
 
 // A "KEY N" line of a cgroup or /proc counter file; 0 when it has none.
@@ -404,21 +407,33 @@ class TimedLoans final : public LoanMechanism {
 public:
   // `counts`: an io borrower's, attributed to its state (lent or not, throttled or not) at each change.
   TimedLoans(CgroupLoans &loans, BorrowerCounts *counts) : loans_(loans), counts_(counts) {}
+  struct Call {
+    uint64_t startNs, tookNs;
+    char what; // m: cpuset write, f: freeze asked, F: freeze done (settled), t: throttle set, u: lifted
+  };
   bool setCpus(const std::string &borrower, const CpuSet &cpus, std::string &error) override {
     uint64_t start = nowNs();
     mark(start);
     bool ok = loans_.setCpus(borrower, cpus, error);
     (cpus.empty() ? freezeAsksNs : movesNs).push_back(nowNs() - start);
+    calls.push_back({start, nowNs() - start, cpus.empty() ? 'f' : 'm'});
     if (ok)
       lent_ = !cpus.empty();
     return ok;
   }
-  Settle settle(const std::string &borrower, std::string &error) override { return loans_.settle(borrower, error); }
+  Settle settle(const std::string &borrower, std::string &error) override {
+    uint64_t start = nowNs();
+    Settle s = loans_.settle(borrower, error);
+    if (s != Settle::Pending)
+      calls.push_back({start, nowNs() - start, 'F'});
+    return s;
+  }
   bool throttleIo(const std::string &borrower, const std::vector<std::string> &devices, std::string &error) override {
     uint64_t start = nowNs();
     mark(start);
     bool ok = loans_.throttleIo(borrower, devices, error);
     throttlesNs.push_back(nowNs() - start);
+    calls.push_back({start, nowNs() - start, devices.empty() ? 'u' : 't'});
     if (ok && throttled_ != !devices.empty()) {
       throttled_ = !devices.empty();
       if (counts_) // odd while throttled
@@ -441,6 +456,7 @@ public:
     lastBytes_ = bytes;
   }
   std::vector<uint64_t> movesNs, freezeAsksNs, throttlesNs;
+  std::vector<Call> calls;
   uint64_t ioBytes[4] = {}, ioNs[4] = {};
 
 private:
@@ -550,6 +566,25 @@ Result runOnce(const CgroupLayout &layout, const Options &o, Lead lead, Observed
   r.movesNs = timed.movesNs;
   r.freezeAsksNs = timed.freezeAsksNs;
   r.throttlesNs = timed.throttlesNs;
+  // The node's reclaims over the bound (its ledger keeps every entry's, in order, as the owner made
+  // them): what the mechanism did from 2 ms before the entry until the reclaim was done.
+  const std::vector<uint64_t> &lat = r.node.latenciesNs;
+  for (size_t i = 0; i < lat.size() && i < observed->count && r.slow.size() < 8; ++i) {
+    if (lat[i] <= o.boundNs)
+      continue;
+    uint64_t at = observed->enteredNs[i];
+    char line[160];
+    std::snprintf(line, sizeof line, "entry %zu (%s) took %.0f us; the mechanism, from the entry:", i,
+                  i % 2 == 0 ? "compute" : "io", double(lat[i]) / 1e3);
+    std::string text = line;
+    for (const TimedLoans::Call &c : timed.calls)
+      if (c.startNs + 2'000'000 >= at && c.startNs <= at + lat[i] + 1'000'000) {
+        std::snprintf(line, sizeof line, " %c@%+.0f(%.0f us)", c.what, (double(c.startNs) - double(at)) / 1e3,
+                      double(c.tookNs) / 1e3);
+        text += line;
+      }
+    r.slow.push_back(text);
+  }
   std::copy(std::begin(timed.ioBytes), std::end(timed.ioBytes), r.ioBytes);
   std::copy(std::begin(timed.ioNs), std::end(timed.ioNs), r.ioNs);
   loans.remove(name);
@@ -676,6 +711,8 @@ int main(int argc, char **argv) {
       Result r = runOnce(layout, round, cases[c], observed, counts);
       for (const std::string &e : r.errors)
         std::fprintf(stderr, "  %s: %s\n", r.name.c_str(), e.c_str());
+      for (const std::string &e : r.slow)
+        std::fprintf(stderr, "  %s, round %u: %s\n", r.name.c_str(), k + 1, e.c_str());
       if (!r.realtime)
         std::fprintf(stderr, "  %s: the lending loop could not run SCHED_FIFO\n", r.name.c_str());
       status |= r.entries == 0;
