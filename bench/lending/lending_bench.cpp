@@ -77,6 +77,9 @@ struct BorrowerCounts {
   // throttle let through, apart from the IO already in flight when it was set.
   std::atomic<uint64_t> throttleEpoch;
   std::atomic<uint64_t> bytesWithinThrottle;
+  // hog: when the borrower reaped each hog that ended (CLOCK_MONOTONIC), the newest kKills.
+  static constexpr unsigned kKills = 4096;
+  uint64_t reapedNs[kKills];
 };
 
 // What the owner saw, in memory it shares with the bench: per entry, whether a borrower thread
@@ -86,6 +89,10 @@ struct Observed {
   uint32_t count;
   uint8_t foundLent[kMax];
   uint32_t latencyNs[kMax];
+  // From the entry until the owner ran on the CPU it keeps with no borrower thread runnable there:
+  // its move there (sched_setaffinity returns once it runs there, which a borrower thread in the
+  // kernel on that CPU delays on a kernel without preemption) and the wait above.
+  uint32_t readyNs[kMax];
   uint32_t phaseNs[kMax]; // entry to the end of the phase's work
   uint64_t enteredNs[kMax]; // when (CLOCK_MONOTONIC): the node's slow reclaims are explained by it
   // The owner's memory, read from its own /proc before the first entry and after the last.
@@ -209,7 +216,8 @@ pid_t startBorrower(int &goFd, const Options &o, BorrowerCounts *counts) {
       for (;;) {
         if (::wait(nullptr) < 0 && errno != EINTR)
           ::_exit(1);
-        counts->restarts.fetch_add(1, std::memory_order_relaxed);
+        counts->reapedNs[counts->restarts.load(std::memory_order_relaxed) % BorrowerCounts::kKills] = nowNs();
+        counts->restarts.fetch_add(1, std::memory_order_release);
         if (::fork() == 0)
           hog();
       }
@@ -305,6 +313,7 @@ void readOwnerMemory(Observed *observed, int at) {
     uint64_t entered = nowNs();
     mscale::worker::enterPhase(compute ? 1 : 2);
     pinTo(kept);
+    uint64_t pinned = nowNs();
     // The borrower's tree as it is now: a forking one changes under every entry.
     auto threads = [&] { return threadsOf(forks ? processTree(borrower) : std::vector<pid_t>{borrower}); };
     bool lent = !runnableOn(threads(), {kept}).empty();
@@ -317,6 +326,7 @@ void readOwnerMemory(Observed *observed, int at) {
     work(perMs * (compute ? o.computeNs : o.ioNs) / 1'000'000);
     observed->foundLent[i] = lent;
     observed->latencyNs[i] = uint32_t(std::min<uint64_t>(freed - entered, UINT32_MAX));
+    observed->readyNs[i] = uint32_t(std::min<uint64_t>(std::max(freed, pinned) - entered, UINT32_MAX));
     observed->phaseNs[i] = uint32_t(std::min<uint64_t>(nowNs() - entered, UINT32_MAX));
     observed->enteredNs[i] = entered;
     observed->count = i + 1;
@@ -362,6 +372,8 @@ struct Result {
   std::string name;
   unsigned entries = 0, foundLent = 0, missed = 0;
   std::vector<uint64_t> waitsNs; // entries that found the CPU lent: entry to free
+  std::vector<uint64_t> readyNs; // every entry: entry to running on its CPU, free
+  unsigned readyMissed = 0;
   std::vector<uint64_t> cyclesNs; // the owner's compute + io, each
   std::vector<double> cycleRatios; // per round: its cycle P50 over the static case's, same round
   std::vector<uint64_t> movesNs, freezeAsksNs; // each cpuset write, each freeze asked (the mechanism's calls)
@@ -583,6 +595,15 @@ Result runOnce(const CgroupLayout &layout, const Options &o, Lead lead, Observed
                       double(c.tookNs) / 1e3);
         text += line;
       }
+    // A hog reaped around it: the OOM kill's report is printed (a console at loglevel 4 takes its
+    // "Killed process" line) by the task that charged, in the kernel, on the borrower's CPU.
+    for (uint64_t k = 0, n = std::min<uint64_t>(counts->restarts.load(std::memory_order_acquire), BorrowerCounts::kKills); k < n; ++k) {
+      uint64_t reaped = counts->reapedNs[k];
+      if (reaped + 5'000'000 >= at && reaped <= at + lat[i] + 5'000'000) {
+        std::snprintf(line, sizeof line, " hog reaped@%+.0f", (double(reaped) - double(at)) / 1e3);
+        text += line;
+      }
+    }
     r.slow.push_back(text);
   }
   std::copy(std::begin(timed.ioBytes), std::end(timed.ioBytes), r.ioBytes);
@@ -599,6 +620,10 @@ Result runOnce(const CgroupLayout &layout, const Options &o, Lead lead, Observed
       r.waitsNs.push_back(observed->latencyNs[i]);
       r.missed += observed->latencyNs[i] > o.boundNs;
     }
+  for (unsigned i = 0; i < observed->count; ++i) {
+    r.readyNs.push_back(observed->readyNs[i]);
+    r.readyMissed += observed->readyNs[i] > o.boundNs;
+  }
   return r;
 }
 
@@ -725,6 +750,8 @@ int main(int argc, char **argv) {
       all.foundLent += r.foundLent;
       all.missed += r.missed;
       all.waitsNs.insert(all.waitsNs.end(), r.waitsNs.begin(), r.waitsNs.end());
+      all.readyNs.insert(all.readyNs.end(), r.readyNs.begin(), r.readyNs.end());
+      all.readyMissed += r.readyMissed;
       all.cyclesNs.insert(all.cyclesNs.end(), r.cyclesNs.begin(), r.cyclesNs.end());
       all.cycleRatios.push_back(staticCycle ? double(cycle) / double(staticCycle) : 0.0);
       all.wallS += r.wallS;
@@ -764,16 +791,18 @@ int main(int argc, char **argv) {
 
   std::printf("Seen by the owner (/proc, at each entry):\n\n"
               "| case | entries | found a borrower on its CPU | wait P50 | P99 | P99.99 | max | over the bound | "
-              "owner cycle P50 | ÷ static (median of rounds) | harvest |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+              "owner cycle P50 | ÷ static (median of rounds) | harvest | entry to on its CPU, free: P99 | max | over the bound |\n"
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const Result &r : results) {
     std::vector<double> ratios = r.cycleRatios;
     std::sort(ratios.begin(), ratios.end());
     double ratio = ratios.empty() ? 0.0 : ratios[ratios.size() / 2];
-    std::printf("| %s | %u | %u (%.2f%%) | %s | %s | %s | %s | %u | %s | %.3f | %.3f |\n", r.name.c_str(), r.entries,
+    std::printf("| %s | %u | %u (%.2f%%) | %s | %s | %s | %s | %u | %s | %.3f | %.3f | %s | %s | %u |\n", r.name.c_str(), r.entries,
                 r.foundLent, r.entries ? 100.0 * r.foundLent / r.entries : 0.0, q(r.waitsNs, 0.5).c_str(),
                 q(r.waitsNs, 0.99).c_str(), q(r.waitsNs, 0.9999).c_str(), q(r.waitsNs, 1.0).c_str(), r.missed,
                 us(quantile(r.cyclesNs, 0.5)).c_str(), ratio,
-                r.wallS > 0 ? r.borrowerCpuS / r.wallS : 0.0);
+                r.wallS > 0 ? r.borrowerCpuS / r.wallS : 0.0, q(r.readyNs, 0.99).c_str(), q(r.readyNs, 1.0).c_str(),
+                r.readyMissed);
   }
   std::printf("\nThe kernel's part (each cpuset write and each freeze asked, timed around the call), and the time the "
               "hypervisor stole from this VM's CPUs meanwhile (/proc/stat):\n\n"
