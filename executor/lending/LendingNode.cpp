@@ -353,6 +353,16 @@ TickResult LendingNode::tick() {
                  });
     if (b.freezing && !moves)
       continue; // it goes on freezing
+    // To be frozen, on CPUs some owner needs now and others it needs only soon (a lead): it leaves
+    // the first at once (a shrink, which the kernel makes before the write returns) and freezes on
+    // the second, which are not needed until later. A freeze waits for every task to be scheduled.
+    if (keep.empty() && !moves && !b.ended) {
+      CpuSet later = neededLater(b, d);
+      if (!later.empty() && later != b.spec.current) {
+        apply(b, later, ownerOf, now, result);
+        tookBack = true;
+      }
+    }
     // Frozen next: one that cooperates is asked first, and runs on until it yields or its time is up.
     if (keep.empty() && !moves && !b.ended && b.page && b.page->cooperates.load(std::memory_order_acquire) &&
         askToYield(b, yieldDeadline(b, owners, d, now), now))
@@ -367,7 +377,7 @@ TickResult LendingNode::tick() {
     reclaimCostNs_ = reclaimCostNs_ ? (3 * reclaimCostNs_ + sample) / 4 : sample;
   }
   for (OwnerState &o : owners_)
-    if (ledger_.open(o.spec.contract) && !lentFrom(o.spec.contract, d.kept[o.spec.contract]))
+    if (ledger_.open(o.spec.contract) && !lentFrom(o.spec.contract, d.keptNow[o.spec.contract]))
       ledger_.reclaimed(o.spec.contract, done);
 
   // 2. Publish which entries must wake the node, then 3. look again: an owner that entered a phase
@@ -412,6 +422,17 @@ TickResult LendingNode::tick() {
   std::erase_if(owners_, [&](const OwnerState &o) { return o.leaving && !lentFrom(o.spec.contract, o.spec.cpus); });
   recordLoans();
   return result;
+}
+
+CpuSet LendingNode::neededLater(const BorrowerState &b, const Decision &d) const {
+  CpuSet later;
+  for (const auto &[cpu, loan] : b.loans) {
+    auto kept = d.kept.find(loan.first), now = d.keptNow.find(loan.first);
+    if (kept != d.kept.end() && std::binary_search(kept->second.begin(), kept->second.end(), cpu) &&
+        (now == d.keptNow.end() || !std::binary_search(now->second.begin(), now->second.end(), cpu)))
+      later.push_back(cpu); // the map is ordered by CPU
+  }
+  return later;
 }
 
 uint64_t LendingNode::yieldDeadline(const BorrowerState &b, const std::vector<Owner> &owners, const Decision &d,

@@ -150,6 +150,8 @@ private:
   void settle(BorrowerState &b, TickResult &result);
   void endBorrower(BorrowerState &b, const std::string &why, TickResult &result);
   void recordLoans(); // each borrower's lent CPUs into the timeline
+  // Of `b`'s lent CPUs, those its owner keeps only for a phase expected soon, not for an active one.
+  CpuSet neededLater(const BorrowerState &b, const Decision &d) const;
   // When `b` must be frozen at the latest for every owner that keeps one of its CPUs now or soon
   // to have it back on time (LendingOptions::noticeMarginNs); `nowNs` where it cannot be said.
   uint64_t yieldDeadline(const BorrowerState &b, const std::vector<Owner> &owners, const Decision &d,

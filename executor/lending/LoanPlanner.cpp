@@ -85,9 +85,11 @@ Decision decide(const std::vector<Owner> &owners, const std::vector<Borrower> &b
     if (active.empty()) {
       addAll(kept, o.cpus); // before the demand curve starts, and between phases
       throttled.insert(o.ioDevices.begin(), o.ioDevices.end());
+      d.keptNow[o.contract] = o.cpus;
     } else {
       for (unsigned n : active)
         keep(o.phases[n - 1]);
+      d.keptNow[o.contract] = CpuSet(kept.begin(), kept.end());
       for (unsigned n = 1; n <= o.phases.size(); ++n) {
         if (std::find(active.begin(), active.end(), n) != active.end())
           continue;

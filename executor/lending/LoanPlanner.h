@@ -66,6 +66,7 @@ struct Decision {
   std::map<std::string, CpuSet> borrowerCpus; // every borrower; empty: frozen
   std::map<std::string, CpuSet> lent;         // per owner: its CPUs that borrowers run on
   std::map<std::string, CpuSet> kept;         // per owner: what it keeps now (active or soon)
+  std::map<std::string, CpuSet> keptNow;      // per owner: of those, what its active phases keep (all between phases)
   std::map<std::string, uint32_t> wakeMask;   // per owner: bit N-1 when phase N's kept CPUs are lent
   // Block devices some owner keeps now or soon (its phases' `io`): every borrower's IO to them is
   // throttled (BorrowerCgroup::throttleIo). Sorted.

@@ -669,6 +669,52 @@ TEST_F(YieldTest, AnAnticipatedReclaimAsksForTheCPUsBeforeThePhaseIsExpected) {
   EXPECT_EQ(loans.cpusOf("prep"), (CpuSet{2, 3}));
 }
 
+// A borrower to be frozen off CPUs an owner needs now and others it needs only soon leaves the first
+// at once (a shrink) and freezes on the second: the entry's reclaim does not wait for the freeze.
+TEST_F(LendingNodeTest, AFreezeTakesPlaceOnTheCPUsNeededLaterNotOnThoseNeededNow) {
+  Owner o;
+  o.contract = "train";
+  o.cpus = {2, 3};
+  o.phases = {{"decode", {2}}, {"compute", {}}};
+  PhaseSpec eval{"eval", {3}};
+  eval.trigger = PhaseSpec::Trigger::Steps;
+  eval.everySteps = 100;
+  eval.forSteps = 10;
+  o.phases.push_back(eval);
+  o.leadAuto = false;
+  o.leadNs = 5 * kMs;
+  node.addOwner(o, &page);
+  node.addBorrower("prep", 2);
+  enter(page, 2, clock.monotonicNs()); // compute: 2 and 3 lent
+  for (uint64_t step = 1; step <= 50; ++step) { // a step a millisecond: the node learns it
+    clock.advance(kMs);
+    page.step.store(step);
+    node.tick();
+  }
+  ASSERT_EQ(loans.cpusOf("prep"), (CpuSet{2, 3}));
+  loans.setFreezeTime(1 * kMs);
+  // Steps go on without waking the node, then decode is entered four steps before eval is due:
+  // decode needs CPU 2 now, eval (within the 5 ms lead) CPU 3 soon.
+  clock.advance(46 * kMs);
+  page.step.store(96);
+  uint64_t enteredAt = clock.monotonicNs();
+  enter(page, 1, enteredAt);
+  clock.advance(30 * kUs);
+  node.tick();
+  EXPECT_EQ(loans.cpusOf("prep"), (CpuSet{3})) << "off CPU 2 at once, freezing on CPU 3";
+  EXPECT_TRUE(loans.freezing("prep"));
+  const ReclaimStats &s = node.ledger().stats("train");
+  ASSERT_FALSE(s.latenciesNs.empty());
+  // The wake-up, the shrink and the freeze's write after it (the take-back pass), not the freeze itself.
+  EXPECT_EQ(s.latenciesNs.back(), 30 * kUs + 50 * kUs + 50 * kUs);
+  for (int i = 0; i < 100 && loans.freezing("prep"); ++i) {
+    clock.advance(100 * kUs);
+    node.tick();
+  }
+  EXPECT_TRUE(loans.cpusOf("prep").empty()) << "frozen before eval";
+  EXPECT_LT(clock.monotonicNs(), enteredAt + 4 * kMs);
+}
+
 // ---- an owner's fault --------------------------------------------------------------------------
 
 TEST_F(LendingNodeTest, AFaultedOwnerKeepsEverythingUntilItsNextWorkerEntersAPhase) {
