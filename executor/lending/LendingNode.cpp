@@ -324,6 +324,12 @@ TickResult LendingNode::tick() {
       borrowers.back().cpuCores = 0; // nothing runs there any more: lent nothing until removed
   }
   Decision d = decide(owners, borrowers, now);
+  for (const std::string &device : d.throttledDevices)
+    ioKeptAtNs_[device] = now;
+  std::erase_if(ioKeptAtNs_, [&](const auto &kept) { return now - kept.second >= options_.ioHoldNs; });
+  d.throttledDevices.clear(); // what is kept now, and what was kept within the hold (ordered)
+  for (const auto &[device, keptAt] : ioKeptAtNs_)
+    d.throttledDevices.push_back(device);
 
   // 1. Take back: every borrower down to what it may keep. One that keeps none of its CPUs but is
   // lent others moves there in one cpuset write, where no other borrower still runs on them: the
@@ -402,6 +408,8 @@ TickResult LendingNode::tick() {
       apply(b, target, ownerOf, now, result);
   }
   result.nextNs = std::min(nextDecisionNs(owners, d, now), after(now, options_.pollNs));
+  for (const auto &[device, keptAt] : ioKeptAtNs_) // a hold that ends lifts a throttle
+    result.nextNs = std::min(result.nextNs, after(keptAt, options_.ioHoldNs));
   // A freeze under way is looked at soon, then less and less often: the loop runs SCHED_FIFO, and
   // polling a long freeze every few microseconds would take the very CPU its tasks need to freeze.
   for (const BorrowerState &b : borrowers_)

@@ -44,6 +44,10 @@ struct LendingOptions {
   // it is frozen without being asked.
   uint64_t noticeMarginNs = 200'000;
   uint64_t minNoticeNs = 50'000;
+  // A throttle stays set until no owner has kept the device for this long: each new limit starts a
+  // fresh budget the kernel lets through at once (a 100 ms slice of blk-throttle), so lifting and
+  // setting it at every short phase would let a flood through during the very phases that keep it.
+  uint64_t ioHoldNs = 500'000'000;
 };
 
 // How the node's requests to yield ended (ControlPage::yieldAsk).
@@ -175,6 +179,7 @@ private:
   uint64_t lastTickNs_ = 0, lentCoreNs_ = 0;
   YieldStats yieldStats_;
   std::map<unsigned, uint64_t> homeAtNs_; // per CPU: when its last take-back returned
+  std::map<std::string, uint64_t> ioKeptAtNs_; // per throttled device: when an owner last kept it
   LoanTimeline timeline_;
 };
 

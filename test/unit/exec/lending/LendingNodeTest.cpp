@@ -288,7 +288,8 @@ TEST_F(LendingNodeTest, AnEntryWhileItsCpusAreStillBeingTakenBackCountsAsAReclai
 }
 
 // The borrower's IO to a device the owner keeps is throttled before anything else moves, and lifted
-// with the lending; a throttle the mechanism refuses freezes the borrower and lends it nothing.
+// once no phase has kept it for the hold (LendingOptions::ioHoldNs: a short gap would reset the
+// kernel's budget); a throttle the mechanism refuses freezes the borrower and lends it nothing.
 TEST_F(LendingNodeTest, IoIsThrottledWhileThePhaseKeepsItAndAFailedThrottleFreezes) {
   Owner o = trainer();
   o.ioDevices = {"nvme0n1"};
@@ -308,8 +309,14 @@ TEST_F(LendingNodeTest, IoIsThrottledWhileThePhaseKeepsItAndAFailedThrottleFreez
   EXPECT_EQ(loans.cpusOf("prep"), (CpuSet{2, 3}));
   clock.advance(kMs);
   enter(page, 2, clock.monotonicNs());
+  TickResult lent = node.tick();
+  EXPECT_EQ(loans.cpusOf("prep"), (CpuSet{0, 1})) << "its CPUs lent again";
+  EXPECT_EQ(loans.throttledOf("prep"), (std::vector<std::string>{"nvme0n1"})) << "its throttle held over a short gap";
+  uint64_t liftAt = clock.monotonicNs() - kMs - 50 * kUs + LendingOptions{}.ioHoldNs;
+  EXPECT_LE(lent.nextNs, liftAt + 100 * kUs);
+  clock.set(liftAt + 100 * kUs);
   node.tick();
-  EXPECT_TRUE(loans.throttledOf("prep").empty()) << "lifted with the lending";
+  EXPECT_TRUE(loans.throttledOf("prep").empty()) << "lifted once the hold is over";
 
   loans.failThrottles(true);
   clock.advance(kMs);
