@@ -11,10 +11,13 @@
 // children), hog (children that spin and allocate past the borrower's own memory limit, killed by
 // the kernel's OOM in its cgroup and forked again; the owner's memory is watched) and io (threads
 // that write and read a file with O_DIRECT as fast as they can, beside spinning ones, on the disk of
-// a role the owner's io phase keeps: the node throttles it then, and its IO rate is counted).
+// a role the owner's io phase keeps: the node throttles it then, and its IO rate is counted), yield
+// (four spinners on a control page of their own that say they cooperate: asked to yield, it
+// acknowledges at once, as mscale.yield_now() does) and ignore (the same, never acknowledging: it is
+// frozen when the time given is up).
 //
 //   build/bench/lending_bench [--transitions N] [--rounds R] [--compute-ms M] [--io-ms M] [--bound-us U]
-//                             [--borrower spin|forks|hog|io] [--hog-mib M] [--io-file PATH] [--io-kib K]
+//                             [--borrower spin|forks|hog|io|yield|ignore] [--hog-mib M] [--io-file PATH] [--io-kib K]
 #include "executor/lending/CgroupLoans.h"
 #include "executor/lending/LendingLoop.h"
 #include "executor/lending/ThreadPlacement.h"
@@ -22,6 +25,8 @@
 #include "worker/ControlPage.h"
 
 #include <algorithm>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -181,7 +186,25 @@ bool writeText(const std::string &path, const std::string &text) {
 }
 
 // The borrower (Options::borrower), once a byte arrives on `goFd` (written once it is in its cgroup).
-pid_t startBorrower(int &goFd, const Options &o, BorrowerCounts *counts) {
+// A borrower that cooperates (`page`, its own control page), or says it does and never yields.
+[[noreturn]] void cooperate(mscale::worker::ControlPage *page, bool yields) {
+  page->cooperates.store(1, std::memory_order_release);
+  for (int i = 0; i < 3; ++i)
+    std::thread(spin).detach();
+  if (!yields)
+    spin();
+  for (;;) { // between two pieces of work (100 us of spinning), it looks, as yield_requested() does
+    spinFor(100'000);
+    uint32_t ask = page->yieldAsk.load(std::memory_order_acquire);
+    if (!ask)
+      continue;
+    page->yieldAck.store(ask, std::memory_order_release);
+    while (page->yieldAsk.load(std::memory_order_acquire) == ask)
+      ::syscall(SYS_futex, reinterpret_cast<uint32_t *>(&page->yieldAsk), FUTEX_WAIT, ask, nullptr, nullptr, 0);
+  }
+}
+
+pid_t startBorrower(int &goFd, const Options &o, BorrowerCounts *counts, mscale::worker::ControlPage *page) {
   const std::string &kind = o.borrower;
   int go[2];
   if (::pipe(go) != 0)
@@ -222,6 +245,8 @@ pid_t startBorrower(int &goFd, const Options &o, BorrowerCounts *counts) {
           hog();
       }
     }
+    if (kind == "yield" || kind == "ignore")
+      cooperate(page, kind == "yield");
     if (kind == "io") {
       int fd = ::open(o.ioFile.c_str(), O_RDWR | O_DIRECT);
       if (fd < 0)
@@ -393,6 +418,7 @@ struct Result {
   uint64_t ioBytes[4] = {}, ioNs[4] = {}, blkioBytes = 0, ioErrors = 0, bytesWithinThrottle = 0;
   std::vector<uint64_t> throttlesNs;
   std::vector<std::string> slow; // the node's reclaims over the bound, each with the mechanism's calls around it
+  YieldStats yields;              // yield and ignore: the node's requests to yield, and how they ended
 };
 
 // A "KEY N" line of a cgroup or /proc counter file; 0 when it has none.
@@ -485,18 +511,20 @@ Result runOnce(const CgroupLayout &layout, const Options &o, Lead lead, Observed
   const std::string name = "bench-borrower-" + std::to_string(::getpid());
   std::string error;
   std::unique_ptr<msc::worker::ControlPageHost> host = msc::worker::ControlPageHost::create(error);
+  std::unique_ptr<msc::worker::ControlPageHost> borrowerPage = msc::worker::ControlPageHost::create(error);
   CgroupLoans loans(layout);
   BorrowerLimits limits;
   if (o.borrower == "hog")
     limits.memoryBytes = o.hogMiB << 20; // its own limit, as the node sets one for a borrower
-  if (!host || !loans.add(name, limits, error)) {
+  if (!host || !borrowerPage || !loans.add(name, limits, error)) {
     r.errors.push_back(error);
     return r;
   }
   counts->restarts = counts->bytesWritten = counts->bytesRead = counts->ioErrors = 0;
   counts->throttleEpoch = counts->bytesWithinThrottle = 0;
   int go = -1;
-  pid_t borrower = startBorrower(go, o, counts);
+  bool cooperative = o.borrower == "yield" || o.borrower == "ignore";
+  pid_t borrower = startBorrower(go, o, counts, borrowerPage->page());
   bool joined = loans.join(name, borrower, error);
   if (!joined || ::write(go, "g", 1) != 1) {
     r.errors.push_back(joined ? std::string("the borrower did not start") : error);
@@ -524,7 +552,7 @@ Result runOnce(const CgroupLayout &layout, const Options &o, Lead lead, Observed
   loop.withNode([&](LendingNode &n) {
     n.addOwner(owner, page);
     if (lead != Lead::NoLending)
-      n.addBorrower(name, 2);
+      n.addBorrower(name, 2, cooperative ? borrowerPage->page() : nullptr);
   });
   loop.watch({&page->phase});
   loop.start();
@@ -545,6 +573,7 @@ Result runOnce(const CgroupLayout &layout, const Options &o, Lead lead, Observed
   r.borrowerCpuS = double(cpuNsOf(borrower) - cpuBefore) / 1e9;
   loop.withNode([&](LendingNode &n) {
     r.node = n.ledger().stats("bench-owner");
+    r.yields = n.yieldStats();
     r.nodeLentCoreS = double(n.lentCoreNs()) / 1e9;
     if (const PhaseRhythm *rhythm = n.rhythmOf("bench-owner"))
       for (unsigned phase : {1u, 2u})
@@ -650,7 +679,8 @@ int main(int argc, char **argv) {
     else if (a == "--bound-us")
       o.boundNs = uint64_t(std::atof(argv[i + 1]) * 1e3);
     else if (a == "--borrower" && (std::string(argv[i + 1]) == "spin" || std::string(argv[i + 1]) == "forks" ||
-                                   std::string(argv[i + 1]) == "hog" || std::string(argv[i + 1]) == "io"))
+                                   std::string(argv[i + 1]) == "hog" || std::string(argv[i + 1]) == "io" ||
+                                   std::string(argv[i + 1]) == "yield" || std::string(argv[i + 1]) == "ignore"))
       o.borrower = argv[i + 1];
     else if (a == "--hog-mib" && std::atoi(argv[i + 1]) > 0)
       o.hogMiB = uint64_t(std::atoi(argv[i + 1]));
@@ -660,7 +690,7 @@ int main(int argc, char **argv) {
       o.ioKiB = uint64_t(std::atoi(argv[i + 1]));
     else {
       std::fprintf(stderr, "usage: lending_bench [--transitions N] [--rounds R] [--compute-ms M] [--io-ms M] [--bound-us U] "
-                           "[--borrower spin|forks|hog|io] [--hog-mib M] [--io-file PATH] [--io-kib K (4 KiB multiple)]\n");
+                           "[--borrower spin|forks|hog|io|yield|ignore] [--hog-mib M] [--io-file PATH] [--io-kib K (4 KiB multiple)]\n");
       return 2;
     }
   }
@@ -766,6 +796,10 @@ int main(int argc, char **argv) {
       all.freezeAsksNs.insert(all.freezeAsksNs.end(), r.freezeAsksNs.begin(), r.freezeAsksNs.end());
       all.throttlesNs.insert(all.throttlesNs.end(), r.throttlesNs.begin(), r.throttlesNs.end());
       all.oomKills += r.oomKills;
+      all.yields.asked += r.yields.asked;
+      all.yields.yielded += r.yields.yielded;
+      all.yields.expired += r.yields.expired;
+      all.yields.withdrawn += r.yields.withdrawn;
       all.nodeOomKills += r.nodeOomKills;
       all.restarts += r.restarts;
       all.borrowerPeakBytes = std::max(all.borrowerPeakBytes, r.borrowerPeakBytes);
@@ -826,6 +860,14 @@ int main(int argc, char **argv) {
     std::printf("| %s | %llu | %llu | %s | %s | %s | %llu | %s |\n", r.name.c_str(), (unsigned long long)r.node.entries,
                 (unsigned long long)r.node.reclaims, q(waits, 0.5).c_str(), q(waits, 0.99).c_str(),
                 q(waits, 0.9999).c_str(), (unsigned long long)r.node.missed, leads.c_str());
+  }
+  if (o.borrower == "yield" || o.borrower == "ignore") {
+    std::printf("\nThe node's requests to yield (LendingNode::yieldStats):\n\n"
+                "| case | asked | yielded | frozen when the time was up | withdrawn |\n|---|---:|---:|---:|---:|\n");
+    for (const Result &r : results)
+      std::printf("| %s | %llu | %llu | %llu | %llu |\n", r.name.c_str(), (unsigned long long)r.yields.asked,
+                  (unsigned long long)r.yields.yielded, (unsigned long long)r.yields.expired,
+                  (unsigned long long)r.yields.withdrawn);
   }
   if (o.borrower == "hog") {
     std::printf("\nMemory: the borrower's OOM kills (its cgroup's counter) and the node's (/proc/vmstat), the hogs it "

@@ -217,7 +217,7 @@ void LendingNode::apply(BorrowerState &b, const CpuSet &cpus, const std::map<uns
   }
   b.freezing = false;
   if (b.asked)
-    withdrawAsk(b, true); // it runs again: its yieldNow() returns
+    withdrawAsk(b); // it runs again: its yieldNow() returns
   giveBack(b, target, clock_.monotonicNs());
   for (unsigned c : target)
     if (!b.loans.count(c))
@@ -347,7 +347,7 @@ TickResult LendingNode::tick() {
     CpuSet keep = intersection(b.spec.current, target);
     if (keep == b.spec.current && !(b.freezing && !target.empty())) {
       if (b.yieldByNs)
-        withdrawAsk(b, false); // what it was asked to yield is lent on
+        withdrawAsk(b); // what it was asked to yield is lent on
       continue;
     }
     bool moves = keep.empty() && !target.empty() && !b.ended &&
@@ -516,9 +516,9 @@ bool LendingNode::askToYield(BorrowerState &b, uint64_t byNs, uint64_t nowNs) {
   return true;
 }
 
-void LendingNode::withdrawAsk(BorrowerState &b, bool lentAgain) {
-  if (b.yieldByNs && !lentAgain)
-    ++yieldStats_.withdrawn;
+void LendingNode::withdrawAsk(BorrowerState &b) {
+  if (b.yieldByNs)
+    ++yieldStats_.withdrawn; // still running: the take-back was called off, or it moved to other lent CPUs
   b.yieldByNs = 0;
   b.asked = false;
   if (!b.page)

@@ -55,7 +55,7 @@ struct YieldStats {
   uint64_t asked = 0;     // notices given
   uint64_t yielded = 0;   // acknowledged in time: frozen then
   uint64_t expired = 0;   // not acknowledged: frozen at the time given
-  uint64_t withdrawn = 0; // lent again before either
+  uint64_t withdrawn = 0; // lent again before either (called off, or moved to other lent CPUs)
 };
 
 // A loan as people read it (mscale-cli node loans, contract status): who lends which CPUs to whom,
@@ -164,7 +164,7 @@ private:
   // when it must be frozen now (it acknowledged, its time is up, or there is none to give).
   bool askToYield(BorrowerState &b, uint64_t byNs, uint64_t nowNs);
   // Its page's request is cleared (it is lent again, or the take-back was called off).
-  void withdrawAsk(BorrowerState &b, bool lentAgain);
+  void withdrawAsk(BorrowerState &b);
   // Its IO throttled to `devices`; a throttle that cannot be set while an owner needs it freezes it.
   void throttle(BorrowerState &b, const std::vector<std::string> &devices,
                 const std::map<unsigned, const OwnerState *> &ownerOf, uint64_t nowNs, TickResult &result);
