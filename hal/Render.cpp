@@ -245,7 +245,7 @@ std::vector<SensorRow> sensors(const Topology &t) {
       return "no limit";
     if (temp >= *limit)
       return "CRITICAL";
-    if (temp >= *limit - 10000)
+    if (temp >= *limit - ThermalWarnMarginMilliC)
       return "WARN";
     return "ok";
   };

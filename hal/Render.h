@@ -24,6 +24,10 @@ struct Summary {
 };
 Summary summarize(const Topology &topology);
 
+// A sensor this close to its limit (ThermalInfo::limitMilliC) is reported as near it: WARN in
+// printHealth, a degraded node in health/Judge.h. The one place this margin lives.
+inline constexpr int64_t ThermalWarnMarginMilliC = 10000;
+
 void printHealth(const Topology &topology, llvm::raw_ostream &os);
 llvm::json::Value healthJson(const Topology &topology);
 
