@@ -6,7 +6,9 @@
 #include <llvm/ADT/StringRef.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <filesystem>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -337,7 +339,23 @@ std::unique_ptr<FreezerKeepAlive> FreezerKeepAlive::create(const CgroupLayout &l
   std::unique_ptr<FreezerKeepAlive> k(new FreezerKeepAlive);
   std::string parent = layout.v1Mounts.at("freezer") + "/" + kParent, error;
   ::mkdir(parent.c_str(), 0755);
-  k->dir_ = parent + "/freezer-kept-on";
+  // One a process, each named by its pid: a process that ends thaws its own, never another's. One
+  // left by a process that died (its pid gone) is thawed and removed here.
+  constexpr llvm::StringLiteral kPrefix = "freezer-kept-on.";
+  std::error_code ec;
+  for (const auto &entry : std::filesystem::directory_iterator(parent, ec)) {
+    std::string name = entry.path().filename().string();
+    unsigned long owner = 0;
+    if (!llvm::StringRef(name).starts_with(kPrefix) ||
+        llvm::StringRef(name).drop_front(kPrefix.size()).split('.').first.getAsInteger(10, owner) ||
+        ::kill(pid_t(owner), 0) == 0 || errno != ESRCH)
+      continue;
+    std::string ignored;
+    writeFileText(entry.path().string() + "/freezer.state", "THAWED", ignored);
+    removeCgroup(entry.path().string(), ignored);
+  }
+  static std::atomic<unsigned> instances{0};
+  k->dir_ = parent + "/" + kPrefix.str() + std::to_string(::getpid()) + "." + std::to_string(instances++);
   CgroupDir made;
   if (!createCgroup(k->dir_, false, made, error))
     return nullptr;

@@ -96,7 +96,8 @@ private:
 // The v1 freezer patches the kernel's code (a static key) when the first cgroup of the node starts
 // to freeze and when the last thaws: up to 14 ms of a take-back here, each time a lone borrower is
 // frozen. An empty cgroup kept frozen for as long as borrowers are lent keeps the key on, so that a
-// freeze costs only its own tasks. Nothing on cgroup2, whose freezer has no such key.
+// freeze costs only its own tasks. Nothing on cgroup2, whose freezer has no such key. Each is its
+// own (`freezer-kept-on.PID.N`): an agent and a benchmark on one node do not thaw each other's.
 class FreezerKeepAlive {
 public:
   // Null where there is nothing to keep on (cgroup2, no v1 freezer) or it cannot be made.

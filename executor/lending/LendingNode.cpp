@@ -373,7 +373,8 @@ TickResult LendingNode::tick() {
     if (keep.empty() && !moves && !b.ended && b.page && b.page->cooperates.load(std::memory_order_acquire) &&
         askToYield(b, yieldDeadline(b, owners, d, now), now))
       continue;
-    b.yieldByNs = 0; // a notice is over: frozen now, and asked still until it is lent again
+    if (!moves)
+      b.yieldByNs = 0; // a notice is over: frozen now, and asked still until it is lent again
     apply(b, moves ? target : keep, ownerOf, now, result);
     tookBack = true;
   }

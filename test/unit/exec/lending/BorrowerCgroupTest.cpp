@@ -11,7 +11,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <optional>
 #include <sched.h>
 #include <chrono>
 #include <csignal>
@@ -227,6 +231,41 @@ TEST_F(BorrowerCgroupTest, AForkBombStopsAtItsPidsLimit) {
   EXPECT_LE(b->procs().size(), 16u);
   b->end();
   ::waitpid(root, nullptr, 0);
+}
+
+// Two lendings on one node (an agent and a benchmark) keep the v1 freezer's key on each with its own
+// cgroup: one that ends thaws only its own; one left by a process that died is removed by the next.
+TEST_F(BorrowerCgroupTest, FreezerKeepAlivesAreEachTheirOwn) {
+  if (reclaimMechanism(layout_) != ReclaimMechanism::CgroupV1)
+    GTEST_SKIP() << "the v1 freezer only: cgroup2 has no static key to keep on";
+  std::string parent = layout_.v1Mounts.at("freezer") + "/mscale-borrowers";
+  auto keptOn = [&] {
+    std::vector<std::string> frozen;
+    std::error_code ec;
+    for (const auto &entry : std::filesystem::directory_iterator(parent, ec))
+      if (entry.path().filename().string().rfind("freezer-kept-on.", 0) == 0)
+        if (std::optional<std::string> state = readFileText(entry.path().string() + "/freezer.state"))
+          frozen.push_back(entry.path().filename().string() + " " + llvm::StringRef(*state).trim().str());
+    std::sort(frozen.begin(), frozen.end());
+    return frozen;
+  };
+  std::vector<std::string> before = keptOn();
+  // One a process that died left: a pid that cannot exist.
+  std::string stale = parent + "/freezer-kept-on.4194304.0", error;
+  ASSERT_EQ(::mkdir(stale.c_str(), 0755), 0) << std::strerror(errno);
+  std::unique_ptr<FreezerKeepAlive> first = FreezerKeepAlive::create(layout_);
+  std::unique_ptr<FreezerKeepAlive> second = FreezerKeepAlive::create(layout_);
+  ASSERT_TRUE(first && second);
+  EXPECT_FALSE(std::filesystem::exists(stale)) << "the dead process's is removed";
+  EXPECT_EQ(keptOn().size(), before.size() + 2);
+  first.reset();
+  std::vector<std::string> after = keptOn();
+  ASSERT_EQ(after.size(), before.size() + 1);
+  EXPECT_TRUE(std::any_of(after.begin(), after.end(), [&](const std::string &s) {
+    return s.find("." + std::to_string(::getpid()) + ".") != std::string::npos && s.ends_with(" FROZEN");
+  })) << "the second is still frozen after the first ended";
+  second.reset();
+  EXPECT_EQ(keptOn(), before);
 }
 
 } // namespace
