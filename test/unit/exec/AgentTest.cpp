@@ -42,15 +42,30 @@ protected:
       Agent agent(o, log);
       CollectingConsumer sink;
       DiagnosticEngine diags(nullptr, sink);
-      if (!agent.start(diags))
-        _exit(3);
       static Agent *a = &agent;
       signal(SIGTERM, [](int) { a->stop(); });
+      if (!agent.start(diags))
+        _exit(3);
       _exit(agent.serve());
     }
-    for (int i = 0; i < 500 && !pathExists(socket_); ++i)
-      usleep(10000);
-    ASSERT_TRUE(pathExists(socket_));
+    // The socket's path exists from bind(), before listen() and before the SIGTERM handler: the
+    // agent is up once a connection is accepted.
+    bool up = false;
+    for (int i = 0; i < 500 && !up; ++i) {
+      up = acceptsConnections();
+      if (!up)
+        usleep(10000);
+    }
+    ASSERT_TRUE(up) << "the agent did not accept a connection within 5 s";
+  }
+  bool acceptsConnections() const {
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strcpy(a.sun_path, socket_.c_str());
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    bool ok = connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0;
+    close(fd);
+    return ok;
   }
   void TearDown() override {
     if (pid_ > 0) {
