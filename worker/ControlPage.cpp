@@ -36,15 +36,15 @@ ControlPageHost::~ControlPageHost() {
     ::close(fd_);
 }
 
-uint64_t ControlPageHost::publishSlices(const std::string &slices) {
-  if (slices.size() >= sizeof page_->slices)
+uint64_t publishSlices(mscale::worker::ControlPage &page, const std::string &slices) {
+  if (slices.size() >= sizeof page.slices)
     return 0;
-  page_->slicesSeq.fetch_add(1, std::memory_order_acq_rel); // odd: readers retry
+  page.slicesSeq.fetch_add(1, std::memory_order_acq_rel); // odd: readers retry
   std::atomic_thread_fence(std::memory_order_release);
-  std::memcpy(page_->slices, slices.data(), slices.size());
-  page_->slices[slices.size()] = 0;
-  page_->slicesSeq.fetch_add(1, std::memory_order_release); // even again
-  return page_->sliceGeneration.fetch_add(1, std::memory_order_acq_rel) + 1;
+  std::memcpy(page.slices, slices.data(), slices.size());
+  page.slices[slices.size()] = 0;
+  page.slicesSeq.fetch_add(1, std::memory_order_release); // even again
+  return page.sliceGeneration.fetch_add(1, std::memory_order_acq_rel) + 1;
 }
 
 mscale::worker::Failure ControlPageHost::failure() const {

@@ -14,6 +14,11 @@
 
 namespace msc::worker {
 
+// Publishes a slice hand-over on `page` (MSCALE_GPU_SLICES syntax; empty: let go of every slice):
+// returns its generation, 0 when the text does not fit the page. The worker acknowledges it by
+// storing that generation in `ackGeneration`.
+uint64_t publishSlices(mscale::worker::ControlPage &page, const std::string &slices);
+
 class ControlPageHost {
 public:
   // nullptr with `error` when memfd_create or mmap fails.
@@ -35,7 +40,7 @@ public:
   std::string failureLine() const;
   double reportedTflops() const { return double(page_->milliTflops.load(std::memory_order_relaxed)) / 1000.0; }
   // Publishes a slice hand-over; returns its generation, 0 when the text does not fit the page.
-  uint64_t publishSlices(const std::string &slices);
+  uint64_t publishSlices(const std::string &slices) { return worker::publishSlices(*page_, slices); }
   bool acknowledged(uint64_t generation) const {
     return page_->ackGeneration.load(std::memory_order_acquire) >= generation;
   }

@@ -63,17 +63,22 @@ void LendingNode::hold(const std::string &contract) {
 }
 
 bool LendingNode::lends(const std::string &owner) const {
-  for (const BorrowerState &b : borrowers_)
+  for (const BorrowerState &b : borrowers_) {
+    if (b.gpu.owner == owner || b.releasing.owner == owner)
+      return true;
     for (const auto &[cpu, loan] : b.loans)
       if (loan.first == owner)
         return true;
+  }
   return false;
 }
 
-void LendingNode::addBorrower(const std::string &contract, unsigned cpuCores, mscale::worker::ControlPage *page) {
+void LendingNode::addBorrower(const std::string &contract, unsigned cpuCores, mscale::worker::ControlPage *page,
+                              unsigned gpuUnits) {
   BorrowerState b;
   b.spec.contract = contract;
   b.spec.cpuCores = cpuCores;
+  b.spec.gpuUnits = gpuUnits;
   b.page = page;
   borrowers_.push_back(std::move(b));
 }
@@ -91,6 +96,11 @@ void LendingNode::replaceBorrowerPage(const std::string &contract, mscale::worke
 
 void LendingNode::removeBorrower(const std::string &contract) {
   timeline_.borrower(contract, {}, clock_.monotonicNs());
+  for (BorrowerState &b : borrowers_)
+    if (b.spec.contract == contract && !b.gpu.empty() && gpu_) {
+      std::string error; // its processes are ended by the caller: what it held goes with them
+      gpu_->takeBack(contract, error);
+    }
   std::erase_if(borrowers_, [&](const BorrowerState &b) { return b.spec.contract == contract; });
 }
 
@@ -162,11 +172,12 @@ void LendingNode::read(OwnerState &o, uint64_t nowNs) {
 
 void LendingNode::account(OwnerState &o, unsigned phase, uint64_t atNs) {
   const CpuSet &kept = o.spec.phases[phase - 1].keptCpus;
-  if (kept.empty())
+  const std::vector<unsigned> &keptShares = o.spec.phases[phase - 1].keptShares;
+  if (kept.empty() && keptShares.empty())
     return;
   // Home by now is not home at the entry: a take-back that was still in the kernel when the owner
   // entered (a freeze waiting for the borrower's threads) made it wait until the take-back returned.
-  bool lent = lentFrom(o.spec.contract, kept);
+  bool lent = lentFrom(o.spec.contract, kept) || gpuHeldFrom(o.spec.contract, keptShares);
   uint64_t homeLate = 0;
   for (unsigned c : kept)
     if (auto it = homeAtNs_.find(c); !lent && it != homeAtNs_.end() && it->second > atNs)
@@ -182,6 +193,45 @@ bool LendingNode::lentFrom(const std::string &owner, const CpuSet &cpus) const {
       if (loan.first == owner && std::binary_search(cpus.begin(), cpus.end(), cpu))
         return true;
   return false;
+}
+
+bool LendingNode::gpuHeldFrom(const std::string &owner, const std::vector<unsigned> &shares) const {
+  auto of = [&](const GpuLoan &l) {
+    return l.owner == owner && std::binary_search(shares.begin(), shares.end(), l.share);
+  };
+  return std::any_of(borrowers_.begin(), borrowers_.end(),
+                     [&](const BorrowerState &b) { return of(b.gpu) || (b.releaseByNs && of(b.releasing)); });
+}
+
+void LendingNode::takeBackGpu(BorrowerState &b, uint64_t nowNs, TickResult &result) {
+  std::string error;
+  if (!gpu_->takeBack(b.spec.contract, error))
+    result.errors.push_back("borrower '" + b.spec.contract + "': GPU take-back: " + error);
+  uint64_t bound = 2'000'000;
+  for (const OwnerState &o : owners_)
+    if (o.spec.contract == b.gpu.owner)
+      bound = o.spec.reclaimWithinNs;
+  b.releasing = b.gpu;
+  b.releaseByNs = nowNs + std::max<uint64_t>(bound / 2, 1);
+  b.gpu = {};
+  checkReleased(b, nowNs, result);
+}
+
+void LendingNode::checkReleased(BorrowerState &b, uint64_t nowNs, TickResult &result) {
+  if (!b.releaseByNs)
+    return;
+  if (gpu_->released(b.spec.contract) || b.ended) {
+    b.releaseByNs = 0;
+    b.releasing = {};
+    return;
+  }
+  if (nowNs < b.releaseByNs)
+    return;
+  std::string why = "borrower '" + b.spec.contract + "' did not let go of its GPU units of '" + b.releasing.owner +
+                    "' in time";
+  b.releaseByNs = 0;
+  b.releasing = {};
+  endBorrower(b, why, result);
 }
 
 void LendingNode::apply(BorrowerState &b, const CpuSet &cpus, const std::map<unsigned, const OwnerState *> &ownerOf,
@@ -256,6 +306,14 @@ void LendingNode::giveBack(BorrowerState &b, const CpuSet &kept, uint64_t doneNs
 
 void LendingNode::endBorrower(BorrowerState &b, const std::string &why, TickResult &result) {
   mechanism_.end(b.spec.contract);
+  if (gpu_ && !b.gpu.empty()) {
+    std::string error; // its contexts die with it: the owner's slice is made whole again
+    if (!gpu_->takeBack(b.spec.contract, error))
+      result.errors.push_back("borrower '" + b.spec.contract + "': GPU take-back: " + error);
+  }
+  b.gpu = {};
+  b.releasing = {};
+  b.releaseByNs = 0;
   b.ended = true;
   b.freezing = false;
   b.spec.current.clear();
@@ -285,17 +343,25 @@ void LendingNode::settle(BorrowerState &b, TickResult &result) {
 TickResult LendingNode::tick() {
   TickResult result;
   uint64_t now = clock_.monotonicNs();
-  size_t lentCount = 0;
-  for (const BorrowerState &b : borrowers_)
+  size_t lentCount = 0, lentUnits = 0;
+  for (const BorrowerState &b : borrowers_) {
     lentCount += b.loans.size();
-  if (lastTickNs_ && now > lastTickNs_)
+    lentUnits += b.gpu.units;
+  }
+  if (lastTickNs_ && now > lastTickNs_) {
     lentCoreNs_ += lentCount * (now - lastTickNs_);
+    lentGpuUnitNs_ += lentUnits * (now - lastTickNs_);
+  }
   lastTickNs_ = now;
 
-  // A freeze under way holds the borrower's CPUs until the kernel has finished it.
-  for (BorrowerState &b : borrowers_)
+  // A freeze under way holds the borrower's CPUs until the kernel has finished it; GPU units taken
+  // back are held until the borrower lets go of them.
+  for (BorrowerState &b : borrowers_) {
     if (b.freezing)
       settle(b, result);
+    if (gpu_)
+      checkReleased(b, now, result);
+  }
 
   std::vector<Owner> owners;
   std::map<unsigned, const OwnerState *> ownerOf;
@@ -320,6 +386,9 @@ TickResult LendingNode::tick() {
   std::vector<Borrower> borrowers;
   for (const BorrowerState &b : borrowers_) {
     borrowers.push_back(b.spec);
+    borrowers.back().currentGpu = b.gpu;
+    if (b.ended || !gpu_ || b.releaseByNs)
+      borrowers.back().gpuUnits = 0; // none to lend with, or it has not let go of the last yet
     if (b.ended)
       borrowers.back().cpuCores = 0; // nothing runs there any more: lent nothing until removed
   }
@@ -378,13 +447,20 @@ TickResult LendingNode::tick() {
     apply(b, moves ? target : keep, ownerOf, now, result);
     tookBack = true;
   }
+  // GPU units: the borrower's slice goes, the owner's is whole again, and its worker is told.
+  for (BorrowerState &b : borrowers_)
+    if (!b.gpu.empty() && d.borrowerGpu[b.spec.contract] != b.gpu) {
+      takeBackGpu(b, now, result);
+      tookBack = true;
+    }
   uint64_t done = clock_.monotonicNs();
   if (tookBack) {
     uint64_t sample = done - now;
     reclaimCostNs_ = reclaimCostNs_ ? (3 * reclaimCostNs_ + sample) / 4 : sample;
   }
   for (OwnerState &o : owners_)
-    if (ledger_.open(o.spec.contract) && !lentFrom(o.spec.contract, d.keptNow[o.spec.contract]))
+    if (ledger_.open(o.spec.contract) && !lentFrom(o.spec.contract, d.keptNow[o.spec.contract]) &&
+        !gpuHeldFrom(o.spec.contract, d.sharesKeptNow[o.spec.contract]))
       ledger_.reclaimed(o.spec.contract, done);
 
   // 2. Publish which entries must wake the node, then 3. look again: an owner that entered a phase
@@ -407,6 +483,17 @@ TickResult LendingNode::tick() {
     const CpuSet &target = d.borrowerCpus[b.spec.contract];
     if (target != b.spec.current && !b.ended && !b.yieldByNs) // one asked to yield is step 1's
       apply(b, target, ownerOf, now, result);
+    const GpuLoan &gpu = d.borrowerGpu[b.spec.contract];
+    if (gpu_ && !gpu.empty() && b.gpu.empty() && !b.ended && !b.releaseByNs) {
+      std::string error;
+      if (gpu_->lend(b.spec.contract, gpu, error)) {
+        b.gpu = gpu;
+        b.gpuSinceNs = now;
+      } else {
+        result.errors.push_back("borrower '" + b.spec.contract + "': GPU units of '" + gpu.owner + "': " + error +
+                                "; it is lent none");
+      }
+    }
   }
   result.nextNs = std::min(nextDecisionNs(owners, d, now), after(now, options_.pollNs));
   for (const auto &[device, keptAt] : ioKeptAtNs_) // a hold that ends lifts a throttle
@@ -418,6 +505,10 @@ TickResult LendingNode::tick() {
       result.nextNs = std::min(result.nextNs, after(now, std::clamp((now - std::min(now, b.freezeAskedNs)) / 4,
                                                                      options_.settlePollNs,
                                                                      options_.settlePollMaxNs)));
+  // A borrower told to let go of GPU units is looked at as a freeze is, and ended when its time is up.
+  for (const BorrowerState &b : borrowers_)
+    if (b.releaseByNs)
+      result.nextNs = std::min({result.nextNs, b.releaseByNs, after(now, options_.settlePollNs)});
   // A borrower asked to yield is looked at as a freeze is, and frozen when its time is up.
   for (const BorrowerState &b : borrowers_)
     if (b.yieldByNs)
@@ -428,7 +519,7 @@ TickResult LendingNode::tick() {
   for (OwnerState &o : owners_)
     if (o.page && o.page->phaseEntries.load(std::memory_order_seq_cst) != o.seenEntries)
       result.nextNs = clock_.monotonicNs();
-  std::erase_if(owners_, [&](const OwnerState &o) { return o.leaving && !lentFrom(o.spec.contract, o.spec.cpus); });
+  std::erase_if(owners_, [&](const OwnerState &o) { return o.leaving && !lends(o.spec.contract); });
   recordLoans();
   return result;
 }
@@ -540,15 +631,23 @@ void LendingNode::recordLoans() {
 
 std::vector<Loan> LendingNode::loans() const {
   std::map<std::pair<std::string, std::string>, Loan> grouped;
-  for (const BorrowerState &b : borrowers_)
+  for (const BorrowerState &b : borrowers_) {
+    if (!b.gpu.empty()) {
+      Loan &l = grouped[{b.gpu.owner, b.spec.contract}];
+      l.owner = b.gpu.owner;
+      l.borrower = b.spec.contract;
+      l.gpu = b.gpu;
+      l.sinceNs = b.gpuSinceNs;
+    }
     for (const auto &[cpu, loan] : b.loans) {
       Loan &l = grouped[{loan.first, b.spec.contract}];
-      if (l.cpus.empty() || loan.second < l.sinceNs)
+      if ((l.cpus.empty() && l.gpu.empty()) || loan.second < l.sinceNs)
         l.sinceNs = loan.second;
       l.owner = loan.first;
       l.borrower = b.spec.contract;
       l.cpus.push_back(cpu); // the map is ordered by CPU
     }
+  }
   std::vector<Loan> out;
   for (auto &[key, loan] : grouped)
     out.push_back(std::move(loan));
@@ -567,6 +666,13 @@ const PhaseRhythm *LendingNode::rhythmOf(const std::string &owner) const {
     if (o.spec.contract == owner)
       return &o.rhythm;
   return nullptr;
+}
+
+GpuLoan LendingNode::gpuOf(const std::string &borrower) const {
+  for (const BorrowerState &b : borrowers_)
+    if (b.spec.contract == borrower)
+      return b.gpu;
+  return {};
 }
 
 const CpuSet &LendingNode::cpusOf(const std::string &borrower) const {

@@ -15,6 +15,7 @@
 // with SimLoans.
 #pragma once
 
+#include "executor/lending/GpuLoans.h"
 #include "executor/lending/LoanMechanism.h"
 #include "executor/lending/LoanPlanner.h"
 #include "executor/lending/LoanTimeline.h"
@@ -58,12 +59,13 @@ struct YieldStats {
   uint64_t withdrawn = 0; // lent again before either (called off, or moved to other lent CPUs)
 };
 
-// A loan as people read it (mscale-cli node loans, contract status): who lends which CPUs to whom,
-// since when (monotonic).
+// A loan as people read it (mscale-cli node loans, contract status): who lends which CPUs and GPU
+// units to whom, since when (monotonic; the older of the two).
 struct Loan {
   std::string owner, borrower;
   CpuSet cpus;
   uint64_t sinceNs = 0;
+  GpuLoan gpu = {}; // empty: no GPU units
 };
 
 struct TickResult {
@@ -74,6 +76,8 @@ struct TickResult {
 class LendingNode {
 public:
   LendingNode(const Clock &clock, LoanMechanism &mechanism, LendingOptions options = {});
+  // How GPU units are lent and taken back (GpuLoans.h); without one, no GPU unit is lent.
+  void setGpuMechanism(GpuLoanMechanism *gpu) { gpu_ = gpu; }
 
   // An owner lends from `page`, which must outlive it here. `owner.startedNs` is when its worker
   // started; the fields the node reads (workerPhase, step, ...) are its own.
@@ -92,7 +96,11 @@ public:
   // A borrower asking for `cpuCores` CPUs, admitted after those before it; it runs on none until lent.
   // `page`, when it has a worker with one (which must outlive it here, or be replaced first), is
   // where a borrower that cooperates is asked to yield.
-  void addBorrower(const std::string &contract, unsigned cpuCores, mscale::worker::ControlPage *page = nullptr);
+  // `gpuUnits`: GPU slices it asks for, lent all on one GPU (GpuLoans.h). A borrower told to let go
+  // of them that has not acknowledged within half its lender's bound is ended: a GPU cannot be
+  // frozen from the host.
+  void addBorrower(const std::string &contract, unsigned cpuCores, mscale::worker::ControlPage *page = nullptr,
+                   unsigned gpuUnits = 0);
   void replaceBorrowerPage(const std::string &contract, mscale::worker::ControlPage *page);
   void removeBorrower(const std::string &contract);
   // A borrower the node ended (a take-back that neither shrank nor froze it) gets a new worker: it is
@@ -108,12 +116,15 @@ public:
   // The phase the owner is in (0: none), as last read.
   unsigned phaseOf(const std::string &owner) const;
   const CpuSet &cpusOf(const std::string &borrower) const;
+  GpuLoan gpuOf(const std::string &borrower) const;
   // Each owner's active phases and each borrower's lent CPUs over time, as they changed.
   const LoanTimeline &timeline() const { return timeline_; }
   // The rhythm learnt of an owner's worker phases (null: no such owner).
   const PhaseRhythm *rhythmOf(const std::string &owner) const;
   // Core-nanoseconds lent so far, over every owner.
   uint64_t lentCoreNs() const { return lentCoreNs_; }
+  // GPU unit-nanoseconds lent so far, over every owner.
+  uint64_t lentGpuUnitNs() const { return lentGpuUnitNs_; }
   uint64_t reclaimCostNs() const { return reclaimCostNs_; }
   const YieldStats &yieldStats() const { return yieldStats_; }
 
@@ -142,11 +153,20 @@ private:
     bool asked = false;      // its page's yieldAsk is set: cleared when it is lent again
     uint64_t yieldByNs = 0;  // a notice is running: frozen by then (0: none)
     uint64_t askedAtNs = 0;
+    GpuLoan gpu;              // lent now
+    uint64_t gpuSinceNs = 0;
+    GpuLoan releasing;        // taken back, not yet let go of by its worker
+    uint64_t releaseByNs = 0; // ended then (0: nothing to let go of)
   };
 
   void read(OwnerState &o, uint64_t nowNs);
   void account(OwnerState &o, unsigned phase, uint64_t atNs);
   bool lentFrom(const std::string &owner, const CpuSet &cpus) const;
+  // Whether a borrower has, or has not yet let go of, a GPU loan of one of `owner`'s `shares`.
+  bool gpuHeldFrom(const std::string &owner, const std::vector<unsigned> &shares) const;
+  void takeBackGpu(BorrowerState &b, uint64_t nowNs, TickResult &result);
+  // Ends a borrower whose time to let go of its GPU units is up; forgets one that has let go.
+  void checkReleased(BorrowerState &b, uint64_t nowNs, TickResult &result);
   void apply(BorrowerState &b, const CpuSet &cpus, const std::map<unsigned, const OwnerState *> &ownerOf,
              uint64_t nowNs, TickResult &result);
   // Its loans of CPUs outside `kept` are back, at `doneNs`.
@@ -171,12 +191,13 @@ private:
 
   const Clock &clock_;
   LoanMechanism &mechanism_;
+  GpuLoanMechanism *gpu_ = nullptr;
   LendingOptions options_;
   std::vector<OwnerState> owners_;
   std::vector<BorrowerState> borrowers_;
   ReclaimLedger ledger_;
   uint64_t reclaimCostNs_ = 0; // smoothed cost of one shrink or freeze, for lead = auto
-  uint64_t lastTickNs_ = 0, lentCoreNs_ = 0;
+  uint64_t lastTickNs_ = 0, lentCoreNs_ = 0, lentGpuUnitNs_ = 0;
   YieldStats yieldStats_;
   std::map<unsigned, uint64_t> homeAtNs_; // per CPU: when its last take-back returned
   std::map<std::string, uint64_t> ioKeptAtNs_; // per throttled device: when an owner last kept it

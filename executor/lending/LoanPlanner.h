@@ -16,6 +16,11 @@
 //   - An owner's phase whose kept CPUs are lent wakes the node when entered (ControlPage::phaseWake).
 //   - IO: while an owner keeps a role's `io` (the same rules as its CPUs: active, expected within
 //     the lead, or outside phases), every borrower's IO to that role's block device is throttled.
+//   - GPU: an owner's GPU slices (a plan's gpu_slices, one share each) are lent by the same rules,
+//     in the share's own units (its slices: SMs / slices each). A borrower asking for N units gets
+//     them on one GPU (one green context), from one share: it keeps the share it has while it is
+//     still lent and has room, else takes the first share with room, in owner and plan order. One
+//     frozen off every CPU is lent no GPU units (it could not use them).
 #pragma once
 
 #include "executor/lending/PhaseRhythm.h"
@@ -37,12 +42,32 @@ struct PhaseSpec {
   uint64_t everySteps = 0, forSteps = 0; // Steps
   uint64_t fromNs = 0, toNs = 0;         // WallTime, since the job started
   std::vector<std::string> keptDevices = {}; // block devices of the roles that keep `io` (sorted)
+  std::vector<unsigned> keptShares = {};     // indexes into Owner::gpuShares of the roles that keep `gpu` (sorted)
+};
+
+// One GPU slice an owner holds (a plan's gpu_slices entry), lendable in whole units of its slices.
+struct GpuShare {
+  std::string role;
+  unsigned gpuIndex = 0;   // the node's GPU (plan gpu_index)
+  std::string gpu;         // its PCI address
+  unsigned units = 0;      // slices the role holds on it
+  unsigned smsPerUnit = 0; // SMs of one (0: not known)
+};
+
+// A borrower's GPU loan: `units` of one owner's share. Empty (no owner): none.
+struct GpuLoan {
+  std::string owner;
+  unsigned share = 0; // index into the owner's gpuShares
+  unsigned units = 0;
+  bool empty() const { return owner.empty(); }
+  friend bool operator==(const GpuLoan &, const GpuLoan &) = default;
 };
 
 struct Owner {
   std::string contract;
   CpuSet cpus;                   // every CPU its plan holds: the most it can lend
   std::vector<std::string> ioDevices = {}; // every block device its roles use (sorted): kept, as its CPUs, outside phases
+  std::vector<GpuShare> gpuShares = {};    // its GPU slices: kept, as its CPUs, outside phases
   std::vector<PhaseSpec> phases; // index: phase number - 1
   uint64_t reclaimWithinNs = 2'000'000;
   bool leadAuto = true;
@@ -60,6 +85,8 @@ struct Borrower {
   std::string contract;
   unsigned cpuCores = 0; // CPUs it asks for
   CpuSet current;        // the CPUs it runs on now (its cgroup), for stability
+  unsigned gpuUnits = 0; // GPU slices it asks for (gpu_sm_slices), all on one GPU
+  GpuLoan currentGpu = {};
 };
 
 struct Decision {
@@ -71,7 +98,11 @@ struct Decision {
   // Block devices some owner keeps now or soon (its phases' `io`): every borrower's IO to them is
   // throttled (BorrowerCgroup::throttleIo). Sorted.
   std::vector<std::string> throttledDevices;
+  std::map<std::string, GpuLoan> borrowerGpu;              // every borrower asking for GPU units; empty: none
+  std::map<std::string, std::vector<unsigned>> sharesKeptNow; // per owner: shares its active phases keep (all between phases)
 };
+// Whether any borrower's GPU loan in `d` is of a share of `owner` in `shares` (sorted).
+bool gpuLentFrom(const Decision &d, const std::string &owner, const std::vector<unsigned> &shares);
 
 // The phases of `o` active at `nowNs` (numbers, ascending): the worker's and the node-triggered ones.
 std::vector<unsigned> activePhases(const Owner &o, uint64_t nowNs);

@@ -27,6 +27,17 @@ std::optional<Owner> ownerOf(const plan::Plan &plan) {
   }
   o.cpus.assign(all.begin(), all.end());
   o.ioDevices.assign(devices.begin(), devices.end());
+  std::map<std::string, std::vector<unsigned>> sharesOfRole;
+  for (const plan::GpuSlice &g : plan.gpu_slices()) {
+    GpuShare share;
+    share.role = g.role();
+    share.gpuIndex = g.gpu_index();
+    share.gpu = g.pci_address();
+    share.units = std::max(1u, g.slices());
+    share.smsPerUnit = g.sm_count() / share.units;
+    sharesOfRole[g.role()].push_back(unsigned(o.gpuShares.size()));
+    o.gpuShares.push_back(std::move(share));
+  }
   for (const plan::Phase &p : plan.lending().phases()) {
     PhaseSpec spec;
     spec.name = p.name();
@@ -42,7 +53,12 @@ std::optional<Owner> ownerOf(const plan::Plan &plan) {
       if (names(use, "io"))
         if (auto it = deviceOfRole.find(use.role()); it != deviceOfRole.end())
           keptDevices.insert(it->second);
+      if (names(use, "gpu"))
+        if (auto it = sharesOfRole.find(use.role()); it != sharesOfRole.end())
+          spec.keptShares.insert(spec.keptShares.end(), it->second.begin(), it->second.end());
     }
+    std::sort(spec.keptShares.begin(), spec.keptShares.end());
+    spec.keptShares.erase(std::unique(spec.keptShares.begin(), spec.keptShares.end()), spec.keptShares.end());
     spec.keptCpus.assign(kept.begin(), kept.end());
     spec.keptDevices.assign(keptDevices.begin(), keptDevices.end());
     switch (p.trigger()) {
@@ -67,6 +83,15 @@ std::optional<Owner> ownerOf(const plan::Plan &plan) {
   o.leadAuto = plan.lending().lead_auto();
   o.leadNs = plan.lending().lead_ns();
   return o;
+}
+
+unsigned mostLentGpuUnits(const Owner &owner) {
+  unsigned most = 0;
+  for (const PhaseSpec &p : owner.phases)
+    for (const GpuShare &share : owner.gpuShares)
+      if (!std::binary_search(p.keptShares.begin(), p.keptShares.end(), unsigned(&share - owner.gpuShares.data())))
+        most = std::max(most, share.units);
+  return most;
 }
 
 unsigned mostLent(const Owner &owner) {

@@ -1,7 +1,7 @@
 // What a plan says of lending, as the node's lending decides with it: an owner's CPUs and block
 // devices and what each phase keeps (LoanPlanner.h), a borrower's ask. A phase keeps a role's CPUs
-// when it names `cpu` for the role, and its block device (borrowers' IO to it throttled) when it
-// names `io`; gpu and rdma are kept throughout today.
+// when it names `cpu` for the role, its block device (borrowers' IO to it throttled) when it names
+// `io`, and its GPU slices (each a GpuShare) when it names `gpu`; rdma is kept throughout today.
 #pragma once
 
 #include "executor/lending/LoanPlanner.h"
@@ -15,6 +15,9 @@ namespace msc::exec::lending {
 std::optional<Owner> ownerOf(const plan::Plan &plan);
 // The most CPUs `owner` lends at once: its CPUs that some phase does not keep.
 unsigned mostLent(const Owner &owner);
+// The most GPU units one borrower can be lent by `owner` at once: its largest share some phase does
+// not keep (a borrower's units all come from one share).
+unsigned mostLentGpuUnits(const Owner &owner);
 // Whether the plan is a borrower's (class = opportunistic): what it asks for.
 bool isBorrower(const plan::Plan &plan);
 

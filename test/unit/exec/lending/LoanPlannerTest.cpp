@@ -187,5 +187,75 @@ TEST(LoanPlanner, TheNextDecisionIsWhenALeadStartsOrAWindowCloses) {
   EXPECT_EQ(nextDecisionNs({idle}, decide({idle}, {{"prep", 8, {}}}, now), now), UINT64_MAX);
 }
 
+// GPU units: the trainer's two GPU slices (4 units each on GPU 0 and GPU 1), kept by compute only.
+Owner gpuTrainer() {
+  Owner o = trainer();
+  o.gpuShares = {{"trainer0", 0, "0000:17:00.0", 4, 16}, {"trainer1", 1, "0000:65:00.0", 4, 16}};
+  o.phases[1].keptShares = {0, 1}; // compute
+  return o;
+}
+Borrower gpuBorrower(const std::string &name, unsigned cpus, unsigned units, GpuLoan current = {}) {
+  Borrower b{name, cpus, {}};
+  b.gpuUnits = units;
+  b.currentGpu = std::move(current);
+  return b;
+}
+
+TEST(LoanPlanner, GpuUnitsAreLentOnOneGpuInPhasesThatDoNotKeepThem) {
+  Owner o = gpuTrainer();
+  o.step = 55;
+  Decision before = decide({o}, {gpuBorrower("infer", 1, 3)}, 1000 * kMs);
+  EXPECT_TRUE(before.borrowerGpu.at("infer").empty()) << "before the first phase everything is kept";
+  EXPECT_EQ(before.sharesKeptNow.at("train"), (std::vector<unsigned>{0, 1}));
+
+  o.workerPhase = 1; // decode keeps no GPU
+  Decision d = decide({o}, {gpuBorrower("infer", 1, 3), gpuBorrower("eval", 1, 3)}, 1000 * kMs);
+  EXPECT_EQ(d.borrowerGpu.at("infer"), (GpuLoan{"train", 0, 3}));
+  EXPECT_EQ(d.borrowerGpu.at("eval"), (GpuLoan{"train", 1, 3})) << "one unit left on GPU 0 is not enough: all on one GPU";
+  EXPECT_TRUE(d.wakeMask.at("train") & 2u) << "compute keeps lent GPU units: its entry wakes the node";
+  EXPECT_TRUE(gpuLentFrom(d, "train", {0}));
+
+  o.workerPhase = 2; // compute keeps both
+  Decision c = decide({o}, {gpuBorrower("infer", 1, 3, {"train", 0, 3})}, 1000 * kMs);
+  EXPECT_TRUE(c.borrowerGpu.at("infer").empty());
+  EXPECT_EQ(c.sharesKeptNow.at("train"), (std::vector<unsigned>{0, 1}));
+}
+
+TEST(LoanPlanner, ABorrowerKeepsItsGpuShareAndOneWithoutCpusGetsNone) {
+  Owner o = gpuTrainer();
+  o.step = 55;
+  o.workerPhase = 1;
+  Decision d = decide({o}, {gpuBorrower("first", 1, 2), gpuBorrower("second", 1, 2, {"train", 1, 2})}, 1000 * kMs);
+  EXPECT_EQ(d.borrowerGpu.at("second"), (GpuLoan{"train", 1, 2})) << "kept where it is";
+  EXPECT_EQ(d.borrowerGpu.at("first"), (GpuLoan{"train", 0, 2}));
+  // Four lent CPUs (4..7) for a borrower of 4 and one of 1: the second is frozen, so lent no GPU.
+  Decision frozen = decide({o}, {gpuBorrower("big", 4, 0), gpuBorrower("small", 1, 2)}, 1000 * kMs);
+  EXPECT_TRUE(frozen.borrowerCpus.at("small").empty());
+  EXPECT_TRUE(frozen.borrowerGpu.at("small").empty());
+  Decision gpuOnly = decide({o}, {gpuBorrower("big", 4, 0), gpuBorrower("gpuonly", 0, 2)}, 1000 * kMs);
+  EXPECT_EQ(gpuOnly.borrowerGpu.at("gpuonly"), (GpuLoan{"train", 0, 2})) << "it asks for no CPU";
+}
+
+TEST(LoanPlanner, GpuUnitsComeBackAheadOfThePhaseThatKeepsThem) {
+  Owner o = gpuTrainer();
+  o.step = 55;
+  o.workerPhase = 1;
+  o.leadAuto = false;
+  o.leadNs = 5 * kMs;
+  PhaseRhythm rhythm;
+  for (uint64_t t = 0; t < 10; ++t) { // decode at 0, compute at 10 ms, every 20 ms
+    rhythm.entered(1, 1000 * kMs + t * 20 * kMs, false);
+    rhythm.entered(2, 1010 * kMs + t * 20 * kMs, false);
+  }
+  o.rhythm = &rhythm;
+  uint64_t decodeAt = 1000 * kMs + 10 * 20 * kMs;
+  Decision early = decide({o}, {gpuBorrower("infer", 1, 2)}, decodeAt + kMs);
+  EXPECT_FALSE(early.borrowerGpu.at("infer").empty());
+  uint64_t next = nextDecisionNs({o}, early, decodeAt + kMs);
+  EXPECT_LE(next, decodeAt + 5 * kMs) << "the lead's reclaim of lent GPU units is due";
+  Decision late = decide({o}, {gpuBorrower("infer", 1, 2, early.borrowerGpu.at("infer"))}, decodeAt + 6 * kMs);
+  EXPECT_TRUE(late.borrowerGpu.at("infer").empty()) << "compute is expected within the lead";
+}
+
 } // namespace
 } // namespace msc::exec::lending
