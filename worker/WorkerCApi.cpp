@@ -226,6 +226,17 @@ int msc_worker_wait_yield_request(uint64_t timeout_ns) {
   return mscale::worker::waitForYieldRequest(timeout_ns) ? 1 : 0;
 }
 int msc_worker_yield(void) { return mscale::worker::yieldNow() ? 1 : 0; }
+int64_t msc_worker_gpu_slices_pending(char *slices, uint64_t capacity) {
+  uint64_t generation = 0;
+  std::string text;
+  if (!mscale::worker::pendingSliceUpdate(generation, text))
+    return 0;
+  if (!slices || text.size() + 1 > capacity)
+    return -ERANGE;
+  std::memcpy(slices, text.c_str(), text.size() + 1);
+  return int64_t(generation);
+}
+void msc_worker_acknowledge_gpu_slices(uint64_t generation) { mscale::worker::acknowledgeSlices(generation); }
 void msc_worker_report_throughput(double tflops) { mscale::worker::reportThroughput(tflops); }
 
 } // extern "C"

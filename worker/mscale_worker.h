@@ -117,6 +117,15 @@ MSC_WORKER_API int msc_worker_wait_yield_request(uint64_t timeout_ns);
  * 0 at once when nothing is asked. */
 MSC_WORKER_API int msc_worker_yield(void);
 
+/* ---- GPU slice hand-overs (a resize, a move off a lost GPU, a borrower's lent GPU units) ---- */
+/* A hand-over the worker has not taken yet: its generation (> 0), with the new MSCALE_GPU_SLICES
+ * value copied into `slices` (capacity bytes, NUL-terminated; "": let go of every slice). 0 when
+ * none is pending, -ERANGE when it does not fit. Loads only. */
+MSC_WORKER_API int64_t msc_worker_gpu_slices_pending(char *slices, uint64_t capacity);
+/* The worker has moved its work to the slices of `generation` (and let go of the old ones): the
+ * executor releases them. A borrower that does not acknowledge a let-go in time is ended. */
+MSC_WORKER_API void msc_worker_acknowledge_gpu_slices(uint64_t generation);
+
 #ifdef __cplusplus
 }
 #endif

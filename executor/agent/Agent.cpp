@@ -104,6 +104,11 @@ agent::Loan loanOf(const lending::Loan &loan) {
   out.set_borrower(loan.borrower);
   for (unsigned c : loan.cpus)
     out.add_cpus(c);
+  if (!loan.gpu.empty()) {
+    out.set_gpu_units(loan.gpu.units);
+    out.set_gpu_role(loan.gpuRole);
+    out.set_gpu_index(loan.gpuIndex);
+  }
   uint64_t now = SystemClock::instance().monotonicNs(); // the lending's clock
   out.set_since_ms_ago(int64_t((now - std::min(now, loan.sinceNs)) / 1'000'000));
   return out;
@@ -386,6 +391,7 @@ agent::Response Agent::handle(const agent::Request &request, const PeerCredentia
     if (NodeLending *lending = ledger_.lending()) {
       loans->set_mechanism(lending->mechanism());
       loans->set_lent_core_ns(lending->lentCoreNs());
+      loans->set_lent_gpu_unit_ns(lending->lentGpuUnitNs());
       setYields(*loans, lending->yieldStats());
       for (const lending::Loan &loan : lending->loans())
         *loans->add_loans() = loanOf(loan);
@@ -540,6 +546,7 @@ std::string Agent::metricsText() const {
     loans.emplace();
     loans->set_mechanism(lending->mechanism());
     loans->set_lent_core_ns(lending->lentCoreNs());
+    loans->set_lent_gpu_unit_ns(lending->lentGpuUnitNs());
     setYields(*loans, lending->yieldStats());
   }
   return renderMetrics(statuses, requests_, server_.refusals(), loans ? &*loans : nullptr);

@@ -92,6 +92,9 @@ std::string renderMetrics(const std::vector<agent::ContractStatus> &contracts,
     head("mscale_lending_lent_core_seconds_total", "counter",
          "Core-seconds the contracts with phases lent to borrowers on this node");
     os << "mscale_lending_lent_core_seconds_total " << seconds(loans->lent_core_ns()) << "\n";
+    head("mscale_lending_lent_gpu_unit_seconds_total", "counter",
+         "GPU unit-seconds (SM slices) the contracts with phases lent to borrowers on this node");
+    os << "mscale_lending_lent_gpu_unit_seconds_total " << seconds(loans->lent_gpu_unit_ns()) << "\n";
     head("mscale_lending_yield_requests_total", "counter",
          "Requests to borrowers that cooperate to yield what they were lent, before they are frozen");
     os << "mscale_lending_yield_requests_total " << loans->yields().asked() << "\n";

@@ -65,6 +65,16 @@ NodeLending &NodeLedger::makeLending() {
   return *lending_;
 }
 
+namespace {
+OwnerGpu ownerGpu(const Session &session) {
+  OwnerGpu gpu;
+  gpu.backend = session.gpuBackend();
+  for (const HeldSlice &s : session.heldSlices())
+    gpu.slices.emplace_back(s.planIndex, s.id);
+  return gpu;
+}
+} // namespace
+
 void NodeLedger::startLending(const std::string &contract, const Contract &c) {
   const plan::Plan &plan = c.session->plan();
   if (plan.lending().phases().empty())
@@ -76,7 +86,7 @@ void NodeLedger::startLending(const std::string &contract, const Contract &c) {
     why = "it was admitted without a worker, whose control page would say its phase";
   else if (!page)
     why = "its worker has no control page";
-  else if (makeLending().addOwner(plan, *page, why))
+  else if (makeLending().addOwner(plan, *page, why, ownerGpu(*c.session)))
     return;
   LogDiagnosticPrinter printer(log_);
   printer.setContract(contract);

@@ -63,6 +63,8 @@ NodeLending::NodeLending(Logger &log, bool simulated, std::string recordDir)
     }
   }
   if (node_)
+    node_->setGpuMechanism(&gpuLoans_);
+  if (node_)
     loop_ = std::make_unique<LendingLoop>(*node_, [this](const std::vector<std::string> &e) { onErrors(e); });
 }
 
@@ -168,7 +170,8 @@ void NodeLending::watchPages() {
   loop_->watch(std::move(words));
 }
 
-bool NodeLending::addOwner(const plan::Plan &plan, const worker::ControlPageHost &page, std::string &error) {
+bool NodeLending::addOwner(const plan::Plan &plan, const worker::ControlPageHost &page, std::string &error,
+                           const OwnerGpu &gpu) {
   std::optional<Owner> owner = ownerOf(plan);
   if (!owner) {
     error = "its plan has no phases";
@@ -193,11 +196,32 @@ bool NodeLending::addOwner(const plan::Plan &plan, const worker::ControlPageHost
   mostLent_[owner->contract] = mostLent(*owner);
   auto *cp = static_cast<mscale::worker::ControlPage *>(mapped.map);
   owners_[owner->contract] = mapped;
-  loop_->withNode([&](LendingNode &n) { n.addOwner(*owner, cp); });
+  std::string gpuError;
+  loop_->withNode([&](LendingNode &n) {
+    // Each share is the session's slice of the same plan index; one that cannot be had lends no GPU.
+    size_t registered = 0;
+    for (const auto &[index, id] : gpu.slices)
+      if (gpu.backend && index >= 0 && size_t(index) < owner->gpuShares.size() && gpuError.empty() &&
+          gpuLoans_.addShare(owner->contract, unsigned(index), *gpu.backend, id, owner->gpuShares[size_t(index)].units,
+                             owner->gpuShares[size_t(index)].gpuIndex, gpuError))
+        ++registered;
+    if (registered != owner->gpuShares.size()) {
+      gpuLoans_.removeOwner(owner->contract);
+      owner->gpuShares.clear();
+      for (PhaseSpec &p : owner->phases)
+        p.keptShares.clear();
+    }
+    n.addOwner(*owner, cp);
+  });
+  if (!gpuError.empty())
+    log_.warn(owner->contract, "its GPU slices are not lent: " + gpuError);
+  mostLentGpu_[owner->contract] = mostLentGpuUnits(*owner);
   watchPages();
   loop_->start();
+  unsigned units = mostLentGpu_[owner->contract];
   log_.info(owner->contract, "lends what its phases do not keep (" + std::to_string(owner->phases.size()) +
-                                 " phases, at most " + std::to_string(mostLent_[owner->contract]) + " CPUs, " +
+                                 " phases, at most " + std::to_string(mostLent_[owner->contract]) + " CPUs" +
+                                 (units ? " and " + std::to_string(units) + " GPU units on one GPU" : "") + ", " +
                                  mechanism_ + ")");
   return true;
 }
@@ -215,7 +239,9 @@ void NodeLending::followPage(const std::string &contract, const worker::ControlP
       return;
     }
     loop_->withNode([&](LendingNode &n) {
-      n.replaceBorrowerPage(contract, static_cast<mscale::worker::ControlPage *>(mapped.map));
+      auto *cp = static_cast<mscale::worker::ControlPage *>(mapped.map);
+      n.replaceBorrowerPage(contract, cp);
+      gpuLoans_.setPage(contract, cp);
     });
     if (known != borrowerPages_.end())
       unmapPage(known->second); // replaced: the loop reads it no more
@@ -244,7 +270,7 @@ void NodeLending::followPage(const std::string &contract, const worker::ControlP
 
 bool NodeLending::addBorrower(const plan::Plan &plan, std::string &error) {
   std::string name = plan.provenance().contract();
-  unsigned asked = plan.borrow().cpu_cores();
+  unsigned asked = plan.borrow().cpu_cores(), units = plan.borrow().gpu_sm_slices();
   if (!loop_) {
     error = std::string("this node cannot take CPUs back (") + mechanism_ + ")";
     return false;
@@ -254,7 +280,15 @@ bool NodeLending::addBorrower(const plan::Plan &plan, std::string &error) {
     return false;
   }
   if (asked == 0) {
-    error = "it asks for no CPU (cpu_cores), and only CPUs are lent";
+    error = "it asks for no CPU (cpu_cores): a borrower runs on lent CPUs";
+    return false;
+  }
+  unsigned mostUnits = 0;
+  for (const auto &[owner, most] : mostLentGpu_)
+    mostUnits = std::max(mostUnits, most);
+  if (units > mostUnits) {
+    error = "it asks for " + std::to_string(units) + " GPU units on one GPU; the contracts here lend at most " +
+            std::to_string(mostUnits);
     return false;
   }
   unsigned lendable = 0;
@@ -283,10 +317,11 @@ bool NodeLending::addBorrower(const plan::Plan &plan, std::string &error) {
     }
   }
   borrowers_[name] = asked;
-  loop_->withNode([&](LendingNode &n) { n.addBorrower(name, asked); });
+  loop_->withNode([&](LendingNode &n) { n.addBorrower(name, asked, nullptr, units); });
   loop_->start();
-  log_.info(name, "borrows up to " + std::to_string(asked) + " CPUs of what this node lends (" + mechanism_ +
-                      "); it runs on none until lent");
+  log_.info(name, "borrows up to " + std::to_string(asked) + " CPUs" +
+                      (units ? " and " + std::to_string(units) + " GPU units" : "") + " of what this node lends (" +
+                      mechanism_ + "); it runs on none until lent");
   return true;
 }
 
@@ -314,16 +349,21 @@ void NodeLending::remove(const std::string &contract) {
   if (!loop_)
     return;
   if (auto it = owners_.find(contract); it != owners_.end()) {
-    loop_->withNode([&](LendingNode &n) { n.removeOwner(contract); });
+    loop_->withNode([&](LendingNode &n) {
+      n.removeOwner(contract); // its GPU units are taken back now: its session's slices go with it
+      gpuLoans_.removeOwner(contract);
+    });
     MappedPage page = it->second;
     owners_.erase(it);
     mostLent_.erase(contract);
+    mostLentGpu_.erase(contract);
     watchPages();
     unmapPage(page); // removeOwner returned: the loop reads it no more
   }
   if (borrowers_.erase(contract)) {
     loop_->withNode([&](LendingNode &n) {
       n.removeBorrower(contract);
+      gpuLoans_.setPage(contract, nullptr);
       if (cgroups_)
         cgroups_->remove(contract);
     });
@@ -426,6 +466,13 @@ bool NodeLending::withSimLoans(const std::function<void(SimLoans &)> &change) {
     return false;
   loop_->withNode([&](LendingNode &) { change(*sim_); });
   return true;
+}
+
+uint64_t NodeLending::lentGpuUnitNs() {
+  uint64_t ns = 0;
+  if (loop_)
+    loop_->withNode([&](LendingNode &n) { ns = n.lentGpuUnitNs(); });
+  return ns;
 }
 
 uint64_t NodeLending::lentCoreNs() {

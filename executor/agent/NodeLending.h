@@ -9,7 +9,9 @@
 #pragma once
 
 #include "executor/core/Logger.h"
+#include "executor/gpu/GpuBackend.h"
 #include "executor/lending/CgroupLoans.h"
+#include "executor/lending/GpuLoans.h"
 #include "executor/lending/LendingLoop.h"
 #include "executor/lending/SimLoans.h"
 #include "plan/plan.pb.h"
@@ -36,6 +38,12 @@ struct LendingView {
   std::optional<uint64_t> cpuTimeNs;   // a borrower's CPU time from its cgroup (none on a sim host)
 };
 
+// An owner's GPU slices as its session holds them, lent through `backend` (null: none lent).
+struct OwnerGpu {
+  GpuBackend *backend = nullptr;
+  std::vector<std::pair<int, SliceId>> slices; // plan.gpu_slices() index, the backend's slice
+};
+
 class NodeLending {
 public:
   // `simulated`: the host backend is `sim` (a recorded node served on this machine): loans are
@@ -52,7 +60,10 @@ public:
   // An owner: `plan` has phases. Its worker's control page (rank 0's: a job enters its phases in
   // lockstep) is read through a mapping of the lending's own, so that a page the worker group drops
   // (a standby taking over) is never read after it is gone. False with `error`.
-  bool addOwner(const plan::Plan &plan, const worker::ControlPageHost &page, std::string &error);
+  // Its GPU slices (`gpu`) are lent too, in phases that do not keep their role's `gpu`; the backend
+  // must outlive the owner here (remove() takes back what is lent of it at once).
+  bool addOwner(const plan::Plan &plan, const worker::ControlPageHost &page, std::string &error,
+                const OwnerGpu &gpu = {});
   // The contract's worker now has `page` (a new owner's worker after a standby took over; a
   // borrower's, where it is asked to yield): followed from now on.
   void followPage(const std::string &contract, const worker::ControlPageHost &page);
@@ -62,7 +73,8 @@ public:
   bool holdForRecovery(const std::string &contract);
 
   // A borrower (`plan` of class = opportunistic): admitted when the owners here lend, at their most,
-  // at least the CPUs it asks for; its cgroups are made, frozen. False with the reason (ERR_EXEC_033).
+  // at least the CPUs it asks for, and one of them the GPU units it asks for (gpu_sm_slices) on one
+  // GPU; its cgroups are made, frozen. False with the reason (ERR_EXEC_033).
   bool addBorrower(const plan::Plan &plan, std::string &error);
   // The gate of the borrower's worker: it joins its cgroups before it execs. A worker started after
   // the node ended the last one (its supervisor's restart) revives the borrower: frozen again, then
@@ -82,6 +94,8 @@ public:
   std::vector<lending::Loan> loans();
   // Core-nanoseconds lent since this lending started, over every owner.
   uint64_t lentCoreNs();
+  // GPU unit-nanoseconds lent since this lending started, over every owner.
+  uint64_t lentGpuUnitNs();
   // What it did over time (LendingNode::timeline), with each owner's CPUs and phase names, and the
   // time it was read on the same clock.
   struct Timeline {
@@ -128,6 +142,8 @@ private:
   std::map<std::string, unsigned> borrowers_; // CPUs asked
   std::map<std::string, MappedPage> borrowerPages_; // their workers' control pages, once known
   std::map<std::string, unsigned> mostLent_;  // per owner
+  std::map<std::string, unsigned> mostLentGpu_; // per owner: GPU units on one GPU
+  lending::BackendGpuLoans gpuLoans_;          // used on the loop's thread (withNode)
 };
 
 } // namespace msc::exec

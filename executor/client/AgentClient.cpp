@@ -7,6 +7,7 @@
 #include <llvm/Support/Format.h>
 #include <llvm/Support/FormatVariadic.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -230,6 +231,20 @@ namespace {
 std::string cpusOf(const agent::Loan &l) {
   return formatCpuList(std::vector<unsigned>(l.cpus().begin(), l.cpus().end()));
 }
+// "2 units of 'trainer' on GPU 0", or "-" without GPU units.
+std::string gpuOf(const agent::Loan &l) {
+  if (!l.gpu_units())
+    return "-";
+  return std::to_string(l.gpu_units()) + (l.gpu_units() == 1 ? " unit" : " units") + " of '" + l.gpu_role() +
+         "' on GPU " + std::to_string(l.gpu_index());
+}
+// What one loan holds, as a sentence: "CPUs 1-2 and GPU 2 units of 'trainer' on GPU 0".
+std::string heldBy(const agent::Loan &l) {
+  std::string out = l.cpus_size() ? "CPUs " + cpusOf(l) : "";
+  if (l.gpu_units())
+    out += (out.empty() ? "GPU " : " and GPU ") + gpuOf(l);
+  return out;
+}
 std::string msText(uint64_t ns) { return llvm::formatv("{0:f3} ms", double(ns) / 1e6).str(); }
 } // namespace
 
@@ -240,7 +255,7 @@ void printLending(const agent::Lending &l, llvm::raw_ostream &os) {
       os << "nothing now: frozen until a contract lends\n";
     else
       for (int i = 0; i < l.loans_size(); ++i)
-        os << (i ? "             " : "") << "CPUs " << cpusOf(l.loans(i)) << " of " << l.loans(i).owner() << " (for "
+        os << (i ? "             " : "") << heldBy(l.loans(i)) << " of " << l.loans(i).owner() << " (for "
            << l.loans(i).since_ms_ago() << " ms)\n";
     return;
   }
@@ -250,9 +265,9 @@ void printLending(const agent::Lending &l, llvm::raw_ostream &os) {
   if (l.loans().empty())
     os << "nothing now\n";
   for (int i = 0; i < l.loans_size(); ++i)
-    os << (i ? "             " : "") << "CPUs " << cpusOf(l.loans(i)) << " to " << l.loans(i).borrower() << " (for "
+    os << (i ? "             " : "") << heldBy(l.loans(i)) << " to " << l.loans(i).borrower() << " (for "
        << l.loans(i).since_ms_ago() << " ms)\n";
-  os << "  reclaims   " << l.reclaims() << " of " << l.entries() << " phase entries found a kept CPU lent, "
+  os << "  reclaims   " << l.reclaims() << " of " << l.entries() << " phase entries found something they keep lent, "
      << l.missed() << " missed the bound of " << msText(l.reclaim_within_ns());
   if (l.reclaims())
     os << ", the longest " << msText(l.worst_reclaim_ns());
@@ -280,9 +295,11 @@ void printLoans(const agent::LoansResponse &r, llvm::raw_ostream &os) {
     printYields(r, os);
     return;
   }
-  os << "OWNER\tBORROWER\tCPUS\tFOR\n";
+  bool gpu = std::any_of(r.loans().begin(), r.loans().end(), [](const agent::Loan &l) { return l.gpu_units() != 0; });
+  os << "OWNER\tBORROWER\tCPUS\t" << (gpu ? "GPU\t" : "") << "FOR\n";
   for (const agent::Loan &l : r.loans())
-    os << l.owner() << "\t" << l.borrower() << "\t" << cpusOf(l) << "\t" << l.since_ms_ago() << " ms\n";
+    os << l.owner() << "\t" << l.borrower() << "\t" << (l.cpus_size() ? cpusOf(l) : "-") << "\t"
+       << (gpu ? gpuOf(l) + "\t" : "") << l.since_ms_ago() << " ms\n";
   printYields(r, os);
 }
 

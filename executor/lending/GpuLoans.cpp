@@ -21,10 +21,16 @@ void BackendGpuLoans::removeOwner(const std::string &owner) {
 }
 
 void BackendGpuLoans::setPage(const std::string &borrower, mscale::worker::ControlPage *page) {
-  if (page)
-    pages_[borrower] = page;
-  else
+  // A new page is a new worker: it holds nothing it could let go of, and is told what is lent now
+  // (a loan made before its page was known, or one a worker before it was told of).
+  releasing_.erase(borrower);
+  if (!page) {
     pages_.erase(borrower);
+    return;
+  }
+  pages_[borrower] = page;
+  if (auto it = lent_.find(borrower); it != lent_.end())
+    tell(borrower, it->second.told);
 }
 
 uint64_t BackendGpuLoans::tell(const std::string &borrower, const std::string &slices) {
@@ -72,9 +78,10 @@ bool BackendGpuLoans::lend(const std::string &borrower, const GpuLoan &loan, std
     return false;
   }
   s.lentUnits += loan.units;
-  lent_[borrower] = Lent{loan, *id, sms, 0};
+  std::string told = "lent@" + std::to_string(s.gpuIndex) + ":" + std::to_string(sms) + ":0:0";
+  lent_[borrower] = Lent{loan, *id, sms, told};
   releasing_.erase(borrower);
-  tell(borrower, "lent@" + std::to_string(s.gpuIndex) + ":" + std::to_string(sms) + ":0:0");
+  tell(borrower, told);
   return true;
 }
 

@@ -43,7 +43,8 @@ public:
                 unsigned gpuIndex, std::string &error);
   // Forgets an owner's shares; nothing of them may be lent any more (the caller took it back).
   void removeOwner(const std::string &owner);
-  // Where `borrower`'s worker is told of its slice (null: it has none, or no longer).
+  // Where `borrower`'s worker is told of its slice (null: it has none, or no longer); a new page is
+  // told at once what the borrower is lent now.
   void setPage(const std::string &borrower, mscale::worker::ControlPage *page);
 
   bool lend(const std::string &borrower, const GpuLoan &loan, std::string &error) override;
@@ -65,7 +66,7 @@ private:
     GpuLoan loan;
     SliceId id = 0;
     unsigned sms = 0;
-    uint64_t generation = 0; // the hand-over its worker must acknowledge (0: none)
+    std::string told; // what its worker is told it has (MSCALE_GPU_SLICES syntax)
   };
   // A share whole is exactly the SMs it held; a part, its units' share of them.
   static unsigned smsFor(const Share &s, unsigned units) { return units >= s.units ? s.sms : s.sms / s.units * units; }

@@ -40,6 +40,18 @@ void LendingNode::removeOwner(const std::string &contract) {
       o.leaving = true;
       o.page = nullptr; // the caller may unmap it now: nothing more is read or written there
     }
+  // Its GPU slices go with its session: what is lent of them comes back now, not at the next tick.
+  for (BorrowerState &b : borrowers_) {
+    if (gpu_ && b.gpu.owner == contract) {
+      std::string error;
+      gpu_->takeBack(b.spec.contract, error);
+      b.gpu = {};
+    }
+    if (b.releasing.owner == contract) {
+      b.releasing = {};
+      b.releaseByNs = 0;
+    }
+  }
 }
 
 void LendingNode::replacePage(const std::string &contract, mscale::worker::ControlPage *page) {
@@ -638,6 +650,11 @@ std::vector<Loan> LendingNode::loans() const {
       l.borrower = b.spec.contract;
       l.gpu = b.gpu;
       l.sinceNs = b.gpuSinceNs;
+      for (const OwnerState &o : owners_)
+        if (o.spec.contract == b.gpu.owner && b.gpu.share < o.spec.gpuShares.size()) {
+          l.gpuRole = o.spec.gpuShares[b.gpu.share].role;
+          l.gpuIndex = o.spec.gpuShares[b.gpu.share].gpuIndex;
+        }
     }
     for (const auto &[cpu, loan] : b.loans) {
       Loan &l = grouped[{loan.first, b.spec.contract}];

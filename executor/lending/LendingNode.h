@@ -66,6 +66,8 @@ struct Loan {
   CpuSet cpus;
   uint64_t sinceNs = 0;
   GpuLoan gpu = {}; // empty: no GPU units
+  std::string gpuRole = {}; // the owner's slice they are of, and its GPU
+  unsigned gpuIndex = 0;
 };
 
 struct TickResult {
@@ -82,7 +84,8 @@ public:
   // An owner lends from `page`, which must outlive it here. `owner.startedNs` is when its worker
   // started; the fields the node reads (workerPhase, step, ...) are its own.
   void addOwner(Owner owner, mscale::worker::ControlPage *page);
-  // Everything lent from it is taken back first (the next tick), then it is forgotten.
+  // Everything lent from it is taken back first (the next tick; its GPU units at once, as its
+  // slices go with it), then it is forgotten.
   void removeOwner(const std::string &contract);
   // Its worker now has `page` (a warm standby took over with a page of its own): read from now on,
   // as a new worker's, which keeps everything until it enters a phase. The old page is not touched

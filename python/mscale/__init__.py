@@ -17,7 +17,8 @@ This package grows module by module (issue 13):
   project's own compiler; ``ContractError`` carries its diagnostics at the decorator's lines.
 * ``mscale.io``, ``mscale.gds`` -- the worker runtime's io_uring reader at the plan's queue depth, role
   placement of loader threads and processes, the heartbeat, ``phase`` (where the job is on its demand
-  curve), ``yield_requested`` / ``yield_now`` (a borrower yielding what it is lent); ``GDSLoader``.
+  curve), ``yield_requested`` / ``yield_now`` (a borrower yielding what it is lent),
+  ``gpu_slice_update`` / ``acknowledge_gpu_slices`` (GPU slice hand-overs); ``GDSLoader``.
 * ``mscale.errors`` -- the package's coded errors (``error[ERR_PY_NNN]: ...``).
 """
 
@@ -29,8 +30,8 @@ from mscale.data import StatefulDataLoader, StatefulSampler
 from mscale.errors import MScaleError, ResumeError, SnapshotError, UsageError
 from mscale.resume import ExactResume, exit_status_of, mscale_restore, mscale_snapshot
 from mscale.gds import GDSLoader
-from mscale.io import (UringReader, current_phase, phase, pin_to_role, role_worker_init, wait_for_yield_request,
-                       yield_now, yield_requested)
+from mscale.io import (UringReader, acknowledge_gpu_slices, current_phase, gpu_slice_update, phase, pin_to_role,
+                       role_worker_init, wait_for_yield_request, yield_now, yield_requested)
 from mscale.scheduler import MScaleLRScheduler
 
 # A supervised worker (mscale-exec gave it a control page) tells its supervisor what it died of,
@@ -40,6 +41,6 @@ if _os.environ.get("MSCALE_CONTROL_FD"):
     _resume._install_exit_status_hook()
 
 __all__ = ["ContractError", "ExactResume", "GDSLoader", "MScaleError", "MScaleLRScheduler", "ResumeError",
-           "SnapshotError", "StatefulDataLoader", "StatefulSampler", "UringReader", "UsageError", "current_phase",
-           "exit_status_of", "mscale_contract", "mscale_restore", "mscale_snapshot", "phase", "pin_to_role",
+           "SnapshotError", "StatefulDataLoader", "StatefulSampler", "UringReader", "UsageError",
+           "acknowledge_gpu_slices", "current_phase", "exit_status_of", "gpu_slice_update", "mscale_contract", "mscale_restore", "mscale_snapshot", "phase", "pin_to_role",
            "role_worker_init", "wait_for_yield_request", "yield_now", "yield_requested"]

@@ -88,6 +88,8 @@ def _declare(lib: ctypes.CDLL) -> None:
         "msc_worker_yield_requested": (ctypes.c_int64, []),
         "msc_worker_wait_yield_request": (c_int, [u64]),
         "msc_worker_yield": (c_int, []),
+        "msc_worker_gpu_slices_pending": (ctypes.c_int64, [ctypes.c_char_p, u64]),
+        "msc_worker_acknowledge_gpu_slices": (None, [u64]),
     }
     for name, (restype, argtypes) in signatures.items():
         fn = getattr(lib, name)
@@ -514,6 +516,25 @@ def wait_for_yield_request(timeout: float) -> bool:
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout >= 0:
         raise UsageError("ERR_PY_044", "wait_for_yield_request(timeout): seconds >= 0, got %r" % (timeout,))
     return bool(library().msc_worker_wait_yield_request(int(timeout * 1e9)))
+
+
+def gpu_slice_update() -> Optional[Tuple[int, str]]:
+    """A GPU slice hand-over this worker has not taken yet: ``(generation, slices)`` with the new
+    ``MSCALE_GPU_SLICES`` value (``""``: let go of every slice; a borrower's lent GPU units are
+    ``lent@<gpu>:<sms>:0:0``), or ``None``.  Move the work, then ``acknowledge_gpu_slices``."""
+    buf = ctypes.create_string_buffer(4096)
+    generation = int(library().msc_worker_gpu_slices_pending(buf, len(buf)))
+    return (generation, buf.value.decode()) if generation > 0 else None
+
+
+def acknowledge_gpu_slices(generation: int) -> None:
+    """Tells the executor that the work runs on the slices of ``generation`` now (from
+    ``gpu_slice_update``): the old ones are released.  A borrower told to let go of its lent GPU
+    units that has not acknowledged within half its lender's bound is ended."""
+    if not isinstance(generation, int) or isinstance(generation, bool) or not 0 < generation < 2**64:
+        raise UsageError("ERR_PY_044", "acknowledge_gpu_slices(generation): a generation from gpu_slice_update, "
+                         "got %r" % (generation,))
+    library().msc_worker_acknowledge_gpu_slices(generation)
 
 
 def yield_now() -> bool:

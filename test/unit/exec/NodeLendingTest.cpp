@@ -55,10 +55,11 @@ plan::Plan ownerPlan(const std::string &contract = "train") {
   return p;
 }
 
-plan::Plan borrowerPlan(const std::string &contract, uint32_t cpus) {
+plan::Plan borrowerPlan(const std::string &contract, uint32_t cpus, uint32_t gpuUnits = 0) {
   plan::Plan p;
   p.mutable_provenance()->set_contract(contract);
   p.mutable_borrow()->set_cpu_cores(cpus);
+  p.mutable_borrow()->set_gpu_sm_slices(gpuUnits);
   return p;
 }
 
@@ -98,7 +99,9 @@ TEST_F(NodeLendingTest, ABorrowerIsAdmittedOnlyAgainstWhatTheOwnersCouldLend) {
   EXPECT_FALSE(lending.addBorrower(borrowerPlan("big", 7), error));
   EXPECT_EQ(error, "it asks for 7 CPUs; the contracts here lend at most 6");
   EXPECT_FALSE(lending.addBorrower(borrowerPlan("none", 0), error));
-  EXPECT_EQ(error, "it asks for no CPU (cpu_cores), and only CPUs are lent");
+  EXPECT_EQ(error, "it asks for no CPU (cpu_cores): a borrower runs on lent CPUs");
+  EXPECT_FALSE(lending.addBorrower(borrowerPlan("gpu", 1, 2), error));
+  EXPECT_EQ(error, "it asks for 2 GPU units on one GPU; the contracts here lend at most 0");
   ASSERT_TRUE(lending.addBorrower(borrowerPlan("prep", 4), error)) << error;
   EXPECT_FALSE(lending.addBorrower(borrowerPlan("prep", 4), error));
   EXPECT_EQ(error, "it borrows on this node already");

@@ -13,6 +13,8 @@
 #include <cstddef>
 #include "worker/mscale_worker.h"
 
+#include "worker/ControlPage.h"
+
 #include <gtest/gtest.h>
 
 #include <dlfcn.h>
@@ -365,6 +367,24 @@ TEST_F(WorkerCApiTest, HeartbeatsOnTheControlPage) {
   page->yieldAsk.store(8);
   EXPECT_EQ(requested(), 0) << "the time is up";
   page->yieldAsk.store(0);
+
+  // GPU slice hand-overs: a borrower is told of its lent units and to let go of them, and says so.
+  auto pending = fn<decltype(&msc_worker_gpu_slices_pending)>("msc_worker_gpu_slices_pending");
+  auto acknowledge = fn<decltype(&msc_worker_acknowledge_gpu_slices)>("msc_worker_acknowledge_gpu_slices");
+  char slices[64];
+  EXPECT_EQ(pending(slices, sizeof slices), 0) << "nothing handed over";
+  uint64_t lent = msc::worker::publishSlices(*page, "lent@0:64:0:0");
+  EXPECT_EQ(pending(slices, 4), -ERANGE);
+  EXPECT_EQ(pending(slices, sizeof slices), int64_t(lent));
+  EXPECT_STREQ(slices, "lent@0:64:0:0");
+  acknowledge(lent);
+  EXPECT_EQ(page->ackGeneration.load(), lent);
+  EXPECT_EQ(pending(slices, sizeof slices), 0) << "taken";
+  uint64_t letGo = msc::worker::publishSlices(*page, "");
+  EXPECT_EQ(pending(slices, sizeof slices), int64_t(letGo));
+  EXPECT_STREQ(slices, "");
+  acknowledge(letGo);
+  EXPECT_EQ(page->ackGeneration.load(), letGo);
   ::unsetenv("MSCALE_PHASES");
   ::unsetenv("MSCALE_CONTROL_FD");
   ::munmap(p, 4096);

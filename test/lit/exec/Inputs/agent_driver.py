@@ -16,10 +16,11 @@ class Agent:
         self.config = os.path.join(directory, "node.yaml")
         self.processes = []
 
-    def start(self, log_name):
+    def start(self, log_name, *extra):
+        """`extra`: more of mscale-exec serve's options (a recorded node's --topology)."""
         log = open(os.path.join(self.directory, log_name), "w")
         agent = subprocess.Popen(["mscale-exec", "serve", "--socket", self.sock, "--config", self.config,
-                                  "--metrics", "unix:" + self.metrics],
+                                  "--metrics", "unix:" + self.metrics, *extra],
                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
         self.processes.append(agent)
         for _ in range(100):

@@ -139,6 +139,25 @@ TEST_F(GpuLendingTest, AWholeShareIsLentAsTheOwnersOwnSliceAndABorrowerWithoutAW
   EXPECT_EQ(backend->sliceSms(ownerSlice), 128u);
 }
 
+TEST_F(GpuLendingTest, AWorkerWhosePageIsKnownAfterTheLoanIsToldWhatItHasAndANewWorkerOwesNoLetGo) {
+  node.addBorrower("infer", 1, nullptr, 2); // lent before its worker's page is known
+  enter(ownerPage, 1, clock.monotonicNs());
+  node.tick();
+  ASSERT_EQ(gpuLoans.smsOf("infer"), 64u);
+  EXPECT_EQ(told(borrowerPage), "");
+  gpuLoans.setPage("infer", &borrowerPage);
+  EXPECT_EQ(told(borrowerPage), "lent@0:64:0:0");
+
+  clock.advance(kMs);
+  enter(ownerPage, 2, clock.monotonicNs());
+  node.tick();
+  EXPECT_FALSE(gpuLoans.released("infer")) << "its worker has not acknowledged the let-go";
+  ControlPage restarted{};
+  gpuLoans.setPage("infer", &restarted);
+  EXPECT_TRUE(gpuLoans.released("infer")) << "a new worker holds none of the old one's SMs";
+  EXPECT_EQ(told(restarted), "") << "nothing is lent now";
+}
+
 TEST_F(GpuLendingTest, AFaultedOwnerKeepsItsGpuAndANodeWithoutAGpuMechanismLendsNone) {
   node.addBorrower("infer", 1, nullptr, 2);
   enter(ownerPage, 1, clock.monotonicNs());

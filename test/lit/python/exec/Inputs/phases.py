@@ -37,4 +37,11 @@ try:
     mscale.wait_for_yield_request(-1)
 except mscale.UsageError as e:
     print(e)
+# GPU slices: a worker nobody lends to is never handed any; a generation must be one it was given.
+print("gpu slices:", mscale.gpu_slice_update())
+for generation in (0, -1, True, "1"):
+    try:
+        mscale.acknowledge_gpu_slices(generation)
+    except mscale.UsageError as e:
+        print(e)
 sys.stdout.flush()
