@@ -8,6 +8,8 @@
 #include "hal/TopologyYaml.h"
 #include "support/Version.h"
 
+#include <llvm/Support/FileSystem.h>
+
 #include <unistd.h>
 
 namespace msc::cluster {
@@ -73,6 +75,18 @@ bool ClusterAgent::start(exec::NodeLedger &ledger) {
   std::string address = advertisedAddress(options_.address);
   ro.value = Registration{kVersion, hal::writeTopologyYaml(*topology), address, advertisedHttp(httpBound_, address)};
   ro.ttlSeconds = options_.leaseTtlSeconds;
+  // The first registration already says how the node is: a failed node is never placed on first.
+  std::string healthRoot = options_.healthRoot;
+  if (healthRoot.empty() && options_.topology == "live")
+    healthRoot = "/";
+  else if (healthRoot.empty() && llvm::sys::fs::is_directory(options_.topology))
+    healthRoot = options_.topology;
+  if (!healthRoot.empty()) {
+    health_ = std::make_unique<HealthReporter>(*topology, HealthReporterOptions{healthRoot, options_.healthInterval},
+                                               *options_.clock);
+    ro.value.health = health_->poll();
+    logVerdict();
+  }
   registration_ = std::make_unique<NodeRegistration>(*client_, ro, log_);
   if (etcd::Status s = registration_->registerNode(); !s.ok()) {
     log_.error("", s.str());
@@ -87,9 +101,38 @@ bool ClusterAgent::start(exec::NodeLedger &ledger) {
   return true;
 }
 
+void ClusterAgent::logVerdict() {
+  const health::Verdict &v = health_->lastVerdict();
+  std::string text = "health: " + health::levelName(v.level).str();
+  for (const health::Reason &r : v.reasons)
+    text += "; " + diagInfo(r.code).name.str() + " " + r.message + " (" + r.path + ": " + r.evidence + ")";
+  if (v.level == health::Level::Healthy)
+    log_.info("", text);
+  else
+    log_.warn("", text);
+}
+
+void ClusterAgent::judgeHealth() {
+  if (!health_ || !registration_)
+    return;
+  if (std::optional<NodeHealth> changed = health_->poll()) {
+    logVerdict();
+    unpublished_ = std::move(changed);
+  }
+  // A put that failed (etcd unreachable for a moment) is tried again on the next tick.
+  if (!unpublished_)
+    return;
+  if (etcd::Status s = registration_->publishHealth(*unpublished_); !s.ok()) {
+    log_.warn("", "cannot publish the node's health: " + s.str() + "; trying again");
+    return;
+  }
+  unpublished_.reset();
+}
+
 void ClusterAgent::tick(exec::NodeLedger &ledger) {
   if (!registration_)
     return;
+  judgeHealth();
   switch (registration_->poll(ledger)) {
   case NodeRegistration::Event::Lost:
     // The ledger released everything; nothing is admitted until the node is registered again.

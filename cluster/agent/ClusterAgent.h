@@ -5,6 +5,7 @@
 
 #include "cluster/agent/AssignmentWatcher.h"
 #include "cluster/agent/ContractCache.h"
+#include "cluster/agent/HealthReporter.h"
 #include "cluster/agent/NodeRegistration.h"
 #include "cluster/etcd/EtcdClient.h"
 #include "executor/core/Logger.h"
@@ -34,6 +35,12 @@ struct ClusterAgentOptions {
   // Where other nodes reach this node's workers (Registration::address): the rendezvous address of
   // jobs whose rank 0 runs here. Empty: the host name.
   std::string address = {};
+  // Where the node's health is read (HealthReporter.h). Empty: the topology's own root ("/" for
+  // "live", the directory of a recorded sysfs tree); a topology file (XML, YAML) has no values to
+  // re-read, so such a node publishes no verdict unless a root is given.
+  std::string healthRoot = {};
+  std::chrono::nanoseconds healthInterval = std::chrono::seconds(10);
+  const Clock *clock = &SystemClock::instance(); // when health is judged, and its samples' times
 };
 
 class ClusterAgent {
@@ -56,6 +63,8 @@ public:
   void setHttpEndpoint(const std::string &bound) { httpBound_ = bound; }
   // From the agent's loop: lease loss (stop everything), re-registration, assignments.
   void tick(exec::NodeLedger &ledger);
+  // Judges the node's health when it is due and publishes a changed verdict (tick() calls it).
+  void judgeHealth();
 
   // A contract as the cluster holds it (/mscale/contracts/<contract>), from the cache while it is
   // younger than the cluster config's agents.contract_cache_ttl, else read from any etcd member
@@ -76,6 +85,7 @@ public:
 
   NodeRegistration *registration() { return registration_.get(); }
   AssignmentWatcher *watcher() { return watcher_.get(); }
+  HealthReporter *health() { return health_.get(); }
 
 private:
   ClusterAgentOptions options_;
@@ -83,9 +93,13 @@ private:
   std::unique_ptr<etcd::EtcdClient> client_;
   std::unique_ptr<NodeRegistration> registration_;
   std::unique_ptr<AssignmentWatcher> watcher_;
+  std::unique_ptr<HealthReporter> health_; // null: the node publishes no verdict
+  std::optional<NodeHealth> unpublished_;  // a changed verdict whose put failed
   std::function<void()> wake_;
   std::string httpBound_;
   ContractCache cache_;
+
+  void logVerdict(); // the last verdict with its evidence, one line
 };
 
 } // namespace msc::cluster

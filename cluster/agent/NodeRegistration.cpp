@@ -46,7 +46,7 @@ etcd::Status NodeRegistration::attempt(std::unique_ptr<etcd::LeaseKeepAlive> &ou
   const std::string key = nodeKey(options_.node);
   etcd::Txn txn;
   txn.compares.push_back(etcd::Compare::absent(key));
-  txn.success.push_back(etcd::TxnOp::put(key, encodeRegistration(options_.value), lease->id));
+  txn.success.push_back(etcd::TxnOp::put(key, encodedValue(), lease->id));
   etcd::Result<etcd::TxnResult> result = client_.txn(txn);
   if (!result || !result->succeeded) {
     keepAlive->stop();
@@ -62,6 +62,30 @@ etcd::Status NodeRegistration::attempt(std::unique_ptr<etcd::LeaseKeepAlive> &ou
   log_.info("", "registered node '" + options_.node + "' in etcd under lease " + std::to_string(lease->id) +
                     " (TTL " + std::to_string(lease->ttlSeconds) + " s)");
   out = std::move(keepAlive);
+  return {};
+}
+
+std::string NodeRegistration::encodedValue() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return encodeRegistration(options_.value);
+}
+
+etcd::Status NodeRegistration::publishHealth(const NodeHealth &health) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    options_.value.health = health;
+  }
+  if (!registered())
+    return {};
+  // Only while the key is there: after a loss it is the next registration's to write, under its
+  // own lease (a put now would create a key under a lease that is gone).
+  const std::string key = nodeKey(options_.node);
+  etcd::Txn txn;
+  txn.compares.push_back(etcd::Compare::onCreateRevision(key, etcd::Compare::Op::Greater, 0));
+  txn.success.push_back(etcd::TxnOp::put(key, encodedValue(), keepAlive_->leaseId()));
+  etcd::Result<etcd::TxnResult> result = client_.txn(txn);
+  if (!result)
+    return result.status();
   return {};
 }
 

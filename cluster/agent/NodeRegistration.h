@@ -52,6 +52,12 @@ public:
   // key (nothing is written; the lease is revoked); etcd's own codes when etcd cannot be reached.
   etcd::Status registerNode();
 
+  // The node's health changed (HealthReporter.h): the registration carries `health` from now on.
+  // Put at once under the current lease while the key is there (from the agent's loop); while the
+  // registration is lost, the next registration carries it. etcd's codes when the put fails (the
+  // value is kept: the next registration, or the next change, writes it).
+  etcd::Status publishHealth(const NodeHealth &health);
+
   enum class Event { None, Lost, Registered };
   // From the agent's loop. When the lease was lost: releases every contract of `ledger` (stopping
   // its workers), logs ERR_CLUSTER_005, starts registering again in the background (the lost lease
@@ -69,11 +75,12 @@ public:
 private:
   // Grant, keep-alive, put-if-absent; the running keep-alive on success. Any thread.
   etcd::Status attempt(std::unique_ptr<etcd::LeaseKeepAlive> &out);
+  std::string encodedValue(); // options_.value as written, under mutex_
   void reregister(int64_t staleLease);
   void stopRetry();
 
   etcd::EtcdClient &client_;
-  RegistrationOptions options_;
+  RegistrationOptions options_; // .value under mutex_: the re-registration thread reads it
   exec::Logger &log_;
   std::unique_ptr<etcd::LeaseKeepAlive> keepAlive_;
   bool lossHandled_ = true; // nothing to handle before the first registration

@@ -37,11 +37,15 @@ struct PcieDomains {
 struct Agents {
   std::optional<Scalar> contract_cache_ttl;
 };
+struct Health {
+  std::optional<std::vector<Scalar>> cordon_on;
+};
 struct ConfigDoc {
   std::optional<Scalar> cluster;
   std::optional<Scaling> scaling;
   std::optional<PcieDomains> pcie_domains;
   std::optional<Agents> agents;
+  std::optional<Health> health;
 };
 
 } // namespace msc::cluster::configdoc
@@ -49,6 +53,7 @@ struct ConfigDoc {
 using namespace msc::cluster::configdoc;
 
 LLVM_YAML_IS_SEQUENCE_VECTOR(Reserved)
+LLVM_YAML_IS_FLOW_SEQUENCE_VECTOR(Scalar)
 
 namespace llvm::yaml {
 template <> struct ScalarTraits<Scalar> {
@@ -81,12 +86,16 @@ template <> struct MappingTraits<PcieDomains> {
 template <> struct MappingTraits<Agents> {
   static void mapping(IO &io, Agents &a) { io.mapOptional("contract_cache_ttl", a.contract_cache_ttl); }
 };
+template <> struct MappingTraits<Health> {
+  static void mapping(IO &io, Health &h) { io.mapOptional("cordon_on", h.cordon_on); }
+};
 template <> struct MappingTraits<ConfigDoc> {
   static void mapping(IO &io, ConfigDoc &d) {
     io.mapOptional("cluster", d.cluster);
     io.mapOptional("scaling", d.scaling);
     io.mapOptional("pcie_domains", d.pcie_domains);
     io.mapOptional("agents", d.agents);
+    io.mapOptional("health", d.health);
   }
 };
 } // namespace llvm::yaml
@@ -99,7 +108,8 @@ using etcd::ErrorCode;
 
 // Every key of the format, for "did you mean" on an unknown one.
 const llvm::StringRef kKeys[] = {"cluster",     "scaling",  "affinity_policy",    "cross_domain_io", "pcie_domains",
-                                 "reserved",    "node",     "domain",             "agents",          "contract_cache_ttl"};
+                                 "reserved",    "node",     "domain",             "agents",          "contract_cache_ttl",
+                                 "health",      "cordon_on"};
 
 // A day: a cache entry older than that is no cache but a stale copy.
 constexpr uint64_t kMaxCacheTtlNs = 24ull * 3600 * 1000000000;
@@ -347,6 +357,16 @@ std::optional<ClusterConfig> parseClusterConfig(ConfigSource &source) {
       parse.bad("agents.contract_cache_ttl is '" + v.text + "', more than a day", v.range());
     else
       config.contractCacheTtlNs = *ns;
+  }
+  if (doc.health && doc.health->cordon_on) {
+    for (const Scalar &v : *doc.health->cordon_on) {
+      if (v.text != "degraded" && v.text != "failed")
+        parse.bad("health.cordon_on holds '" + v.text + "', expected degraded or failed", v.range());
+      else if (llvm::is_contained(config.cordonOn, v.text))
+        parse.bad("health.cordon_on holds '" + v.text + "' twice", v.range());
+      else
+        config.cordonOn.push_back(v.text);
+    }
   }
   if (source.failed())
     return std::nullopt;

@@ -11,6 +11,8 @@
 //       - { node: "*", domain: "0000:00" } # "*": every node
 //   agents:
 //     contract_cache_ttl: 30s
+//   health:
+//     cordon_on: [failed]                  # verdicts the leader cordons a node for: degraded | failed
 //
 // Read with LLVM's YAML I/O like the node config and the topology format; every problem is
 // ERR_CLUSTER_010 with the line and carets (ConfigSource.h).
@@ -45,6 +47,10 @@ struct ClusterConfig {
   std::optional<bool> crossDomainIo;
   std::vector<ReservedDomain> reserved;
   std::optional<uint64_t> contractCacheTtlNs;
+  // The health verdicts ("degraded", "failed") for which the leader cordons a node by policy: the
+  // cordon stays after the verdict clears, until an operator uncordons the node (it is looked at
+  // first). Empty: a failed node is still not placed, but nothing is cordoned.
+  std::vector<std::string> cordonOn;
 
   // The domains reserved on `node`: its own entries and those for every node, in order, once each.
   std::vector<PciBus> reservedOn(llvm::StringRef node) const;

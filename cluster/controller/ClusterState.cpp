@@ -23,8 +23,15 @@ ClusterState clusterStateFrom(const std::vector<etcd::KeyValue> &kvs, int64_t re
         CapturedDiagnostics yaml;
         std::optional<hal::Topology> topo =
             r ? hal::readTopologyYaml(r->topologyYaml, kv.key, yaml.diags) : std::optional<hal::Topology>{};
-        if (r)
+        if (r) {
           parsed.address = r->address;
+          parsed.health = r->health;
+          if (!r->healthUnreadable.empty()) {
+            parsed.healthUnreadable =
+                etcd::Status::make(etcd::ErrorCode::ERR_CLUSTER_016, {node, r->healthUnreadable}).str();
+            state.unreadableHealthNew.push_back(parsed.healthUnreadable);
+          }
+        }
         if (topo) {
           topo->setName(node);
           parsed.topology = std::make_shared<const hal::Topology>(std::move(*topo));
@@ -37,6 +44,14 @@ ClusterState clusterStateFrom(const std::vector<etcd::KeyValue> &kvs, int64_t re
       state.nodes[node] = parsed.topology;
       if (!parsed.address.empty())
         state.addresses[node] = parsed.address;
+      if (parsed.health)
+        state.health[node] = *parsed.health;
+      if (!parsed.healthUnreadable.empty())
+        state.unreadableHealth[node] = parsed.healthUnreadable;
+    } else if (key.starts_with(kCordonsPrefix)) {
+      std::string node = key.drop_front(llvm::StringRef(kCordonsPrefix).size()).str(), why;
+      std::optional<Cordon> cordon = decodeCordon(kv.value, why);
+      state.cordons[node] = cordon ? *cordon : Cordon{"unknown", "its cordon does not read (" + why + ")", 0, 0};
     } else if (key == kConfigKey) {
       state.config = kv.value;
     } else if (key.starts_with(kContractStatusPrefix)) {

@@ -37,6 +37,15 @@ struct ClusterState {
   std::optional<std::string> config;                        // /mscale/config, when published
   std::map<std::string, std::vector<AssignedPlan>> assigned; // contract -> its assignments
   std::vector<std::string> unreadableNodes; // ERR_CLUSTER_012 lines, once per registration value
+  // The verdict each registered node publishes (absent: it judges none, e.g. an older agent).
+  std::map<std::string, NodeHealth> health;
+  // Nodes whose health lines do not read, with the ERR_CLUSTER_016 line: not placeable (an agent
+  // that writes a verdict nobody can read may be failing itself, and "unknown" is not "healthy").
+  std::map<std::string, std::string> unreadableHealth;
+  std::vector<std::string> unreadableHealthNew; // the same lines, once per registration value
+  // /mscale/cordons/<node>; a value that does not read stands as a cordon whose reason says so
+  // (someone meant to take the node out; placing on it would be the worse mistake).
+  std::map<std::string, Cordon> cordons;
 };
 
 // What one leader remembers between reconciliations, so that a reconciliation on every change of
@@ -52,6 +61,8 @@ struct ReconcileMemory {
     int64_t modRevision = 0;
     std::shared_ptr<const hal::Topology> topology;
     std::string address = {};
+    std::optional<NodeHealth> health = {};
+    std::string healthUnreadable = {}; // the ERR_CLUSTER_016 line
   };
   std::map<std::string, ParsedNode> nodes;
   struct CompiledSubmission {

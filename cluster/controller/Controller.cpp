@@ -97,6 +97,10 @@ etcd::Status Controller::lead(const etcd::LeaderKey &leader, etcd::LeaseKeepAliv
       options_.log("refused " + r);
     for (const std::string &u : report->unreadableNodes)
       options_.log("ignoring a node: " + u);
+    for (const std::string &u : report->unreadableHealth)
+      options_.log("placing nothing more on a node: " + u);
+    for (const std::string &c : report->cordoned)
+      options_.log("cordoned by policy: " + c);
     for (const std::string &r : report->released)
       options_.log("released " + r + ": it cannot be placed whole again, so it runs nowhere until it can");
     for (const std::string &w : report->withdrawn)

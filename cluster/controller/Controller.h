@@ -43,6 +43,8 @@ public:
   // service (ControllerService.h), so that clients find the leader through etcd. Set before run().
   void setServiceAddress(std::string address) { serviceAddress_ = std::move(address); }
   const std::string &name() const { return options_.name; }
+  // The injected clock: the service stamps its writes (a cordon's time) with it, like decide().
+  const Clock &clock() const { return *options_.clock; }
   // The fencing of the term this controller leads now; nullopt while it stands by.
   std::optional<etcd::Fencing> currentTerm() const;
 

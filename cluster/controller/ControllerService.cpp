@@ -6,6 +6,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
+
 namespace msc::cluster {
 namespace {
 
@@ -139,7 +141,98 @@ public:
     return grpc::Status::OK;
   }
 
+  grpc::Status Cordon(grpc::ServerContext *, const proto::CordonRequest *request, proto::CordonReply *reply) override {
+    const std::string &node = request->node();
+    std::string why, reason = request->reason();
+    std::replace(reason.begin(), reason.end(), '\n', ' '); // the value holds it as one line
+    std::replace(reason.begin(), reason.end(), '\r', ' ');
+    if (!isNodeName(node, why))
+      return refuse(grpc::StatusCode::INVALID_ARGUMENT, etcd::Status::make(ErrorCode::ERR_CLUSTER_017, {node, why}));
+    if (reason.find_first_not_of(" \t") == std::string::npos)
+      return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                    etcd::Status::make(ErrorCode::ERR_CLUSTER_017,
+                                       {node, "the reason is empty; say why the node is taken out (--reason TEXT)"}));
+    std::optional<etcd::Fencing> term = controller_.currentTerm();
+    if (!term)
+      return notLeader();
+    reply->set_leader_revision(term->leader().rev);
+    // The same cordon again changes nothing (a retried Cordon); another reason replaces the old one.
+    auto present = client_.range(cordonKey(node));
+    if (!present)
+      return writeFailed(present.status());
+    if (!present->kvs.empty())
+      if (std::optional<cluster::Cordon> old = decodeCordon(present->kvs.front().value, why);
+          old && old->by == "operator" && old->reason == reason) {
+        reply->set_revision(present->kvs.front().modRevision);
+        reply->set_unchanged(true);
+        return grpc::Status::OK;
+      }
+    cluster::Cordon cordon{"operator", reason, term->leader().rev, controller_.clock().unixMs()};
+    // Only while the node is registered: checked in the same transaction as the write.
+    etcd::Txn txn;
+    txn.compares.push_back(etcd::Compare::onCreateRevision(nodeKey(node), etcd::Compare::Op::Greater, 0));
+    txn.success.push_back(etcd::TxnOp::put(cordonKey(node), encodeCordon(cordon)));
+    auto written = term->commit(txn);
+    if (!written)
+      return writeFailed(written.status());
+    if (!written->succeeded)
+      return refuse(grpc::StatusCode::NOT_FOUND,
+                    etcd::Status::make(ErrorCode::ERR_CLUSTER_017, {node, "it is not registered; " + registeredNodes()}));
+    reply->set_revision(written->revision);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Uncordon(grpc::ServerContext *, const proto::UncordonRequest *request,
+                        proto::CordonReply *reply) override {
+    const std::string &node = request->node();
+    std::string why;
+    if (!isNodeName(node, why))
+      return refuse(grpc::StatusCode::INVALID_ARGUMENT, etcd::Status::make(ErrorCode::ERR_CLUSTER_018, {node, why}));
+    std::optional<etcd::Fencing> term = controller_.currentTerm();
+    if (!term)
+      return notLeader();
+    reply->set_leader_revision(term->leader().rev);
+    etcd::Txn txn;
+    txn.compares.push_back(etcd::Compare::onCreateRevision(cordonKey(node), etcd::Compare::Op::Greater, 0));
+    txn.success.push_back(etcd::TxnOp::remove(cordonKey(node)));
+    auto written = term->commit(txn);
+    if (!written)
+      return writeFailed(written.status());
+    if (written->succeeded) {
+      reply->set_revision(written->revision);
+      return grpc::Status::OK;
+    }
+    // Not cordoned: no error for a node that is registered (a retried uncordon, a script that
+    // uncordons after every repair), but a name that is neither is a typo to report.
+    auto registered = client_.range(nodeKey(node));
+    if (!registered)
+      return writeFailed(registered.status());
+    if (registered->kvs.empty())
+      return refuse(grpc::StatusCode::NOT_FOUND,
+                    etcd::Status::make(ErrorCode::ERR_CLUSTER_018, {node, "it is neither registered nor cordoned"}));
+    reply->set_revision(registered->revision);
+    reply->set_unchanged(true);
+    return grpc::Status::OK;
+  }
+
 private:
+  // "registered nodes: n1, n2" (the first 20), for a refusal that names a node that is not one.
+  std::string registeredNodes() {
+    etcd::RangeOptions o;
+    o.rangeEnd = etcd::prefixEnd(kNodesPrefix);
+    auto r = client_.range(kNodesPrefix, o);
+    if (!r)
+      return "the registered nodes cannot be read: " + r.status().str();
+    std::string names;
+    size_t shown = 0;
+    for (const etcd::KeyValue &kv : r->kvs)
+      if (shown++ < 20)
+        names += (names.empty() ? "" : ", ") + kv.key.substr(std::string(kNodesPrefix).size());
+    if (r->kvs.size() > 20)
+      names += " and " + std::to_string(r->kvs.size() - 20) + " more";
+    return "registered nodes: " + (names.empty() ? std::string("none") : names);
+  }
+
   grpc::Status notLeader() {
     std::string leader = "no controller leads now";
     auto l = client_.election(kControllerElection).leader();

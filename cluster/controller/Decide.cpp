@@ -5,6 +5,7 @@
 #include "cluster/placement/Placer.h"
 #include "plan/PlanFile.h"
 
+#include <llvm/ADT/STLExtras.h>
 #include <llvm/ADT/StringExtras.h>
 
 #include <algorithm>
@@ -73,6 +74,39 @@ std::string lostText(const std::vector<AssignedPlan> &previous, const NodeRegist
   return (gone.size() == 1 ? "node " : "nodes ") + llvm::join(gone, ", ") + " lost: ";
 }
 
+// "health failed: ERR_HEALTH_001 thermal sensor ... (and 1 more)": a verdict in one line, as a
+// cordon's reason and a refusal's note say it.
+std::string healthText(const NodeHealth &health) {
+  std::string text = std::string("health ") + healthLevelName(health.level);
+  if (!health.reasons.empty())
+    text += ": " + health.reasons.front().code + " " + health.reasons.front().message;
+  if (health.reasons.size() > 1)
+    text += " (and " + std::to_string(health.reasons.size() - 1) + " more)";
+  return text;
+}
+
+// Why `node` takes no new placement, empty when it may: its cordon first (the operator's words, or
+// the policy's), then a failed verdict, then a verdict that does not read. A cordon the cluster
+// config's cordon_on asks for is added to `out` and stands from this round on.
+std::string notPlaceable(const std::string &node, const ClusterState &state, const ConfigInForce &config,
+                         const Clock &clock, int64_t leaderRevision, Decision &out) {
+  if (auto cordon = state.cordons.find(node); cordon != state.cordons.end())
+    return "cordoned by " + cordon->second.by + ": " + cordon->second.reason;
+  auto health = state.health.find(node);
+  if (health != state.health.end() && health->second.level != HealthLevel::Healthy && config.config &&
+      llvm::is_contained(config.config->cordonOn, healthLevelName(health->second.level))) {
+    Cordon c{"policy", healthText(health->second), leaderRevision, clock.unixMs()};
+    out.cordons.push_back({node, etcd::TxnOp::put(cordonKey(node), encodeCordon(c))});
+    out.report.cordoned.push_back(node + ": " + c.reason);
+    return "cordoned by policy: " + c.reason;
+  }
+  if (health != state.health.end() && health->second.level == HealthLevel::Failed)
+    return healthText(health->second);
+  if (state.unreadableHealth.count(node))
+    return "its health record does not read (ERR_CLUSTER_016)";
+  return {};
+}
+
 } // namespace
 
 Decision decide(const ClusterState &state, ReconcileMemory &memory, const Clock &clock, const ReconcileOptions &options,
@@ -82,6 +116,7 @@ Decision decide(const ClusterState &state, ReconcileMemory &memory, const Clock 
   ReconcileReport &report = out.report;
   report.revision = state.revision;
   report.unreadableNodes = state.unreadableNodes;
+  report.unreadableHealth = state.unreadableHealthNew;
 
   CapturedDiagnostics setup;
   NodeRegistry registry;
@@ -91,6 +126,11 @@ Decision decide(const ClusterState &state, ReconcileMemory &memory, const Clock 
   ConfigInForce config = readConfig(state);
   if (config.config)
     reserveDomains(*config.config, registry, setup.diags);
+  // Registered still (what runs there stays, and is not lost), but no new placement.
+  for (const auto &[node, topology] : state.nodes)
+    if (topology)
+      if (std::string why = notPlaceable(node, state, config, clock, leaderRevision, out); !why.empty())
+        registry.exclude(node, why, setup.diags);
 
   // What stays, what waits, what is placed.
   std::set<std::string> toPlace, lost;

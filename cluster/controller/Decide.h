@@ -13,6 +13,12 @@
 //   - A withdrawn contract's assignments, status and events go.
 //   - Each placement and refusal is an event of the contract (Keys.h: kContractEventsPrefix), said
 //     once: a refusal for the same reason round after round is one event.
+//   - A node takes no new placement while it is cordoned (/mscale/cordons/<node>), its agent's
+//     verdict is `failed`, or its verdict does not read (ERR_CLUSTER_016); what runs there stays
+//     (its assignments still hold the node's resources, and the node is not lost). A refusal that
+//     such a node could have changed names it and why in its notes. A `degraded` node is placeable.
+//   - The cluster config's health.cordon_on cordons a node whose verdict it names, by policy: the
+//     cordon is written once and stays when the verdict clears, until an operator uncordons.
 #pragma once
 
 #include "cluster/controller/ClusterState.h"
@@ -40,6 +46,8 @@ struct ReconcileReport {
   std::vector<std::string> withdrawn; // contracts whose assignments were removed with them
   std::vector<std::string> released;  // refused when placed again: their assignments left went too
   std::vector<std::string> unreadableNodes; // ERR_CLUSTER_012 lines, once per registration value
+  std::vector<std::string> unreadableHealth; // ERR_CLUSTER_016 lines, once per registration value
+  std::vector<std::string> cordoned;        // "node: reason", cordoned by policy this round
   int64_t revision = 0;              // the store revision the reconciliation read
 };
 
@@ -55,7 +63,15 @@ struct ContractAction {
   std::vector<etcd::TxnOp> ops;
 };
 
+// A cordon the cluster config's policy writes: applied only while the node has none (an operator's
+// cordon, or the policy's own from an earlier round, stays as written).
+struct CordonAction {
+  std::string node;
+  etcd::TxnOp op;
+};
+
 struct Decision {
+  std::vector<CordonAction> cordons;   // written before the contracts' actions
   std::vector<ContractAction> actions; // withdrawals first, then placements in contract order
   ReconcileReport report;
 };

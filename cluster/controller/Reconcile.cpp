@@ -27,6 +27,13 @@ etcd::Result<ReconcileReport> reconcile(etcd::EtcdClient &client, etcd::Fencing 
   if (!state)
     return state.status();
   Decision decision = decide(*state, memory, clock, options, fencing.leader().rev);
+  for (const CordonAction &c : decision.cordons) {
+    etcd::Txn txn;
+    txn.compares.push_back(etcd::Compare::absent(cordonKey(c.node)));
+    txn.success.push_back(c.op);
+    if (auto done = fencing.commit(txn); !done)
+      return done.status();
+  }
   etcd::Status written = commitActions(decision.actions, state->revision,
                                        [&](const etcd::Txn &txn) { return fencing.commit(txn); });
   if (!written.ok())

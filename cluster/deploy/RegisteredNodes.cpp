@@ -27,6 +27,8 @@ RegisteredNode registeredNodeOf(const etcd::KeyValue &kv) {
   node.agentVersion = registration->agentVersion;
   node.address = registration->address;
   node.http = registration->http;
+  node.health = registration->health;
+  node.healthUnreadable = registration->healthUnreadable;
   // The topology reader's first error is the reason; the registration is no file to show.
   CollectingConsumer errors;
   DiagnosticEngine diags(nullptr, errors);

@@ -19,6 +19,8 @@ struct RegisteredNode {
   std::string agentVersion;
   std::string address; // Registration::address; empty when it advertises none
   std::string http;    // Registration::http; empty when it serves none to other machines
+  std::optional<NodeHealth> health; // the agent's verdict; absent when it publishes none
+  std::string healthUnreadable;     // why its health lines do not read (ERR_CLUSTER_016)
   std::optional<hal::Topology> topology;
   std::string unreadable; // why the registration does not read, when topology is absent
 };

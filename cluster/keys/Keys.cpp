@@ -4,6 +4,8 @@
 #include "cluster/keys/assignment.pb.h"
 #include "cluster/keys/submission.pb.h"
 
+#include <llvm/ADT/StringRef.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cstring>
@@ -16,6 +18,27 @@ constexpr const char *kRegistrationHeader = "# mscale node registration; agent "
 constexpr const char *kConfigHeader = "# mscale cluster config; written by ";
 constexpr const char *kAddressLine = "# address ";
 constexpr const char *kHttpLine = "# http ";
+constexpr const char *kHealthLine = "# health ";
+constexpr const char *kHealthReasonLine = "# health-reason ";
+
+// "ERR_HEALTH_001": upper-case words joined by '_', the last one three digits.
+bool isDiagCode(llvm::StringRef code) {
+  if (code.size() < 5 || code[code.size() - 4] != '_')
+    return false;
+  for (char c : code.take_back(3))
+    if (c < '0' || c > '9')
+      return false;
+  for (char c : code.drop_back(4))
+    if (!((c >= 'A' && c <= 'Z') || c == '_'))
+      return false;
+  return code.front() != '_';
+}
+
+std::string oneLine(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  std::replace(text.begin(), text.end(), '\r', ' ');
+  return text;
+}
 
 template <class T> bool number(const std::string &text, T &out) {
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
@@ -30,10 +53,35 @@ std::string contractOfKey(const std::string &key, const std::string &prefix) {
   return rest.find('/') == std::string::npos ? rest : std::string();
 }
 
+const char *healthLevelName(HealthLevel level) {
+  switch (level) {
+  case HealthLevel::Healthy:
+    return "healthy";
+  case HealthLevel::Degraded:
+    return "degraded";
+  case HealthLevel::Failed:
+    return "failed";
+  }
+  return "failed";
+}
+
+std::optional<HealthLevel> healthLevelOf(const std::string &name) {
+  for (HealthLevel l : {HealthLevel::Healthy, HealthLevel::Degraded, HealthLevel::Failed})
+    if (name == healthLevelName(l))
+      return l;
+  return std::nullopt;
+}
+
 std::string encodeRegistration(const Registration &r) {
-  // A YAML comment: the value stays one valid YAML document that hal::readTopologyYaml accepts whole.
+  // YAML comments: the value stays one valid YAML document that hal::readTopologyYaml accepts whole.
+  std::string health;
+  if (r.health) {
+    health = std::string(kHealthLine) + healthLevelName(r.health->level) + "\n";
+    for (const HealthReason &reason : r.health->reasons)
+      health += kHealthReasonLine + reason.code + " " + oneLine(reason.message) + "\n";
+  }
   return kRegistrationHeader + r.agentVersion + "\n" + (r.address.empty() ? "" : kAddressLine + r.address + "\n") +
-         (r.http.empty() ? "" : kHttpLine + r.http + "\n") + r.topologyYaml;
+         (r.http.empty() ? "" : kHttpLine + r.http + "\n") + health + r.topologyYaml;
 }
 
 bool validNodeAddress(const std::string &address) {
@@ -62,7 +110,86 @@ std::optional<Registration> decodeRegistration(const std::string &value, std::st
     *field = std::move(word);
     r.topologyYaml = end == std::string::npos ? std::string() : r.topologyYaml.substr(end + 1);
   }
+  // The health lines, all of them taken off the topology even when one does not read: the verdict
+  // is then unknown, the topology is not.
+  std::optional<NodeHealth> health;
+  std::string bad;
+  while (llvm::StringRef(r.topologyYaml).starts_with("# health")) {
+    size_t end = r.topologyYaml.find('\n');
+    llvm::StringRef line = llvm::StringRef(r.topologyYaml).take_front(end);
+    if (bad.empty()) {
+      if (line.starts_with(kHealthLine)) {
+        std::optional<HealthLevel> level = healthLevelOf(line.drop_front(std::strlen(kHealthLine)).str());
+        if (health)
+          bad = "the health line is there twice";
+        else if (!level)
+          bad = "'" + line.str() + "' names no verdict (healthy, degraded or failed)";
+        else
+          health = NodeHealth{*level, {}};
+      } else if (line.starts_with(kHealthReasonLine)) {
+        auto [code, message] = line.drop_front(std::strlen(kHealthReasonLine)).split(' ');
+        if (!health)
+          bad = "a health reason comes before the health line";
+        else if (!isDiagCode(code) || message.trim().empty())
+          bad = "'" + line.str() + "' is not a coded reason (CODE MESSAGE)";
+        else
+          health->reasons.push_back({code.str(), message.str()});
+      } else {
+        bad = "'" + line.str() + "' is not a health line";
+      }
+    }
+    r.topologyYaml = end == std::string::npos ? std::string() : r.topologyYaml.substr(end + 1);
+  }
+  // A verdict and its reasons must agree: a failed node says why, a healthy one has nothing to say.
+  if (bad.empty() && health && (health->level == HealthLevel::Healthy) != health->reasons.empty())
+    bad = std::string("verdict '") + healthLevelName(health->level) + "' with " + std::to_string(health->reasons.size()) +
+          " reason(s)";
+  if (!bad.empty())
+    r.healthUnreadable = bad;
+  else
+    r.health = std::move(health);
   return r;
+}
+
+std::string encodeCordon(const Cordon &c) {
+  return "by " + c.by + "\nleader-rev " + std::to_string(c.leaderRevision) + "\nsince-ms " +
+         std::to_string(c.sinceUnixMs) + "\nreason " + oneLine(c.reason) + "\n";
+}
+
+std::optional<Cordon> decodeCordon(const std::string &value, std::string &why) {
+  Cordon c;
+  bool by = false, rev = false, since = false, reason = false;
+  std::istringstream in(value);
+  for (std::string line; std::getline(in, line);) {
+    size_t space = line.find(' ');
+    std::string field = line.substr(0, space), rest = space == std::string::npos ? "" : line.substr(space + 1);
+    if (field == "by" && (rest == "operator" || rest == "policy"))
+      c.by = rest, by = true;
+    else if (field == "leader-rev" && number(rest, c.leaderRevision) && c.leaderRevision > 0)
+      rev = true;
+    else if (field == "since-ms" && number(rest, c.sinceUnixMs))
+      since = true;
+    else if (field == "reason" && rest.find_first_not_of(' ') != std::string::npos)
+      c.reason = rest, reason = true;
+    else {
+      why = "the line '" + line + "' does not read";
+      return std::nullopt;
+    }
+  }
+  if (!by || !rev || !since || !reason) {
+    why = std::string("no ") + (!by ? "'by operator|policy'" : !rev ? "'leader-rev N'" : !since ? "'since-ms N'" : "'reason TEXT'") +
+          " line";
+    return std::nullopt;
+  }
+  return c;
+}
+
+bool isNodeName(const std::string &name, std::string &why) {
+  if (!name.empty() && name.size() <= 253 && name.find('/') == std::string::npos &&
+      std::all_of(name.begin(), name.end(), [](char c) { return c > ' ' && c < 127; }))
+    return true;
+  why = "'" + name + "' is not a node name (printable, without blanks or '/', at most 253 characters)";
+  return false;
 }
 
 std::string encodeEvents(const std::vector<ContractEvent> &events) {

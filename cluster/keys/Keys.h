@@ -11,6 +11,9 @@
 //   /mscale/contract-status/<contract>    the leading controller's decision on it
 //   /mscale/config                        the cluster config (YAML), what mscale-deploy published;
 //                                         written by the leading controller only
+//   /mscale/cordons/<node>                a cordon: the node takes no new placement (why, by whom);
+//                                         written by the leading controller only, under no lease, so
+//                                         it outlives the node's agent and every controller
 #pragma once
 
 #include "cluster/etcd/Status.h"
@@ -80,9 +83,27 @@ inline constexpr const char *kControllerElection = "mscale/controllers";
 std::string electionValue(const std::string &name, const std::string &address);
 void parseElectionValue(const std::string &value, std::string &name, std::string &address);
 
+// A node's health as its agent judged it (health/Judge.h), published with its registration. The
+// keys know the verdict's words, not the judge: the controller and the readers link no sampler.
+enum class HealthLevel { Healthy, Degraded, Failed };
+const char *healthLevelName(HealthLevel level); // "healthy", "degraded", "failed"
+std::optional<HealthLevel> healthLevelOf(const std::string &name);
+struct HealthReason {
+  std::string code;    // "ERR_HEALTH_001" (a failing reason) or "WRN_HEALTH_001" (a degrading one)
+  std::string message; // the diagnostic's message, one line
+  bool operator==(const HealthReason &) const = default;
+};
+struct NodeHealth {
+  HealthLevel level = HealthLevel::Healthy;
+  std::vector<HealthReason> reasons; // worst first, as judged
+  bool operator==(const NodeHealth &) const = default;
+};
+
 // /mscale/nodes/<node>: YAML, so that `etcdctl get` is readable and placement reads it with
 // hal::readTopologyYaml. The agent's version line comes first, then "# address ADDR" when the
-// agent advertises one, then "# http HOST:PORT" when it serves HTTP, then the topology document.
+// agent advertises one, then "# http HOST:PORT" when it serves HTTP, then "# health LEVEL" and one
+// "# health-reason CODE MESSAGE" per reason when the agent judges its health, then the topology
+// document.
 struct Registration {
   std::string agentVersion;
   std::string topologyYaml; // hal::writeTopologyYaml
@@ -92,13 +113,39 @@ struct Registration {
   // The agent's HTTP endpoint as other machines reach it (metrics, and worker output for
   // `mscale-cli cluster logs`). Empty: it serves none there.
   std::string http = {};
+  // The agent's last verdict; absent when it judges none (an older agent, or a node served from a
+  // recorded topology file, which holds no values to re-read): placeable, as before health existed.
+  std::optional<NodeHealth> health = {};
+  // Set by decodeRegistration when the health lines are there but do not read (ERR_CLUSTER_016 is
+  // the reader's to report): the topology still reads, the verdict is unknown.
+  std::string healthUnreadable = {};
 };
 // Whether `address` can be advertised: non-empty, printable, without blanks (it is one YAML comment
 // word and one environment value).
 bool validNodeAddress(const std::string &address);
 std::string encodeRegistration(const Registration &r);
 // ERR_CLUSTER_004 style failures are the caller's: nullopt with `why` when the value is not one.
+// Health lines that do not read leave `healthUnreadable` set and `health` absent, not a failure:
+// the node's topology (and so what already runs there) does not depend on them.
 std::optional<Registration> decodeRegistration(const std::string &value, std::string &why);
+
+// /mscale/cordons/<node>: lines "by operator|policy", "leader-rev N", "since-ms UNIX_MS", then
+// "reason TEXT" (one line). Text, like the statuses: people read it with etcdctl.
+inline constexpr const char *kCordonsPrefix = "/mscale/cordons/";
+inline std::string cordonKey(const std::string &node) { return kCordonsPrefix + node; }
+struct Cordon {
+  std::string by;     // "operator" (mscale-cli cluster cordon) or "policy" (the cluster config's cordon_on)
+  std::string reason; // one line, not empty
+  int64_t leaderRevision = 0;
+  int64_t sinceUnixMs = 0;
+  bool operator==(const Cordon &) const = default;
+};
+std::string encodeCordon(const Cordon &c);
+// nullopt with `why` when a line is missing or does not read, or the reason is empty.
+std::optional<Cordon> decodeCordon(const std::string &value, std::string &why);
+// Whether `name` can be a node's name in a key: not empty, at most 253 characters, printable,
+// without blanks or '/'. False with `why`.
+bool isNodeName(const std::string &name, std::string &why);
 
 struct PublishedConfig {
   std::string writtenBy; // "controller 'A' (leader-rev 17)"

@@ -100,6 +100,17 @@ bool NodeRegistry::reserve(llvm::StringRef name, Reservation reservation, Diagno
   return true;
 }
 
+bool NodeRegistry::exclude(llvm::StringRef name, const std::string &why, DiagnosticEngine &diags) {
+  auto it = byName_.find(name);
+  if (it == byName_.end()) {
+    reportUnknown(name, "a node taken out of placement", diags);
+    return false;
+  }
+  std::string &notPlaceable = it->second->notPlaceable;
+  notPlaceable += (notPlaceable.empty() ? "" : "; ") + why;
+  return true;
+}
+
 const NodeState *NodeRegistry::find(llvm::StringRef name) const {
   auto it = byName_.find(name);
   return it == byName_.end() ? nullptr : it->second.get();

@@ -41,6 +41,9 @@ struct NodeState {
   // class of nodes once.
   std::string heldKey;
   NodeCapacity capacity;
+  // Why placement takes no new job here ("cordoned by operator: ...", "health failed: ..."); empty:
+  // placeable. The admitted plans still hold their resources: what runs here stays.
+  std::string notPlaceable;
 };
 
 // What a topology offers with `held` and the reserved domains taken away.
@@ -58,6 +61,9 @@ public:
   // held from now on, and placement refuses a job that would use one (Reservation.h).
   // ERR_PLACE_003 for a name not registered.
   bool reserve(llvm::StringRef node, Reservation reservation, DiagnosticEngine &diags);
+  // Takes `node` out of placement for `why` (NodeState::notPlaceable; the first reason given stays,
+  // later ones are added after it). ERR_PLACE_003 for a name not registered.
+  bool exclude(llvm::StringRef node, const std::string &why, DiagnosticEngine &diags);
 
   const NodeState *find(llvm::StringRef name) const;
   // By name: the order every tie in a placement falls back on.

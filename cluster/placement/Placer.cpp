@@ -106,7 +106,9 @@ std::vector<Candidate> candidatesFor(const JobShape &shape, const NodeRegistry &
                                      PlacementResult &result) {
   std::vector<Candidate> candidates;
   for (const NodeState *node : registry.nodes()) {
-    std::string why = prefilter(shape, node->capacity);
+    // A node out of placement (cordoned, failed) is never a candidate, whatever it has free.
+    std::string why = node->notPlaceable.empty() ? prefilter(shape, node->capacity)
+                                                 : "no new placement (" + node->notPlaceable + ")";
     if (!why.empty()) {
       turnedAway[why].push_back(node);
       ++result.prefiltered;

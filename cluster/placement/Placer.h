@@ -6,7 +6,9 @@
 //
 // Order (deterministic: same registry and contract, same nodes and bytes): nodes that pass the
 // prefilter (JobShape.h), best fit first (fewest GPUs left free after the job, then fewest cores),
-// then by name; the first N that the check accepts are chosen. The scaling policy: every job is
+// then by name; the first N that the check accepts are chosen. A node out of placement
+// (NodeState::notPlaceable: cordoned, failed) is turned away before the prefilter, and a refusal
+// names it with its reason in a note, as it names the prefilter's. The scaling policy: every job is
 // first tried with each role's GPU, HCA and NVMe under one root complex; an IO-heavy job stops
 // there, a compute-heavy one then tries the nodes still missing with the contract as written
 // (crossing PCIe domains where that is all that fits), and the result says which nodes did.

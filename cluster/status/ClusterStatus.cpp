@@ -25,6 +25,7 @@ struct Read {
   std::map<std::string, std::string> decisions, events;                           // contract -> value
   std::set<std::string> submitted;
   std::map<std::pair<std::string, std::string>, std::string> statuses; // (contract, node) -> value
+  std::map<std::string, Cordon> cordons;
 };
 
 std::string after(llvm::StringRef key, const char *prefix) { return key.drop_front(llvm::StringRef(prefix).size()).str(); }
@@ -41,6 +42,13 @@ void readNode(Read &r, const etcd::KeyValue &kv) {
   n.agentVersion = reg.agentVersion;
   n.address = reg.address;
   n.http = reg.http;
+  if (reg.health) {
+    n.health = healthLevelName(reg.health->level);
+    n.healthReasons = reg.health->reasons;
+  } else if (!reg.healthUnreadable.empty()) {
+    n.health = "unreadable";
+    n.healthUnreadable = reg.healthUnreadable;
+  }
   hal::Summary s = hal::summarize(*reg.topology);
   n.gpus = unsigned(s.gpus), n.cores = unsigned(s.cores), n.rdma = unsigned(s.rdma), n.nvme = unsigned(s.nvme);
   n.numaNodes = unsigned(s.numaNodes);
@@ -108,6 +116,10 @@ ClusterStatusView statusOf(const std::vector<etcd::KeyValue> &kvs) {
       r.decisions[after(key, kContractStatusPrefix)] = kv.value;
     } else if (key.starts_with(kContractEventsPrefix)) {
       r.events[after(key, kContractEventsPrefix)] = kv.value;
+    } else if (key.starts_with(kCordonsPrefix)) {
+      std::string why;
+      std::optional<Cordon> c = decodeCordon(kv.value, why);
+      r.cordons[after(key, kCordonsPrefix)] = c ? *c : Cordon{"unknown", "its cordon does not read (" + why + ")", 0, 0};
     }
   }
 
@@ -130,6 +142,15 @@ ClusterStatusView statusOf(const std::vector<etcd::KeyValue> &kvs) {
       if (std::optional<plan::Plan> p = plan::decodePlan(bytes, node, diags))
         registry.admit(node, std::move(*p), "an assignment", diags);
     }
+  }
+  // A cordon of a node that is not registered (its agent stopped for the repair) is shown too: it
+  // applies again when the node comes back.
+  for (const auto &[node, cordon] : r.cordons) {
+    NodeView &n = r.nodes[node];
+    n.name = node;
+    n.cordon = cordon;
+    if (!n.ready && n.notReady.empty())
+      n.notReady = "its registration is gone: the agent stopped or its lease expired";
   }
   for (auto &[name, n] : r.nodes) {
     if (const NodeState *state = n.ready ? registry.find(name) : nullptr) {
@@ -288,15 +309,25 @@ std::optional<RankOutput> rankOutputOf(const ClusterStatusView &view, const std:
 
 void printNodes(const ClusterStatusView &view, llvm::raw_ostream &os) {
   std::vector<std::vector<std::string>> rows = {
-      {"NODE", "STATUS", "GPUS", "USED", "CORES", "USED", "RDMA", "NVME", "NUMA", "AGENT", "ADDRESS", "CONTRACTS"}};
+      {"NODE", "STATUS", "HEALTH", "GPUS", "USED", "CORES", "USED", "RDMA", "NVME", "NUMA", "AGENT", "ADDRESS",
+       "CONTRACTS"}};
   for (const NodeView &n : view.nodes) {
     std::string contracts = n.contracts.empty() ? "-" : llvm::join(n.contracts, ",");
+    // kubectl's convention: "Ready,SchedulingDisabled"; the reason follows the contracts.
+    std::string cordoned = n.cordon ? ",Cordoned" : "";
+    std::string why = n.cordon ? "  (cordoned by " + n.cordon->by + ": " + n.cordon->reason + ")" : "";
+    // The verdict and its reasons' codes: "failed:ERR_HEALTH_001"; the messages are --json's.
+    std::string health = n.health;
+    for (size_t i = 0; i < n.healthReasons.size(); ++i)
+      health += (i ? "," : ":") + n.healthReasons[i].code;
     if (n.ready)
-      rows.push_back({n.name, "Ready", std::to_string(n.gpus), std::to_string(n.gpusUsed), std::to_string(n.cores),
-                      std::to_string(n.coresUsed), std::to_string(n.rdma), std::to_string(n.nvme),
-                      std::to_string(n.numaNodes), n.agentVersion, n.address.empty() ? "-" : n.address, contracts});
+      rows.push_back({n.name, "Ready" + cordoned, health, std::to_string(n.gpus), std::to_string(n.gpusUsed),
+                      std::to_string(n.cores), std::to_string(n.coresUsed), std::to_string(n.rdma),
+                      std::to_string(n.nvme), std::to_string(n.numaNodes), n.agentVersion,
+                      n.address.empty() ? "-" : n.address, contracts + why});
     else
-      rows.push_back({n.name, "NotReady", "-", "-", "-", "-", "-", "-", "-", "-", "-", contracts + "  (" + n.notReady + ")"});
+      rows.push_back({n.name, "NotReady" + cordoned, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-",
+                      contracts + "  (" + n.notReady + ")" + why});
   }
   std::vector<size_t> width(rows.front().size(), 0);
   for (const auto &row : rows)
@@ -317,6 +348,12 @@ llvm::json::Value nodesJson(const ClusterStatusView &view) {
     for (const std::string &c : n.contracts)
       contracts.push_back(c);
     llvm::json::Object o{{"name", n.name}, {"ready", n.ready}, {"contracts", std::move(contracts)}};
+    o["cordoned"] = n.cordon.has_value();
+    if (n.cordon)
+      o["cordon"] = llvm::json::Object{{"by", n.cordon->by},
+                                       {"reason", n.cordon->reason},
+                                       {"leader_revision", n.cordon->leaderRevision},
+                                       {"since_unix_ms", n.cordon->sinceUnixMs}};
     if (n.ready) {
       o["agent_version"] = n.agentVersion;
       if (!n.address.empty())
@@ -328,6 +365,13 @@ llvm::json::Value nodesJson(const ClusterStatusView &view) {
       o["rdma"] = int64_t(n.rdma);
       o["nvme"] = int64_t(n.nvme);
       o["numa_nodes"] = int64_t(n.numaNodes);
+      llvm::json::Array reasons;
+      for (const HealthReason &reason : n.healthReasons)
+        reasons.push_back(llvm::json::Object{{"code", reason.code}, {"message", reason.message}});
+      llvm::json::Object health{{"verdict", n.health}, {"reasons", std::move(reasons)}};
+      if (!n.healthUnreadable.empty())
+        health["unreadable"] = n.healthUnreadable;
+      o["health"] = std::move(health);
     } else {
       o["not_ready"] = n.notReady;
     }

@@ -6,7 +6,8 @@
 //     and what each node made of its assignment (the worker, its exit, the messages).
 //   - A node: ready (registered) or not ready (its assignments are still there, its registration is
 //     gone: the agent stopped or its lease expired), its GPUs and cores and how many the admitted
-//     plans hold, the contracts assigned to it.
+//     plans hold, the contracts assigned to it; its health verdict and reasons; whether it is
+//     cordoned, by whom and why (a cordoned node takes no new placement).
 #pragma once
 
 #include "cluster/etcd/EtcdClient.h"
@@ -48,6 +49,12 @@ struct NodeView {
   std::string http; // the agent's HTTP endpoint, where `cluster logs` reads its workers' output
   unsigned gpus = 0, gpusUsed = 0, cores = 0, coresUsed = 0, rdma = 0, nvme = 0, numaNodes = 0;
   std::vector<std::string> contracts; // assigned here
+  // "healthy", "degraded", "failed" as the agent published it; "unknown" when it publishes none;
+  // "unreadable" when its health lines do not read (healthUnreadable says why).
+  std::string health = "unknown";
+  std::vector<HealthReason> healthReasons;
+  std::string healthUnreadable;
+  std::optional<Cordon> cordon; // set while the node is cordoned (an unreadable value: by "unknown")
 };
 
 struct ClusterStatusView {

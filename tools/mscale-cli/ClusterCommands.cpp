@@ -2,6 +2,7 @@
 //                   logs CONTRACT [--rank R] [--attempt N] [-f]
 //                   submit FILE.msc [--contract NAME] [--env K=V]... [-- WORKER COMMAND...]
 //                   withdraw CONTRACT
+//                   cordon NODE --reason TEXT | uncordon NODE
 // Reads are serializable: any etcd member answers from its own copy without asking the raft
 // leader, so reads go on while the leader is busy or being elected, and never touch the
 // controllers. Writes go through the leading controller's service (cluster/controller), found
@@ -37,19 +38,24 @@ namespace {
 
 cl::SubCommand ClusterCmd("cluster", "The cluster: read its state from etcd (nodes, show NODE, topology [NODE], "
                                      "status [CONTRACT]); a job's output from its nodes (logs CONTRACT); submit "
-                                     "FILE.msc [-- COMMAND], withdraw CONTRACT through the leader");
+                                     "FILE.msc [-- COMMAND], withdraw CONTRACT, cordon NODE --reason TEXT, uncordon "
+                                     "NODE through the leader");
 cl::list<std::string> Args(cl::Positional,
                            cl::desc("<nodes | show NODE | topology [NODE] | status [CONTRACT] | logs CONTRACT | "
-                                    "submit FILE.msc [-- COMMAND...] | withdraw CONTRACT>"),
+                                    "submit FILE.msc [-- COMMAND...] | withdraw CONTRACT | cordon NODE --reason TEXT | "
+                                    "uncordon NODE>"),
                            cl::OneOrMore, cl::sub(ClusterCmd));
 cl::opt<std::string> ContractName("contract", cl::desc("submit: the contract of the file (default: its only one)"),
                                   cl::sub(ClusterCmd));
 cl::list<std::string> Env("env", cl::desc("submit: an environment variable of the worker"), cl::value_desc("NAME=VALUE"),
                           cl::sub(ClusterCmd));
-cl::opt<unsigned> TimeoutMs("timeout-ms", cl::desc("submit, withdraw: how long to look for a leading controller"),
+cl::opt<std::string> Reason("reason", cl::desc("cordon: why the node takes no new placement (one line)"),
+                            cl::value_desc("text"), cl::sub(ClusterCmd));
+cl::opt<unsigned> TimeoutMs("timeout-ms", cl::desc("submit, withdraw, cordon, uncordon: how long to look for a "
+                                                   "leading controller"),
                             cl::init(15000), cl::sub(ClusterCmd));
-cl::opt<std::string> Controller("controller", cl::desc("submit, withdraw: call this controller only, without "
-                                                       "following the leadership"),
+cl::opt<std::string> Controller("controller", cl::desc("submit, withdraw, cordon, uncordon: call this controller "
+                                                       "only, without following the leadership"),
                                 cl::value_desc("host:port"), cl::sub(ClusterCmd));
 
 cl::opt<unsigned> Rank("rank", cl::desc("logs: the job's rank whose output to show (default 0)"), cl::init(0),
@@ -197,11 +203,12 @@ int logs(etcd::EtcdClient &client, DiagnosticEngine &diags, const std::string &c
   return cli::showLogs(o, diags);
 }
 
-int printWrite(const etcd::Result<cluster::WriteOutcome> &done, const std::string &what) {
+int printWrite(const etcd::Result<cluster::WriteOutcome> &done, const std::string &what,
+               const std::string &unchanged = "unchanged") {
   if (!done)
     return fail(done.status());
-  llvm::outs() << what << (done->unchanged ? " (unchanged)" : "") << " at revision " << done->revision << " by "
-               << done->leader << ", leader-rev " << done->leaderRevision << "\n";
+  llvm::outs() << what << (done->unchanged ? " (" + unchanged + ")" : "") << " at revision " << done->revision
+               << " by " << done->leader << ", leader-rev " << done->leaderRevision << "\n";
   return 0;
 }
 
@@ -271,8 +278,16 @@ int run() {
   if (what == "withdraw" && Args.size() == 2)
     return printWrite(cluster::withdrawContract(**client, Args[1], writeOptions()),
                       "withdrew contract '" + Args[1] + "'");
+  // What runs on a cordoned node stays; the leader places nothing new there (docs/cluster.md).
+  if (what == "cordon" && Args.size() == 2)
+    return printWrite(cluster::cordonNode(**client, Args[1], Reason, writeOptions()),
+                      "cordoned node '" + Args[1] + "'", "already cordoned for this reason");
+  if (what == "uncordon" && Args.size() == 2)
+    return printWrite(cluster::uncordonNode(**client, Args[1], writeOptions()), "uncordoned node '" + Args[1] + "'",
+                      "was not cordoned");
   return usage(diags, "cluster: expected 'nodes', 'show NODE', 'topology [NODE]', 'status [CONTRACT]', "
-                      "'logs CONTRACT', 'submit FILE.msc [-- COMMAND...]' or 'withdraw CONTRACT'");
+                      "'logs CONTRACT', 'submit FILE.msc [-- COMMAND...]', 'withdraw CONTRACT', "
+                      "'cordon NODE --reason TEXT' or 'uncordon NODE'");
 }
 
 cli::Registration registration(ClusterCmd, run);

@@ -1,7 +1,8 @@
 // mscale-exec: the node side of a plan. Thin: parses options, the work is in executor/.
 //   mscale-exec run plan.msp [--log FILE] [--config node.yaml] [--nproc-per-node N] -- CMD ARGS
 //   mscale-exec serve --socket PATH [--config node.yaml] [--metrics PORT|HOST:PORT|unix:PATH] [--log FILE]
-//                     [--endpoints H:P,... --node NAME [--lease-ttl 5s] [--advertise-address ADDR]]
+//                     [--endpoints H:P,... --node NAME [--lease-ttl 5s] [--advertise-address ADDR]
+//                      [--health-root DIR] [--health-interval 10s]]
 #include "cluster/agent/ClusterAgent.h"
 #include "cluster/keys/Keys.h"
 #include "executor/Run.h"
@@ -85,6 +86,14 @@ cl::opt<std::string> AdvertiseAddress("advertise-address",
                                                "the host name)"),
                                       cl::value_desc("host"), cl::sub(ServeCmd));
 
+cl::opt<std::string> HealthRoot("health-root",
+                                cl::desc("Where the node's health is read (with --endpoints; default: the "
+                                         "topology's root, '/' for live, the directory of a recorded sysfs tree)"),
+                                cl::value_desc("dir"), cl::sub(ServeCmd));
+cl::opt<std::string> HealthInterval("health-interval",
+                                    cl::desc("How often the node's health is judged (with --endpoints; default 10s)"),
+                                    cl::value_desc("duration"), cl::init("10s"), cl::sub(ServeCmd));
+
 cl::opt<std::string> Config("config", cl::desc("Node config (YAML)"), cl::value_desc("node.yaml"), cl::sub(RunCmd),
                             cl::sub(ServeCmd));
 cl::opt<std::string> LogFile("log", cl::desc("Also write the log to this file"), cl::value_desc("file"),
@@ -101,8 +110,10 @@ std::unique_ptr<cluster::ClusterAgent> clusterAgent(exec::Logger &log, Diagnosti
   bad = false;
   tools::takeOldSpelling(ClusterEndpoints, ClusterEndpointsOld, diags);
   if (ClusterEndpoints.empty()) {
-    if (!NodeName.empty() || LeaseTtl.getNumOccurrences() || AdvertiseAddress.getNumOccurrences()) {
-      diags.report(DiagCode::ERR_DRV_005) << "--node, --lease-ttl and --advertise-address go with --endpoints H:P,...";
+    if (!NodeName.empty() || LeaseTtl.getNumOccurrences() || AdvertiseAddress.getNumOccurrences() ||
+        HealthRoot.getNumOccurrences() || HealthInterval.getNumOccurrences()) {
+      diags.report(DiagCode::ERR_DRV_005)
+          << "--node, --lease-ttl, --advertise-address, --health-root and --health-interval go with --endpoints H:P,...";
       bad = true;
     }
     return nullptr;
@@ -129,10 +140,21 @@ std::unique_ptr<cluster::ClusterAgent> clusterAgent(exec::Logger &log, Diagnosti
     bad = true;
     return nullptr;
   }
-  return std::make_unique<cluster::ClusterAgent>(
-      cluster::ClusterAgentOptions{ClusterEndpoints, NodeName, Topology, static_cast<int64_t>(*ttlNs / 1'000'000'000),
-                                   AdvertiseAddress},
-      log);
+  std::optional<uint64_t> healthNs = tools::durationOption("health-interval", HealthInterval, diags);
+  if (!healthNs) {
+    bad = true;
+    return nullptr;
+  }
+  if (*healthNs < 100'000'000) {
+    diags.report(DiagCode::ERR_DRV_005) << "--health-interval '" + HealthInterval + "': at least 100ms";
+    bad = true;
+    return nullptr;
+  }
+  cluster::ClusterAgentOptions options{ClusterEndpoints, NodeName, Topology,
+                                       static_cast<int64_t>(*ttlNs / 1'000'000'000), AdvertiseAddress};
+  options.healthRoot = HealthRoot;
+  options.healthInterval = std::chrono::nanoseconds(*healthNs);
+  return std::make_unique<cluster::ClusterAgent>(options, log);
 }
 
 int serve(exec::Logger &log) {

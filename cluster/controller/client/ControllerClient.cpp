@@ -126,6 +126,34 @@ etcd::Result<WriteOutcome> withdrawContract(etcd::EtcdClient &etcd, const std::s
   return WriteOutcome{reply.revision(), reply.leader_revision(), *leader, false};
 }
 
+etcd::Result<WriteOutcome> cordonNode(etcd::EtcdClient &etcd, const std::string &node, const std::string &reason,
+                                      const WriteOptions &options) {
+  proto::CordonRequest request;
+  request.set_node(node);
+  request.set_reason(reason);
+  proto::CordonReply reply;
+  auto leader = throughLeader(etcd, "Cordon of node '" + node + "'", options,
+                              [&](proto::Controller::Stub &stub, grpc::ClientContext &context) {
+                                return stub.Cordon(&context, request, &reply);
+                              });
+  if (!leader)
+    return leader.status();
+  return WriteOutcome{reply.revision(), reply.leader_revision(), *leader, reply.unchanged()};
+}
+
+etcd::Result<WriteOutcome> uncordonNode(etcd::EtcdClient &etcd, const std::string &node, const WriteOptions &options) {
+  proto::UncordonRequest request;
+  request.set_node(node);
+  proto::CordonReply reply;
+  auto leader = throughLeader(etcd, "Uncordon of node '" + node + "'", options,
+                              [&](proto::Controller::Stub &stub, grpc::ClientContext &context) {
+                                return stub.Uncordon(&context, request, &reply);
+                              });
+  if (!leader)
+    return leader.status();
+  return WriteOutcome{reply.revision(), reply.leader_revision(), *leader, reply.unchanged()};
+}
+
 etcd::Result<WriteOutcome> configureCluster(etcd::EtcdClient &etcd, const std::string &yaml, const std::string &file,
                                             const WriteOptions &options) {
   proto::ConfigureRequest request;

@@ -17,7 +17,8 @@ struct WriteOutcome {
   int64_t revision = 0;       // the store's revision with the write in it
   int64_t leaderRevision = 0; // the fencing token of the leader that wrote it
   std::string leader;         // the controller that did, "NAME at ADDRESS"
-  bool unchanged = false;     // Submit: the same submission was already in place
+  bool unchanged = false;     // Submit: the same submission was already in place; Cordon: the same
+                              // cordon was; Uncordon: the node was not cordoned
 };
 
 struct WriteOptions {
@@ -36,6 +37,12 @@ etcd::Result<WriteOutcome> withdrawContract(etcd::EtcdClient &etcd, const std::s
 // Publishes the cluster config `yaml` (read from `file`, named in errors) to /mscale/config. The
 // leader checks it again: a config it cannot read is ERR_CLUSTER_010 with the errors as printed.
 // WriteOutcome::unchanged: the same config was already published.
+// Cordons `node` (it takes no new placement; what runs there stays) for `reason`: ERR_CLUSTER_017
+// for a node that is not registered, a name that cannot be one or an empty reason.
+etcd::Result<WriteOutcome> cordonNode(etcd::EtcdClient &etcd, const std::string &node, const std::string &reason,
+                                      const WriteOptions &options);
+// Lifts the cordon of `node`: ERR_CLUSTER_018 for a node neither registered nor cordoned.
+etcd::Result<WriteOutcome> uncordonNode(etcd::EtcdClient &etcd, const std::string &node, const WriteOptions &options);
 etcd::Result<WriteOutcome> configureCluster(etcd::EtcdClient &etcd, const std::string &yaml, const std::string &file,
                                             const WriteOptions &options);
 

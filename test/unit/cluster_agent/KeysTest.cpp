@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 using namespace msc::cluster;
 
 TEST(ClusterKeys, Layout) {
@@ -143,4 +147,69 @@ TEST(ClusterKeys, MalformedSubmissions) {
   s = good;
   s.source = std::string(kMaxSubmissionBytes, 'x');
   EXPECT_NE(refused(s, "too large").find("more than the"), std::string::npos);
+}
+
+TEST(ClusterKeys, TheHealthVerdictTravelsWithTheRegistration) {
+  Registration sent{"0.1.0", "node: a\n", "10.0.0.7", "10.0.0.7:9100"};
+  sent.health = NodeHealth{HealthLevel::Failed,
+                           {{"ERR_HEALTH_001", "thermal sensor 'x86_pkg_temp' at 105.0 C is at or above its critical "
+                                               "limit 100.0 C"},
+                            {"WRN_HEALTH_004", "hugepage pool of 2 MiB on NUMA node 0 shrank from 8 to 4 page(s)"}}};
+  std::string value = encodeRegistration(sent), why;
+  EXPECT_NE(value.find("\n# health failed\n# health-reason ERR_HEALTH_001 thermal sensor"), std::string::npos) << value;
+  std::optional<Registration> r = decodeRegistration(value, why);
+  ASSERT_TRUE(r) << why;
+  ASSERT_TRUE(r->health);
+  EXPECT_EQ(*r->health, *sent.health);
+  EXPECT_EQ(r->healthUnreadable, "");
+  EXPECT_EQ(r->http, "10.0.0.7:9100");
+  EXPECT_EQ(r->topologyYaml, "node: a\n");
+  // A reason's message is one line: a newline would end the comment and break the YAML.
+  sent.health = NodeHealth{HealthLevel::Degraded, {{"WRN_HEALTH_007", "two\nlines"}}};
+  r = decodeRegistration(encodeRegistration(sent), why);
+  ASSERT_TRUE(r && r->health) << why;
+  EXPECT_EQ(r->health->reasons.front().message, "two lines");
+  // No health lines (an older agent, a recorded topology file): no verdict, and nothing wrong.
+  r = decodeRegistration(encodeRegistration({"0.1.0", "node: a\n"}), why);
+  ASSERT_TRUE(r) << why;
+  EXPECT_FALSE(r->health);
+  EXPECT_EQ(r->healthUnreadable, "");
+}
+
+TEST(ClusterKeys, AHealthRecordThatDoesNotReadLeavesTheTopologyReadable) {
+  const std::string head = "# mscale node registration; agent 0.1.0\n";
+  for (auto [lines, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"# health overheated\n", "names no verdict"},
+           {"# health-reason ERR_HEALTH_001 hot\n", "before the health line"},
+           {"# health failed\n# health-reason hot\n", "is not a coded reason"},
+           {"# health failed\n# health-reason ERR_HEALTH_001\n", "is not a coded reason"},
+           {"# health failed\n", "verdict 'failed' with 0 reason(s)"},
+           {"# health healthy\n# health-reason WRN_HEALTH_001 warm\n", "verdict 'healthy' with 1 reason(s)"},
+           {"# health healthy\n# health healthy\n", "twice"},
+           {"# health healthy\n# healthy\n", "is not a health line"}}) {
+    std::string why;
+    std::optional<Registration> r = decodeRegistration(head + lines + "node: a\n", why);
+    ASSERT_TRUE(r) << lines << why;
+    EXPECT_FALSE(r->health) << lines;
+    EXPECT_NE(r->healthUnreadable.find(expected), std::string::npos) << lines << r->healthUnreadable;
+    EXPECT_EQ(r->topologyYaml, "node: a\n") << lines;
+  }
+}
+
+TEST(ClusterKeys, CordonRoundTripAndMalformedCordons) {
+  Cordon c{"operator", "PSU swap, ticket 4711", 9, 1764950400000};
+  std::string why;
+  std::optional<Cordon> back = decodeCordon(encodeCordon(c), why);
+  ASSERT_TRUE(back) << why;
+  EXPECT_EQ(*back, c);
+  EXPECT_EQ(cordonKey("node1"), "/mscale/cordons/node1");
+  EXPECT_FALSE(decodeCordon("by operator\nleader-rev 9\nsince-ms 1\n", why));
+  EXPECT_NE(why.find("'reason TEXT'"), std::string::npos) << why;
+  EXPECT_FALSE(decodeCordon("by someone\nleader-rev 9\nsince-ms 1\nreason x\n", why));
+  EXPECT_FALSE(decodeCordon("by policy\nleader-rev 0\nsince-ms 1\nreason x\n", why));
+  EXPECT_FALSE(decodeCordon("by policy\nleader-rev 3\nsince-ms 1\nreason  \n", why));
+  EXPECT_TRUE(isNodeName("jwb0004", why));
+  EXPECT_FALSE(isNodeName("", why));
+  EXPECT_FALSE(isNodeName("a/b", why));
+  EXPECT_FALSE(isNodeName("a b", why));
 }

@@ -117,6 +117,22 @@ TEST(ClusterConfig, BadValues) {
       << kind.printed;
 }
 
+TEST(ClusterConfig, WhichVerdictsCordonANode) {
+  Parsed p = parse("cluster: c\nhealth:\n  cordon_on: [failed, degraded]\n");
+  ASSERT_TRUE(p.config) << p.printed;
+  EXPECT_EQ(p.config->cordonOn, (std::vector<std::string>{"failed", "degraded"}));
+  EXPECT_TRUE(parse("cluster: c\n").config->cordonOn.empty()) << "nothing is cordoned unless the config says so";
+  Parsed healthy = parse("cluster: c\nhealth: { cordon_on: [healthy] }\n");
+  EXPECT_NE(healthy.printed.find(":2:23: error[ERR_CLUSTER_010]: invalid cluster config: health.cordon_on holds "
+                                 "'healthy', expected degraded or failed"),
+            std::string::npos)
+      << healthy.printed;
+  EXPECT_NE(parse("cluster: c\nhealth: { cordon_on: [failed, failed] }\n").printed.find("'failed' twice"),
+            std::string::npos);
+  EXPECT_NE(parse("cluster: c\nhealth: { cordon_onn: [failed] }\n").printed.find("did you mean 'cordon_on'?"),
+            std::string::npos);
+}
+
 TEST(ClusterConfig, BadDomains) {
   Parsed syntax = parse("cluster: c\npcie_domains:\n  reserved:\n    - { node: \"*\", domain: \"00:zz\" }\n");
   EXPECT_NE(syntax.printed.find("cluster-config.yaml:4:29: error[ERR_CLUSTER_010]: invalid cluster config: '00:zz' is "

@@ -31,6 +31,17 @@ struct Store {
   void node(const std::string &name, const std::string &address = {}) {
     keys[std::string(kNodesPrefix) + name] = encodeRegistration({"test", machineYaml(), address});
   }
+  // A node whose agent publishes `health` with its registration. The store's revision moves on: the
+  // leader re-reads a registration when its mod revision changes.
+  void node(const std::string &name, const NodeHealth &health) {
+    Registration r{"test", machineYaml()};
+    r.health = health;
+    keys[std::string(kNodesPrefix) + name] = encodeRegistration(r);
+    ++revision;
+  }
+  void cordon(const std::string &node, const std::string &reason) {
+    keys[cordonKey(node)] = encodeCordon({"operator", reason, kLeaderRev, 1000});
+  }
   void contract(const std::string &name, const std::string &source) {
     keys[std::string(kContractsPrefix) + name] = encodeSubmission({name, source, {"/bin/true"}, {}});
   }
@@ -85,6 +96,8 @@ struct Cluster {
   void lose(const std::string &node) { store.keys.erase(std::string(kNodesPrefix) + node); }
   // Every write of `d` as its commit would leave the store.
   void commit(const Decision &d) {
+    for (const CordonAction &c : d.cordons)
+      store.keys.try_emplace(c.op.key, c.op.value); // only while the node has no cordon
     for (const ContractAction &a : d.actions)
       for (const etcd::TxnOp &op : a.ops) {
         if (op.kind == etcd::TxnOp::Kind::Put)
@@ -135,6 +148,10 @@ std::string statusOf(const ContractAction &a) {
     if (op.key == std::string(kContractStatusPrefix) + a.contract)
       return op.value;
   return {};
+}
+std::string statusFor(const Decision &d, const std::string &contract) {
+  const ContractAction *a = actionFor(d, contract);
+  return a ? statusOf(*a) : "(no action for " + contract + ")";
 }
 
 } // namespace
@@ -398,6 +415,112 @@ TEST(Decide, AnUnreadableRegistrationIsReportedOncePerValueAndPlacesNothing) {
   Decision d = decide(state, cluster.memory, clock, options(), kLeaderRev);
   EXPECT_EQ(actionFor(d, "pair")->kind, ContractAction::Kind::Refuse);
   EXPECT_TRUE(cluster.store.read(cluster.memory).unreadableNodes.empty()) << "the same value again is not news";
+}
+
+const NodeHealth kHot{HealthLevel::Failed,
+                      {{"ERR_HEALTH_001", "thermal sensor 'x86_pkg_temp' at 105.0 C is at or above its critical limit "
+                                          "100.0 C"}}};
+const NodeHealth kWarm{HealthLevel::Degraded,
+                       {{"WRN_HEALTH_001", "thermal sensor 'x86_pkg_temp' at 95.0 C is within 10.0 C of its critical "
+                                           "limit 100.0 C"}}};
+
+TEST(Decide, ACordonedNodeTakesNoNewPlacementButWhatRunsThereStays) {
+  Cluster cluster({"n1", "n2", "n3"});
+  cluster.placed(); // pair on n1, n2
+  cluster.store.cordon("n1", "PSU swap, ticket 4711");
+  cluster.store.contract("solo", "import \"profiles/mlvm.msc\";\ncontract solo uses profile mlvm_light {\n  nodes = 1;\n"
+                                 "  io_topology { r0 { gpu = any; rdma_port = nearest; } }\n}\n");
+  Decision d = cluster.decideAt();
+  EXPECT_FALSE(actionFor(d, "pair")) << "what runs on a cordoned node stays";
+  const ContractAction *solo = actionFor(d, "solo");
+  ASSERT_TRUE(solo);
+  EXPECT_EQ(statusOf(*solo).substr(0, 10), "placed n2 ") << statusOf(*solo); // n1 fits as well, and comes first
+  EXPECT_TRUE(d.cordons.empty()) << "an operator's cordon is the operator's";
+
+  // Nothing else fits: the refusal says which node is cordoned and why.
+  Cluster alone({"n1", "n2"});
+  alone.store.cordon("n2", "PSU swap, ticket 4711");
+  Decision refused = alone.decideAt();
+  const ContractAction *pair = actionFor(refused, "pair");
+  ASSERT_TRUE(pair);
+  EXPECT_EQ(pair->kind, ContractAction::Kind::Refuse);
+  EXPECT_NE(statusOf(*pair).find("ERR_PLACE_001"), std::string::npos) << statusOf(*pair);
+  EXPECT_NE(statusOf(*pair).find("no new placement (cordoned by operator: PSU swap, ticket 4711): n2"), std::string::npos)
+      << statusOf(*pair);
+}
+
+TEST(Decide, AFailedNodeIsNotPlacedOnADegradedOneIs) {
+  Cluster failed({"n1", "n2", "n3"});
+  failed.store.node("n1", kHot);
+  Decision d = failed.decideAt();
+  ASSERT_TRUE(actionFor(d, "pair"));
+  EXPECT_EQ(statusFor(d, "pair").substr(0, 16), "placed n2,n3 lea") << statusFor(d, "pair");
+  EXPECT_TRUE(d.cordons.empty()) << "no cordon_on in force: not placed, but not cordoned either";
+
+  Cluster degraded({"n1", "n2", "n3"});
+  degraded.store.node("n1", kWarm);
+  Decision placed = degraded.decideAt();
+  EXPECT_EQ(statusFor(placed, "pair").substr(0, 16), "placed n1,n2 lea");
+
+  Cluster two({"n1", "n2"});
+  two.store.node("n2", kHot);
+  Decision refused = two.decideAt();
+  EXPECT_NE(statusFor(refused, "pair").find("no new placement (health failed: ERR_HEALTH_001 thermal sensor"),
+            std::string::npos)
+      << statusFor(refused, "pair");
+}
+
+TEST(Decide, AnUnreadableHealthRecordIsReportedOnceAndTheNodeTakesNothingNew) {
+  Cluster cluster({"n1", "n2", "n3"});
+  cluster.placed(); // pair on n1, n2
+  cluster.store.keys[std::string(kNodesPrefix) + "n1"] =
+      "# mscale node registration; agent test\n# health overheated\n" + machineYaml();
+  ++cluster.store.revision;
+  cluster.store.contract("solo", "import \"profiles/mlvm.msc\";\ncontract solo uses profile mlvm_light {\n  nodes = 1;\n"
+                                 "  io_topology { r0 { gpu = any; rdma_port = nearest; } }\n}\n");
+  ClusterState state = cluster.store.read(cluster.memory);
+  ASSERT_EQ(state.unreadableHealthNew.size(), 1u);
+  EXPECT_EQ(state.unreadableHealthNew[0].rfind("error[ERR_CLUSTER_016]: the health record of node 'n1' cannot be read: "
+                                               "'# health overheated' names no verdict",
+                                               0),
+            0u)
+      << state.unreadableHealthNew[0];
+  EXPECT_TRUE(state.nodes.at("n1")) << "its topology still reads";
+  ManualClock clock(0);
+  Decision d = decide(state, cluster.memory, clock, options(), kLeaderRev);
+  EXPECT_FALSE(actionFor(d, "pair")) << "what runs there stays: the node is not lost";
+  EXPECT_EQ(d.report.unreadableHealth, state.unreadableHealthNew);
+  ASSERT_TRUE(actionFor(d, "solo"));
+  EXPECT_EQ(statusFor(d, "solo").substr(0, 10), "placed n2 "); // n1 fits as well, and comes first
+  EXPECT_TRUE(cluster.store.read(cluster.memory).unreadableHealthNew.empty()) << "the same value again is not news";
+}
+
+TEST(Decide, TheConfigsCordonOnCordonsANodeOnceAndTheCordonOutlivesTheVerdict) {
+  Cluster cluster({"n1", "n2", "n3"});
+  cluster.store.keys[kConfigKey] = encodeConfig({"test", "cluster: booster\nhealth: { cordon_on: [failed] }\n"});
+  cluster.store.node("n1", kHot);
+  ManualClock clock(0, 1764950400000000); // monotonic 0, wall time in µs
+  Decision d = decide(cluster.store.read(cluster.memory), cluster.memory, clock, options(), kLeaderRev);
+  ASSERT_EQ(d.cordons.size(), 1u);
+  EXPECT_EQ(d.cordons[0].node, "n1");
+  EXPECT_EQ(d.cordons[0].op.key, cordonKey("n1"));
+  std::string why;
+  std::optional<Cordon> c = decodeCordon(d.cordons[0].op.value, why);
+  ASSERT_TRUE(c) << why;
+  EXPECT_EQ(c->by, "policy");
+  EXPECT_EQ(c->leaderRevision, kLeaderRev);
+  EXPECT_EQ(c->sinceUnixMs, 1764950400000);
+  EXPECT_EQ(c->reason.rfind("health failed: ERR_HEALTH_001 thermal sensor 'x86_pkg_temp' at 105.0 C", 0), 0u) << c->reason;
+  EXPECT_EQ(d.report.cordoned.size(), 1u);
+  EXPECT_EQ(statusFor(d, "pair").substr(0, 16), "placed n2,n3 lea");
+  cluster.commit(d);
+  // The next round finds the cordon: nothing to write. The verdict clears; the cordon stays.
+  cluster.store.node("n1", NodeHealth{});
+  Decision next = cluster.decideAt();
+  EXPECT_TRUE(next.cordons.empty());
+  // A degraded node is not cordoned unless the config says so.
+  cluster.store.node("n2", kWarm);
+  EXPECT_TRUE(cluster.decideAt().cordons.empty());
 }
 
 TEST(Commit, EachActionIsOneFencedTransactionGuardedByItsKindAndARefusalStopsTheRest) {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <sstream>
 
 namespace msc::cluster {
 namespace {
@@ -163,6 +164,73 @@ TEST(ClusterStatus, ARanksOutputIsReadFromTheNodeThatRunsIt) {
   view = statusOf(s.kvs());
   EXPECT_FALSE(rankOutputOf(view, "pair", 1, why));
   EXPECT_NE(why.find("is not ready (its registration is gone"), std::string::npos) << why;
+}
+
+} // namespace
+} // namespace msc::cluster
+
+namespace msc::cluster {
+namespace {
+
+TEST(ClusterStatus, NodesShowTheirHealthAndWhetherTheyAreCordonedAndWhy) {
+  Store s;
+  Registration hot{"0.9", machineYaml()};
+  hot.health = NodeHealth{HealthLevel::Failed, {{"ERR_HEALTH_001", "thermal sensor 'x86_pkg_temp' at 105.0 C is at or "
+                                                                   "above its critical limit 100.0 C"}}};
+  s.keys[std::string(kNodesPrefix) + "n1"] = encodeRegistration(hot);
+  s.keys[std::string(kNodesPrefix) + "n2"] = encodeRegistration({"0.9", machineYaml()});
+  s.keys[std::string(kNodesPrefix) + "n3"] =
+      "# mscale node registration; agent 0.9\n# health overheated\n" + machineYaml();
+  s.keys[cordonKey("n1")] = encodeCordon({"policy", "health failed: ERR_HEALTH_001 thermal sensor", 7, 1000});
+  s.keys[cordonKey("n9")] = encodeCordon({"operator", "out for repair", 7, 1000}); // its agent is stopped
+
+  ClusterStatusView view = statusOf(s.kvs());
+  ASSERT_EQ(view.nodes.size(), 4u);
+  const NodeView &n1 = view.nodes[0], &n2 = view.nodes[1], &n3 = view.nodes[2], &n9 = view.nodes[3];
+  EXPECT_EQ(n1.health, "failed");
+  ASSERT_EQ(n1.healthReasons.size(), 1u);
+  EXPECT_EQ(n1.healthReasons[0].code, "ERR_HEALTH_001");
+  ASSERT_TRUE(n1.cordon);
+  EXPECT_EQ(n1.cordon->by, "policy");
+  EXPECT_EQ(n2.health, "unknown") << "an agent that publishes no verdict";
+  EXPECT_FALSE(n2.cordon);
+  EXPECT_EQ(n3.health, "unreadable");
+  EXPECT_NE(n3.healthUnreadable.find("names no verdict"), std::string::npos);
+  EXPECT_TRUE(n3.ready) << "its topology reads";
+  EXPECT_FALSE(n9.ready);
+  ASSERT_TRUE(n9.cordon) << "a cordon outlives the node's agent";
+
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  printNodes(view, os);
+  // Each row's words, as `awk` sees them: NODE STATUS HEALTH GPUS ...
+  auto words = [&](const std::string &node) {
+    std::vector<std::string> out;
+    size_t at = text.find("\n" + node + " ");
+    std::istringstream line(at == std::string::npos ? "" : text.substr(at + 1, text.find('\n', at + 1) - at - 1));
+    for (std::string w; line >> w;)
+      out.push_back(w);
+    return out;
+  };
+  EXPECT_EQ(text.rfind("NODE  STATUS", 0), 0u) << text;
+  ASSERT_GE(words("n1").size(), 3u) << text;
+  EXPECT_EQ(words("n1")[1], "Ready,Cordoned");
+  EXPECT_EQ(words("n1")[2], "failed:ERR_HEALTH_001");
+  EXPECT_NE(text.find("(cordoned by policy: health failed: ERR_HEALTH_001 thermal sensor)"), std::string::npos) << text;
+  EXPECT_EQ(words("n2")[1], "Ready");
+  EXPECT_EQ(words("n2")[2], "unknown");
+  EXPECT_EQ(words("n3")[2], "unreadable");
+  EXPECT_EQ(words("n9")[1], "NotReady,Cordoned");
+  EXPECT_NE(text.find("(cordoned by operator: out for repair)"), std::string::npos) << text;
+
+  llvm::json::Value json = nodesJson(view);
+  const llvm::json::Object *first = (*json.getAsObject()->getArray("nodes"))[0].getAsObject();
+  EXPECT_EQ(first->getBoolean("cordoned"), true);
+  EXPECT_EQ(*first->getObject("cordon")->getString("by"), "policy");
+  EXPECT_EQ(*first->getObject("health")->getString("verdict"), "failed");
+  EXPECT_EQ(*(*first->getObject("health")->getArray("reasons"))[0].getAsObject()->getString("code"), "ERR_HEALTH_001");
+  const llvm::json::Object *second = (*json.getAsObject()->getArray("nodes"))[1].getAsObject();
+  EXPECT_EQ(second->getBoolean("cordoned"), false);
 }
 
 } // namespace

@@ -39,7 +39,7 @@ echo "c2: $(status_of c2 | cut -d' ' -f1), $(count_assignments c2) assignments; 
 # The new leader hangs: a third leads; when the hung one wakes up, its writes are refused.
 kill -STOP "${pid[$second]}"
 # Reads never touch a controller: they are answered while the leader hangs.
-mscale-cli cluster nodes | awk 'NR > 1 {print $1 ": " $2 ", " $3 " GPU(s), " $7 " RDMA, " $8 " NVMe, " $5 " core(s) on " $9 " NUMA node(s)"}'
+mscale-cli cluster nodes | awk 'NR > 1 {print $1 ": " $2 ", " $4 " GPU(s), " $8 " RDMA, " $9 " NVMe, " $6 " core(s) on " $10 " NUMA node(s)"}'
 mscale-cli cluster status c1 | head -1 | sed -e 's/placed .* leader-rev/placed (2 nodes) leader-rev/; s/leader-rev [0-9]*/leader-rev N/' 
 until_ok 30 bash -c "[[ \$(mscale-controller leader | cut -d' ' -f1) != $second ]]" 2>/dev/null || fail "no new leader after SIGSTOP"
 third=$(leader)
