@@ -137,6 +137,10 @@ AssignmentStatus AssignmentWatcher::statusOf(const exec::NodeLedger &ledger, con
   s.worker = workerName(c->workerState);
   s.pid = c->session->workerPid() > 0 ? c->session->workerPid() : c->lastPid;
   s.exitStatus = c->exitStatus;
+  if (c->supervisor)
+    for (const exec::HistoryEntry &h : c->supervisor->history())
+      if (h.kind == "fault")
+        ++s.faults, s.lastFault = h.text;
   // Why it ended, for `cluster status`: the last fault (with the worker's own error line) and the
   // supervisor's give-up, as its history says them.
   using WorkerState = exec::NodeLedger::WorkerState;

@@ -1,5 +1,6 @@
 #include "cluster/config/ClusterConfig.h"
 
+#include "cluster/keys/Keys.h"
 #include "ir/Schema.h"
 #include "support/Diagnostic.h"
 #include "support/Quantity.h"
@@ -37,8 +38,12 @@ struct PcieDomains {
 struct Agents {
   std::optional<Scalar> contract_cache_ttl;
 };
+struct Lemon {
+  std::optional<Scalar> faults, within;
+};
 struct Health {
   std::optional<std::vector<Scalar>> cordon_on;
+  std::optional<Lemon> lemon;
 };
 struct ConfigDoc {
   std::optional<Scalar> cluster;
@@ -86,8 +91,17 @@ template <> struct MappingTraits<PcieDomains> {
 template <> struct MappingTraits<Agents> {
   static void mapping(IO &io, Agents &a) { io.mapOptional("contract_cache_ttl", a.contract_cache_ttl); }
 };
+template <> struct MappingTraits<Lemon> {
+  static void mapping(IO &io, Lemon &l) {
+    io.mapOptional("faults", l.faults);
+    io.mapOptional("within", l.within);
+  }
+};
 template <> struct MappingTraits<Health> {
-  static void mapping(IO &io, Health &h) { io.mapOptional("cordon_on", h.cordon_on); }
+  static void mapping(IO &io, Health &h) {
+    io.mapOptional("cordon_on", h.cordon_on);
+    io.mapOptional("lemon", h.lemon);
+  }
 };
 template <> struct MappingTraits<ConfigDoc> {
   static void mapping(IO &io, ConfigDoc &d) {
@@ -109,8 +123,11 @@ using etcd::ErrorCode;
 // Every key of the format, for "did you mean" on an unknown one.
 const llvm::StringRef kKeys[] = {"cluster",     "scaling",  "affinity_policy",    "cross_domain_io", "pcie_domains",
                                  "reserved",    "node",     "domain",             "agents",          "contract_cache_ttl",
-                                 "health",      "cordon_on"};
+                                 "health",      "cordon_on", "lemon",              "faults",          "within"};
 
+// The lemon rule counts what a node's history keeps (Keys.h), over at most a month.
+constexpr uint64_t kMaxNodeFaultsCounted = kNodeFaultsKept;
+constexpr uint64_t kMaxLemonWindowNs = 30ull * 24 * 3600 * 1000000000;
 // A day: a cache entry older than that is no cache but a stale copy.
 constexpr uint64_t kMaxCacheTtlNs = 24ull * 3600 * 1000000000;
 
@@ -367,6 +384,25 @@ std::optional<ClusterConfig> parseClusterConfig(ConfigSource &source) {
       else
         config.cordonOn.push_back(v.text);
     }
+  }
+  if (doc.health && doc.health->lemon) {
+    const Lemon &l = *doc.health->lemon;
+    ClusterConfig::Lemon lemon;
+    uint64_t faults = 0;
+    if (!l.faults || !l.within)
+      parse.bad(std::string("health.lemon needs ") + (!l.faults ? "faults (how many)" : "within (a duration such as 24h)"));
+    if (l.faults && (!llvm::to_integer(l.faults->text, faults, 10) || faults < 1 || faults > kMaxNodeFaultsCounted))
+      parse.bad("health.lemon.faults is '" + l.faults->text + "', expected a count from 1 to " +
+                    std::to_string(kMaxNodeFaultsCounted),
+                l.faults->range());
+    std::optional<uint64_t> ns = l.within ? parseDurationNs(l.within->text) : std::nullopt;
+    if (l.within && (!ns || *ns == 0))
+      parse.bad("health.lemon.within is '" + l.within->text + "', expected a duration such as 24h or 90min",
+                l.within->range());
+    else if (l.within && *ns > kMaxLemonWindowNs)
+      parse.bad("health.lemon.within is '" + l.within->text + "', more than 30 days", l.within->range());
+    if (l.faults && l.within && faults >= 1 && faults <= kMaxNodeFaultsCounted && ns && *ns && *ns <= kMaxLemonWindowNs)
+      config.lemon = ClusterConfig::Lemon{uint32_t(faults), *ns};
   }
   if (source.failed())
     return std::nullopt;

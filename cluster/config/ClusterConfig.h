@@ -13,6 +13,7 @@
 //     contract_cache_ttl: 30s
 //   health:
 //     cordon_on: [failed]                  # verdicts the leader cordons a node for: degraded | failed
+//     lemon: { faults: 3, within: 24h }    # a node with that many faults in that time is cordoned
 //
 // Read with LLVM's YAML I/O like the node config and the topology format; every problem is
 // ERR_CLUSTER_010 with the line and carets (ConfigSource.h).
@@ -51,6 +52,13 @@ struct ClusterConfig {
   // cordon stays after the verdict clears, until an operator uncordons the node (it is looked at
   // first). Empty: a failed node is still not placed, but nothing is cordoned.
   std::vector<std::string> cordonOn;
+  // The lemon rule: a node with `faults` faults (its history, /mscale/faults/<node>) within the
+  // last `withinNs` is cordoned by policy, the faults as the reason. Absent: no rule.
+  struct Lemon {
+    uint32_t faults = 0;
+    uint64_t withinNs = 0;
+  };
+  std::optional<Lemon> lemon;
 
   // The domains reserved on `node`: its own entries and those for every node, in order, once each.
   std::vector<PciBus> reservedOn(llvm::StringRef node) const;

@@ -52,6 +52,25 @@ ClusterState clusterStateFrom(const std::vector<etcd::KeyValue> &kvs, int64_t re
       std::string node = key.drop_front(llvm::StringRef(kCordonsPrefix).size()).str(), why;
       std::optional<Cordon> cordon = decodeCordon(kv.value, why);
       state.cordons[node] = cordon ? *cordon : Cordon{"unknown", "its cordon does not read (" + why + ")", 0, 0};
+    } else if (key.starts_with(kNodeFaultsPrefix)) {
+      std::string node = key.drop_front(llvm::StringRef(kNodeFaultsPrefix).size()).str(), why;
+      if (std::optional<std::vector<NodeFault>> faults = decodeFaults(kv.value, why)) {
+        state.faults[node] = {std::move(*faults), kv.modRevision};
+        continue;
+      }
+      std::string line = etcd::Status::make(etcd::ErrorCode::ERR_CLUSTER_019, {node, why}).str();
+      state.unreadableFaults[node] = line;
+      if (auto [at, fresh] = memory.unreadableFaultsAt.try_emplace(node, kv.modRevision); fresh || at->second != kv.modRevision) {
+        at->second = kv.modRevision;
+        state.unreadableFaultsNew.push_back(line);
+      }
+    } else if (key.starts_with(kStatusPrefix)) {
+      std::string rest = key.drop_front(llvm::StringRef(kStatusPrefix).size()).str();
+      size_t slash = rest.find('/');
+      if (slash == std::string::npos)
+        continue;
+      if (std::optional<AssignmentStatus> s = decodeStatus(kv.value))
+        state.statuses[rest.substr(0, slash)][rest.substr(slash + 1)] = std::move(*s);
     } else if (key == kConfigKey) {
       state.config = kv.value;
     } else if (key.starts_with(kContractStatusPrefix)) {
@@ -71,6 +90,7 @@ ClusterState clusterStateFrom(const std::vector<etcd::KeyValue> &kvs, int64_t re
     }
   }
   std::erase_if(memory.nodes, [&](const auto &entry) { return !state.nodes.count(entry.first); });
+  std::erase_if(memory.unreadableFaultsAt, [&](const auto &entry) { return !state.unreadableFaults.count(entry.first); });
   return state;
 }
 

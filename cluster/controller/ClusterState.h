@@ -46,6 +46,18 @@ struct ClusterState {
   // /mscale/cordons/<node>; a value that does not read stands as a cordon whose reason says so
   // (someone meant to take the node out; placing on it would be the worse mistake).
   std::map<std::string, Cordon> cordons;
+  // /mscale/status/<node>/<contract> as the agents wrote them (a value that does not read is left
+  // out): node -> contract -> status.
+  std::map<std::string, std::map<std::string, AssignmentStatus>> statuses;
+  // /mscale/faults/<node> and the mod revision it was read at (the leader writes it only as read).
+  struct FaultHistory {
+    std::vector<NodeFault> faults;
+    int64_t modRevision = 0;
+  };
+  std::map<std::string, FaultHistory> faults;
+  // Nodes whose history does not read, with the ERR_CLUSTER_019 line: not written over.
+  std::map<std::string, std::string> unreadableFaults;
+  std::vector<std::string> unreadableFaultsNew; // the same lines, once per value
 };
 
 // What one leader remembers between reconciliations, so that a reconciliation on every change of
@@ -73,6 +85,7 @@ struct ReconcileMemory {
     std::string diagnostics;           // what decoding and compiling printed
   };
   std::map<std::string, CompiledSubmission> compiled;
+  std::map<std::string, int64_t> unreadableFaultsAt; // node -> mod revision of the history reported
 };
 
 // The state in `kvs` (the keys under /mscale/ read at `revision`). Registrations are decoded through

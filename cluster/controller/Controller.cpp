@@ -99,6 +99,10 @@ etcd::Status Controller::lead(const etcd::LeaderKey &leader, etcd::LeaseKeepAliv
       options_.log("ignoring a node: " + u);
     for (const std::string &u : report->unreadableHealth)
       options_.log("placing nothing more on a node: " + u);
+    for (const std::string &f : report->faults)
+      options_.log("fault recorded: " + f);
+    for (const std::string &u : report->unreadableFaults)
+      options_.log("recording no fault of a node: " + u);
     for (const std::string &c : report->cordoned)
       options_.log("cordoned by policy: " + c);
     for (const std::string &r : report->released)

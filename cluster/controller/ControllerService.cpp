@@ -13,6 +13,10 @@ namespace {
 
 using etcd::ErrorCode;
 
+// Uncordon reads the node's fault history and writes it with the cordon's removal while it is as
+// read; the leader records a fault at most once a reconciliation, so a few tries always suffice.
+constexpr int kUncordonAttempts = 5;
+
 // A refusal as the client reads it: the gRPC code says whether another controller could do better
 // (FAILED_PRECONDITION, UNAVAILABLE: it retries at the leader), the message is the coded error.
 grpc::Status refuse(grpc::StatusCode code, const etcd::Status &why, const std::string &details = {}) {
@@ -192,16 +196,45 @@ public:
     if (!term)
       return notLeader();
     reply->set_leader_revision(term->leader().rev);
-    etcd::Txn txn;
-    txn.compares.push_back(etcd::Compare::onCreateRevision(cordonKey(node), etcd::Compare::Op::Greater, 0));
-    txn.success.push_back(etcd::TxnOp::remove(cordonKey(node)));
-    auto written = term->commit(txn);
-    if (!written)
-      return writeFailed(written.status());
-    if (written->succeeded) {
-      reply->set_revision(written->revision);
-      return grpc::Status::OK;
+    // The cordon goes, and the node's fault history is marked in the same transaction: the lemon
+    // rule counts from the uncordon on (Keys.h). Applied only while the history is as read; a fault
+    // the leader records in between makes it read again, a few times at most.
+    for (int attempt = 0; attempt < kUncordonAttempts; ++attempt) {
+      auto history = client_.range(nodeFaultsKey(node));
+      if (!history)
+        return writeFailed(history.status());
+      etcd::Txn txn;
+      txn.compares.push_back(etcd::Compare::onCreateRevision(cordonKey(node), etcd::Compare::Op::Greater, 0));
+      txn.success.push_back(etcd::TxnOp::remove(cordonKey(node)));
+      if (!history->kvs.empty()) {
+        const etcd::KeyValue &kv = history->kvs.front();
+        // A history that does not read decides nothing (ERR_CLUSTER_019): it is left as it is.
+        if (std::optional<std::vector<NodeFault>> faults = decodeFaults(kv.value, why); faults && !faults->empty()) {
+          faults->push_back({controller_.clock().unixMs(),
+                             kUncordonedMark + std::to_string(term->leader().rev) + ":" + std::to_string(kv.modRevision),
+                             "uncordoned by an operator: the lemon rule counts the faults after this"});
+          txn.compares.push_back(etcd::Compare::onModRevision(kv.key, etcd::Compare::Op::Equal, kv.modRevision));
+          txn.success.push_back(etcd::TxnOp::put(kv.key, encodeFaults(*faults)));
+        }
+      }
+      auto written = term->commit(txn);
+      if (!written)
+        return writeFailed(written.status());
+      if (written->succeeded) {
+        reply->set_revision(written->revision);
+        return grpc::Status::OK;
+      }
+      auto cordon = client_.range(cordonKey(node));
+      if (!cordon)
+        return writeFailed(cordon.status());
+      if (cordon->kvs.empty())
+        break; // not cordoned (any more): below
     }
+    if (auto cordon = client_.range(cordonKey(node)); cordon && !cordon->kvs.empty())
+      return refuse(grpc::StatusCode::ABORTED,
+                    etcd::Status::make(ErrorCode::ERR_CLUSTER_018,
+                                       {node, "its fault history changed under each of " +
+                                                  std::to_string(kUncordonAttempts) + " tries; try again"}));
     // Not cordoned: no error for a node that is registered (a retried uncordon, a script that
     // uncordons after every repair), but a name that is neither is a typo to report.
     auto registered = client_.range(nodeKey(node));

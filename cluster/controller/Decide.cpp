@@ -1,6 +1,7 @@
 #include "cluster/controller/Decide.h"
 
 #include "cluster/controller/ApplyConfig.h"
+#include "cluster/controller/NodeFaults.h"
 #include "cluster/controller/Rendezvous.h"
 #include "cluster/placement/Placer.h"
 #include "plan/PlanFile.h"
@@ -85,13 +86,34 @@ std::string healthText(const NodeHealth &health) {
   return text;
 }
 
+// The faults this round adds to each node's history (NodeFaults.h), before they are written.
+using FreshFaults = std::map<std::string, std::vector<NodeFault>>;
+
+// A node's history as it will be once this round's faults are added.
+std::vector<NodeFault> historyWith(const std::string &node, const ClusterState &state, const FreshFaults &fresh) {
+  std::vector<NodeFault> all;
+  if (auto h = state.faults.find(node); h != state.faults.end())
+    all = h->second.faults;
+  if (auto f = fresh.find(node); f != fresh.end())
+    all.insert(all.end(), f->second.begin(), f->second.end());
+  return all;
+}
+
 // Why `node` takes no new placement, empty when it may: its cordon first (the operator's words, or
 // the policy's), then a failed verdict, then a verdict that does not read. A cordon the cluster
-// config's cordon_on asks for is added to `out` and stands from this round on.
+// config's cordon_on or lemon rule asks for is added to `out` and stands from this round on.
 std::string notPlaceable(const std::string &node, const ClusterState &state, const ConfigInForce &config,
-                         const Clock &clock, int64_t leaderRevision, Decision &out) {
+                         const FreshFaults &fresh, const Clock &clock, int64_t leaderRevision, Decision &out) {
   if (auto cordon = state.cordons.find(node); cordon != state.cordons.end())
     return "cordoned by " + cordon->second.by + ": " + cordon->second.reason;
+  if (config.config && config.config->lemon && !state.unreadableFaults.count(node))
+    if (std::optional<std::string> lemon =
+            lemonReason(historyWith(node, state, fresh), *config.config->lemon, clock.unixMs())) {
+      Cordon c{"policy", *lemon, leaderRevision, clock.unixMs()};
+      out.cordons.push_back({node, etcd::TxnOp::put(cordonKey(node), encodeCordon(c))});
+      out.report.cordoned.push_back(node + ": " + c.reason);
+      return "cordoned by policy: " + c.reason;
+    }
   auto health = state.health.find(node);
   if (health != state.health.end() && health->second.level != HealthLevel::Healthy && config.config &&
       llvm::is_contained(config.config->cordonOn, healthLevelName(health->second.level))) {
@@ -117,6 +139,12 @@ Decision decide(const ClusterState &state, ReconcileMemory &memory, const Clock 
   report.revision = state.revision;
   report.unreadableNodes = state.unreadableNodes;
   report.unreadableHealth = state.unreadableHealthNew;
+  report.unreadableFaults = state.unreadableFaultsNew;
+  FreshFaults fresh;
+  for (const auto &[node, statuses] : state.statuses)
+    if (!state.unreadableFaults.count(node))
+      if (std::vector<NodeFault> f = workerFaults(node, state, clock.unixMs()); !f.empty())
+        fresh[node] = std::move(f);
 
   CapturedDiagnostics setup;
   NodeRegistry registry;
@@ -129,7 +157,7 @@ Decision decide(const ClusterState &state, ReconcileMemory &memory, const Clock 
   // Registered still (what runs there stays, and is not lost), but no new placement.
   for (const auto &[node, topology] : state.nodes)
     if (topology)
-      if (std::string why = notPlaceable(node, state, config, clock, leaderRevision, out); !why.empty())
+      if (std::string why = notPlaceable(node, state, config, fresh, clock, leaderRevision, out); !why.empty())
         registry.exclude(node, why, setup.diags);
 
   // What stays, what waits, what is placed.
@@ -193,6 +221,10 @@ Decision decide(const ClusterState &state, ReconcileMemory &memory, const Clock 
     auto had = state.assigned.find(name);
     const std::vector<AssignedPlan> &previous = had == state.assigned.end() ? kNone : had->second;
     bool replacing = had != state.assigned.end();
+    for (const AssignedPlan &a : previous)
+      if (!registry.find(a.node) && !state.unreadableFaults.count(a.node))
+        if (std::optional<NodeFault> f = lostFault(name, a, state, clock.unixMs()))
+          fresh[a.node].push_back(std::move(*f));
     const ReconcileMemory::CompiledSubmission &submitted = compiled(name, state.contracts.at(name), options, memory);
     CapturedDiagnostics decision(submitted.sources);
     decision.os << submitted.diagnostics;
@@ -262,6 +294,14 @@ Decision decide(const ClusterState &state, ReconcileMemory &memory, const Clock 
       ops.push_back(etcd::TxnOp::put(std::string(kContractEventsPrefix) + name, encodeEvents(events)));
     }
     out.actions.push_back(std::move(action));
+  }
+
+  for (auto &[node, faults] : fresh) {
+    auto read = state.faults.find(node);
+    for (const NodeFault &f : faults)
+      report.faults.push_back(node + ": " + f.text + " (" + f.id + ")");
+    out.faults.push_back({node, read == state.faults.end() ? 0 : read->second.modRevision,
+                          etcd::TxnOp::put(nodeFaultsKey(node), encodeFaults(historyWith(node, state, fresh)))});
   }
   return out;
 }

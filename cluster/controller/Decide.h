@@ -19,6 +19,10 @@
 //     such a node could have changed names it and why in its notes. A `degraded` node is placeable.
 //   - The cluster config's health.cordon_on cordons a node whose verdict it names, by policy: the
 //     cordon is written once and stays when the verdict clears, until an operator uncordons.
+//   - A node's faults (NodeFaults.h) are added to its history (/mscale/faults/<node>) once each: the
+//     worker faults its agent's statuses count, and the node lost under a contract placed again.
+//     The config's health.lemon cordons a node, by policy, once its history holds that many faults
+//     within its window, the faults as the reason.
 #pragma once
 
 #include "cluster/controller/ClusterState.h"
@@ -48,6 +52,8 @@ struct ReconcileReport {
   std::vector<std::string> unreadableNodes; // ERR_CLUSTER_012 lines, once per registration value
   std::vector<std::string> unreadableHealth; // ERR_CLUSTER_016 lines, once per registration value
   std::vector<std::string> cordoned;        // "node: reason", cordoned by policy this round
+  std::vector<std::string> faults;          // "node: TEXT (ID)", recorded this round
+  std::vector<std::string> unreadableFaults; // ERR_CLUSTER_019 lines, once per value
   int64_t revision = 0;              // the store revision the reconciliation read
 };
 
@@ -70,7 +76,16 @@ struct CordonAction {
   etcd::TxnOp op;
 };
 
+// A node's history with this round's faults added: applied only while the history is as read (its
+// mod revision; 0: absent), so that nothing another writer added is lost (the next round redoes it).
+struct FaultAction {
+  std::string node;
+  int64_t readModRevision = 0;
+  etcd::TxnOp op;
+};
+
 struct Decision {
+  std::vector<FaultAction> faults;     // written first: the evidence before the verdicts
   std::vector<CordonAction> cordons;   // written before the contracts' actions
   std::vector<ContractAction> actions; // withdrawals first, then placements in contract order
   ReconcileReport report;

@@ -27,6 +27,15 @@ etcd::Result<ReconcileReport> reconcile(etcd::EtcdClient &client, etcd::Fencing 
   if (!state)
     return state.status();
   Decision decision = decide(*state, memory, clock, options, fencing.leader().rev);
+  for (const FaultAction &f : decision.faults) {
+    etcd::Txn txn;
+    txn.compares.push_back(f.readModRevision ? etcd::Compare::onModRevision(nodeFaultsKey(f.node), etcd::Compare::Op::Equal,
+                                                                            f.readModRevision)
+                                             : etcd::Compare::absent(nodeFaultsKey(f.node)));
+    txn.success.push_back(f.op);
+    if (auto done = fencing.commit(txn); !done)
+      return done.status();
+  }
   for (const CordonAction &c : decision.cordons) {
     etcd::Txn txn;
     txn.compares.push_back(etcd::Compare::absent(cordonKey(c.node)));

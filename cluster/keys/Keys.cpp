@@ -217,6 +217,36 @@ std::vector<ContractEvent> decodeEvents(const std::string &value) {
   return events;
 }
 
+std::string encodeFaults(const std::vector<NodeFault> &faults) {
+  std::string out;
+  size_t first = faults.size() > kNodeFaultsKept ? faults.size() - kNodeFaultsKept : 0;
+  for (size_t i = first; i < faults.size(); ++i)
+    out += std::to_string(faults[i].unixMs) + " " + faults[i].id + " " + oneLine(faults[i].text) + "\n";
+  return out;
+}
+
+std::optional<std::vector<NodeFault>> decodeFaults(const std::string &value, std::string &why) {
+  std::vector<NodeFault> faults;
+  std::istringstream in(value);
+  for (std::string line; std::getline(in, line);) {
+    size_t first = line.find(' '), second = first == std::string::npos ? first : line.find(' ', first + 1);
+    NodeFault f;
+    if (second == std::string::npos || !number(line.substr(0, first), f.unixMs) || f.unixMs < 0 ||
+        second == first + 1) {
+      why = "the line '" + line + "' is not 'UNIX_MS ID TEXT'";
+      return std::nullopt;
+    }
+    f.id = line.substr(first + 1, second - first - 1);
+    f.text = line.substr(second + 1);
+    if (!std::all_of(f.id.begin(), f.id.end(), [](char c) { return c > ' ' && c < 127; })) {
+      why = "the line '" + line + "' has an ID that is not printable";
+      return std::nullopt;
+    }
+    faults.push_back(std::move(f));
+  }
+  return faults;
+}
+
 std::string encodeConfig(const PublishedConfig &c) { return kConfigHeader + c.writtenBy + "\n" + c.yaml; }
 
 std::optional<PublishedConfig> decodeConfig(const std::string &value, std::string &why) {
@@ -363,6 +393,10 @@ std::string encodeStatus(const AssignmentStatus &s) {
     out += "pid " + std::to_string(s.pid) + "\n";
   if (s.worker == "exited" || s.worker == "killed")
     out += "exit " + std::to_string(s.exitStatus) + "\n";
+  if (s.faults) {
+    out += "faults " + std::to_string(s.faults) + "\n";
+    out += "last-fault " + oneLine(s.lastFault) + "\n";
+  }
   for (const std::string &m : s.messages)
     out += "message " + m + "\n";
   return out;
@@ -390,6 +424,10 @@ std::optional<AssignmentStatus> decodeStatus(const std::string &value) {
       ok = number(rest, s.pid);
     else if (field == "exit")
       ok = number(rest, s.exitStatus);
+    else if (field == "faults")
+      ok = number(rest, s.faults) && s.faults >= 0;
+    else if (field == "last-fault")
+      s.lastFault = rest;
     else if (field == "message")
       s.messages.push_back(rest);
     if (!ok)

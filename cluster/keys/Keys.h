@@ -147,6 +147,33 @@ std::optional<Cordon> decodeCordon(const std::string &value, std::string &why);
 // without blanks or '/'. False with `why`.
 bool isNodeName(const std::string &name, std::string &why);
 
+// /mscale/faults/<node>: the faults the leaders saw on a node, oldest first, the newest
+// kNodeFaultsKept, one line each: "UNIX_MS ID TEXT". The history is the machine's, not a
+// registration's: it stays while the node is away and when it registers again, so that a lemon
+// (health.lemon in the cluster config) is found across restarts and controller failovers. The ID
+// names a fault once, so that a leader that sees it again adds nothing:
+//   worker:<contract>:<leader-rev>:<n>  the n-th fault of the workers of the contract's assignment
+//                                       from that leader revision, as its agent counts them;
+//   lost:<contract>:<leader-rev>        the node lost under that assignment (its workers with it).
+// One more kind of line is no fault but a mark: an operator uncordoned the node, and the lemon rule
+// counts the faults after it (else the next round would cordon the node again at once):
+//   uncordoned:<leader-rev>:<history-rev>  written by Uncordon with the cordon's removal.
+inline constexpr const char *kNodeFaultsPrefix = "/mscale/faults/";
+inline constexpr const char *kUncordonedMark = "uncordoned:";
+inline constexpr size_t kNodeFaultsKept = 64;
+inline std::string nodeFaultsKey(const std::string &node) { return kNodeFaultsPrefix + node; }
+struct NodeFault {
+  int64_t unixMs = 0;
+  std::string id;   // printable, without blanks
+  std::string text; // one line
+  bool operator==(const NodeFault &) const = default;
+  bool isUncordonMark() const { return id.rfind(kUncordonedMark, 0) == 0; }
+};
+std::string encodeFaults(const std::vector<NodeFault> &faults);
+// nullopt with `why` when a line does not read: the history is not rewritten then (what it held
+// would be lost), and the leader says so (ERR_CLUSTER_019).
+std::optional<std::vector<NodeFault>> decodeFaults(const std::string &value, std::string &why);
+
 struct PublishedConfig {
   std::string writtenBy; // "controller 'A' (leader-rev 17)"
   std::string yaml;      // the config as given to mscale-deploy
@@ -185,8 +212,10 @@ std::string encodeSubmission(const Submission &s);
 std::optional<Submission> decodeSubmission(const std::string &value, std::string &why);
 
 // /mscale/status/<node>/<contract>: lines "state applied|refused|not-applied", "code ERR_...",
-// "leader-rev N", "worker none|running|exited|killed", "pid N", "exit N", then "message ..." lines
-// (the diagnostics as printed). Text: people read it with etcdctl, and a controller needs two fields.
+// "leader-rev N", "worker none|running|exited|killed", "pid N", "exit N", "faults N" and "last-fault
+// TEXT" (the supervisor's faults of this assignment's workers, restarts included), then "message
+// ..." lines (the diagnostics as printed). Text: people read it with etcdctl, and a controller needs
+// a few fields.
 struct AssignmentStatus {
   std::string state; // applied | refused | not-applied
   std::string code;  // the first error's code when refused
@@ -195,6 +224,8 @@ struct AssignmentStatus {
   int64_t pid = 0;
   int exitStatus = 0;
   std::vector<std::string> messages;
+  int64_t faults = 0;         // the leader's record of the node's faults reads these (NodeFaults.h)
+  std::string lastFault = {}; // "worker-crashed at step 40 (SIGKILL)"
 };
 std::string encodeStatus(const AssignmentStatus &s);
 std::optional<AssignmentStatus> decodeStatus(const std::string &value);

@@ -319,12 +319,18 @@ def run(agent: Agent, a: argparse.Namespace, name: str, borrowers: bool) -> Dict
         elif borrowers and begin[0] and "end" not in result and checks < 3 and follow.step >= first + 5 * (checks + 1):
             # Inside the window, three looks: what the node says it lends, and whether a borrower's
             # thread could run on the loader's CPU (from /proc).
+            # A loan lasts while the owner computes: one look may fall in a decode phase, so each look
+            # asks again for up to a second, until it sees the loader's CPU lent.
             checks += 1
-            for line in agent.cli("node", "loans").stdout.splitlines()[2:]:
-                words = line.split()
-                if len(words) >= 3 and words[0] == OWNER:
-                    loans_seen.add("%s CPUs %s" % (words[1], words[2]))
-                    result["lent"] = result["lent"] or a.loader_cpu in cpu_list(words[2])
+
+            def loader_lent() -> bool:
+                for line in agent.cli("node", "loans").stdout.splitlines()[2:]:
+                    words = line.split()
+                    if len(words) >= 3 and words[0] == OWNER:
+                        loans_seen.add("%s CPUs %s" % (words[1], words[2]))
+                        result["lent"] = result["lent"] or a.loader_cpu in cpu_list(words[2])
+                return bool(result["lent"])
+            until(loader_lent, 1.0)
             result["runnable"] = result["runnable"] or any(
                 until(lambda p=p: runnable_on(p, a.loader_cpu), 0.5) for c, p in pids.items() if c != OWNER)
     if "end" not in result:

@@ -213,3 +213,45 @@ TEST(ClusterKeys, CordonRoundTripAndMalformedCordons) {
   EXPECT_FALSE(isNodeName("a/b", why));
   EXPECT_FALSE(isNodeName("a b", why));
 }
+
+TEST(ClusterKeys, ANodesFaultHistoryKeepsTheNewestOnesOneLineEach) {
+  std::vector<NodeFault> faults;
+  for (int i = 0; i < 70; ++i)
+    faults.push_back({1764950400000 + i, "worker:train:9:" + std::to_string(i + 1), "train: worker-crashed\nat step " +
+                                                                                         std::to_string(i)});
+  std::string why;
+  std::optional<std::vector<NodeFault>> back = decodeFaults(encodeFaults(faults), why);
+  ASSERT_TRUE(back) << why;
+  ASSERT_EQ(back->size(), kNodeFaultsKept);
+  EXPECT_EQ(back->front().id, "worker:train:9:7") << "the oldest go";
+  EXPECT_EQ(back->back().text, "train: worker-crashed at step 69") << "one line each";
+  EXPECT_EQ(nodeFaultsKey("jwb0004"), "/mscale/faults/jwb0004");
+  EXPECT_TRUE(decodeFaults("", why)->empty());
+
+  EXPECT_FALSE(decodeFaults("1764950400000 lost:train:9\n", why)) << "no text";
+  EXPECT_NE(why.find("is not 'UNIX_MS ID TEXT'"), std::string::npos) << why;
+  EXPECT_FALSE(decodeFaults("yesterday lost:train:9 node lost\n", why));
+  EXPECT_FALSE(decodeFaults("-5 lost:train:9 node lost\n", why));
+  EXPECT_FALSE(decodeFaults("5  node lost\n", why)) << "an empty ID";
+  EXPECT_FALSE(decodeFaults("5 lost:\x01 node lost\n", why));
+  EXPECT_NE(why.find("not printable"), std::string::npos) << why;
+}
+
+TEST(ClusterKeys, AStatusCarriesItsWorkersFaults) {
+  AssignmentStatus s;
+  s.state = "applied";
+  s.leaderRevision = 9;
+  s.worker = "running";
+  s.pid = 77;
+  s.faults = 2;
+  s.lastFault = "worker-hung at step 3\n(no heartbeat)";
+  std::optional<AssignmentStatus> back = decodeStatus(encodeStatus(s));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->faults, 2);
+  EXPECT_EQ(back->lastFault, "worker-hung at step 3 (no heartbeat)");
+  EXPECT_EQ(encodeStatus(AssignmentStatus{"applied", "", 9, "running", 77, 0, {}, 0, ""}).find("faults"),
+            std::string::npos)
+      << "no faults, no lines";
+  EXPECT_FALSE(decodeStatus("state applied\nleader-rev 9\nfaults -1\n"));
+  EXPECT_FALSE(decodeStatus("state applied\nleader-rev 9\nfaults many\n"));
+}

@@ -133,6 +133,43 @@ TEST(ClusterConfig, WhichVerdictsCordonANode) {
             std::string::npos);
 }
 
+TEST(ClusterConfig, TheLemonRuleIsAFaultCountWithinAWindow) {
+  Parsed p = parse("cluster: c\nhealth:\n  lemon: { faults: 3, within: 24h }\n");
+  ASSERT_TRUE(p.config) << p.printed;
+  ASSERT_TRUE(p.config->lemon);
+  EXPECT_EQ(p.config->lemon->faults, 3u);
+  EXPECT_EQ(p.config->lemon->withinNs, 24ull * 3600 * 1000000000);
+  EXPECT_FALSE(parse("cluster: c\n").config->lemon) << "no node is a lemon unless the config says so";
+
+  auto error = [](const std::string &text) {
+    Parsed bad = parse(text);
+    EXPECT_FALSE(bad.config) << text;
+    EXPECT_EQ(bad.codes, std::vector<std::string>{"ERR_CLUSTER_010"}) << bad.printed;
+    return bad.printed;
+  };
+  EXPECT_NE(error("cluster: c\nhealth: { lemon: { faults: 3 } }\n").find("health.lemon needs within"),
+            std::string::npos);
+  EXPECT_NE(error("cluster: c\nhealth: { lemon: { within: 1h } }\n").find("health.lemon needs faults"),
+            std::string::npos);
+  std::string zero = error("cluster: c\nhealth: { lemon: { faults: 0, within: 1h } }\n");
+  EXPECT_NE(zero.find(":2:28: error[ERR_CLUSTER_010]: invalid cluster config: health.lemon.faults is '0', expected a "
+                      "count from 1 to 64"),
+            std::string::npos)
+      << zero;
+  EXPECT_NE(error("cluster: c\nhealth: { lemon: { faults: 65, within: 1h } }\n").find("from 1 to 64"),
+            std::string::npos);
+  EXPECT_NE(error("cluster: c\nhealth: { lemon: { faults: three, within: 1h } }\n").find("'three'"),
+            std::string::npos);
+  EXPECT_NE(error("cluster: c\nhealth: { lemon: { faults: 3, within: soon } }\n")
+                .find("health.lemon.within is 'soon', expected a duration such as 24h or 90min"),
+            std::string::npos);
+  EXPECT_NE(error("cluster: c\nhealth: { lemon: { faults: 3, within: 0s } }\n").find("'0s'"), std::string::npos);
+  EXPECT_NE(error("cluster: c\nhealth: { lemon: { faults: 3, within: 800h } }\n").find("'800h', more than 30 days"),
+            std::string::npos);
+  EXPECT_NE(error("cluster: c\nhealth: { lemon: { faults: 3, withn: 1h } }\n").find("did you mean 'within'?"),
+            std::string::npos);
+}
+
 TEST(ClusterConfig, BadDomains) {
   Parsed syntax = parse("cluster: c\npcie_domains:\n  reserved:\n    - { node: \"*\", domain: \"00:zz\" }\n");
   EXPECT_NE(syntax.printed.find("cluster-config.yaml:4:29: error[ERR_CLUSTER_010]: invalid cluster config: '00:zz' is "

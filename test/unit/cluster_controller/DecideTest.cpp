@@ -96,6 +96,8 @@ struct Cluster {
   void lose(const std::string &node) { store.keys.erase(std::string(kNodesPrefix) + node); }
   // Every write of `d` as its commit would leave the store.
   void commit(const Decision &d) {
+    for (const FaultAction &f : d.faults)
+      store.keys[f.op.key] = f.op.value;
     for (const CordonAction &c : d.cordons)
       store.keys.try_emplace(c.op.key, c.op.value); // only while the node has no cordon
     for (const ContractAction &a : d.actions)
@@ -521,6 +523,152 @@ TEST(Decide, TheConfigsCordonOnCordonsANodeOnceAndTheCordonOutlivesTheVerdict) {
   // A degraded node is not cordoned unless the config says so.
   cluster.store.node("n2", kWarm);
   EXPECT_TRUE(cluster.decideAt().cordons.empty());
+}
+
+// What n1's agent says of pair's workers there: `faults` so far, the last one's words.
+void workerFaultsSaid(Store &store, int64_t faults, int64_t leaderRevision = kLeaderRev) {
+  AssignmentStatus s;
+  s.state = "applied";
+  s.leaderRevision = leaderRevision;
+  s.worker = "running";
+  s.pid = 4242;
+  s.faults = faults;
+  s.lastFault = "worker-crashed at step " + std::to_string(10 * faults) + " (SIGKILL)";
+  store.keys[statusKey("n1", "pair")] = encodeStatus(s);
+  ++store.revision;
+}
+
+std::vector<NodeFault> historyPut(const Decision &d, const std::string &node) {
+  for (const FaultAction &f : d.faults)
+    if (f.node == node) {
+      EXPECT_EQ(f.op.key, nodeFaultsKey(node));
+      std::string why;
+      std::optional<std::vector<NodeFault>> h = decodeFaults(f.op.value, why);
+      EXPECT_TRUE(h) << why;
+      return h ? *h : std::vector<NodeFault>{};
+    }
+  return {};
+}
+
+constexpr uint64_t kWallUs = 1764950400000000; // 2025-12-05, in µs
+constexpr uint64_t kMinuteUs = 60'000'000;
+
+TEST(Decide, AWorkerFaultIsRecordedOnceOnItsNodeAndAFailoverAddsNothing) {
+  Cluster cluster({"n1", "n2", "n3"});
+  cluster.placed(); // pair on n1, n2
+  workerFaultsSaid(cluster.store, 1);
+  ManualClock clock(0, kWallUs);
+  Decision d = decide(cluster.store.read(cluster.memory), cluster.memory, clock, options(), kLeaderRev);
+  ASSERT_EQ(d.faults.size(), 1u);
+  EXPECT_EQ(d.faults[0].readModRevision, 0) << "a node without a history: written only while it has none";
+  EXPECT_EQ(historyPut(d, "n1"),
+            (std::vector<NodeFault>{{int64_t(kWallUs / 1000), "worker:pair:7:1", "pair: worker-crashed at step 10 (SIGKILL)"}}));
+  EXPECT_EQ(d.report.faults, std::vector<std::string>{"n1: pair: worker-crashed at step 10 (SIGKILL) (worker:pair:7:1)"});
+  EXPECT_TRUE(d.cordons.empty()) << "no lemon rule in force";
+  cluster.commit(d);
+
+  EXPECT_TRUE(cluster.decideAt().faults.empty()) << "recorded: not again";
+  ReconcileMemory fresh; // a new leader reads the same statuses
+  ManualClock later(0, kWallUs + kMinuteUs);
+  EXPECT_TRUE(decide(cluster.store.read(fresh), fresh, later, options(), kLeaderRev).faults.empty());
+
+  // Two more, seen at once: both are added, the history as read is the guard.
+  workerFaultsSaid(cluster.store, 3);
+  Decision more = decide(cluster.store.read(cluster.memory), cluster.memory, later, options(), kLeaderRev);
+  ASSERT_EQ(more.faults.size(), 1u);
+  EXPECT_EQ(more.faults[0].readModRevision, cluster.store.revision);
+  std::vector<NodeFault> h = historyPut(more, "n1");
+  ASSERT_EQ(h.size(), 3u);
+  EXPECT_EQ(h[1].id, "worker:pair:7:2");
+  EXPECT_EQ(h[1].text, "pair: worker fault 2 of its assignment") << "the agent says the last fault's words only";
+  EXPECT_EQ(h[2].text, "pair: worker-crashed at step 30 (SIGKILL)");
+
+  // The status of an assignment replaced since (another leader revision) counts for nothing.
+  Cluster replaced({"n1", "n2", "n3"});
+  replaced.placed();
+  workerFaultsSaid(replaced.store, 2, kLeaderRev - 2);
+  EXPECT_TRUE(replaced.decideAt().faults.empty());
+}
+
+TEST(Decide, TheLemonRuleCordonsANodeAtItsNthFaultWithinTheWindowAndNotBefore) {
+  Cluster cluster({"n1", "n2", "n3"});
+  cluster.store.keys[kConfigKey] =
+      encodeConfig({"test", "cluster: booster\nhealth: { lemon: { faults: 3, within: 1h } }\n"});
+  cluster.placed(); // pair on n1, n2
+  auto round = [&](int64_t faults, uint64_t wallUs) {
+    workerFaultsSaid(cluster.store, faults);
+    ManualClock clock(0, wallUs);
+    Decision d = decide(cluster.store.read(cluster.memory), cluster.memory, clock, options(), kLeaderRev);
+    cluster.commit(d);
+    return d;
+  };
+  EXPECT_TRUE(round(1, kWallUs).cordons.empty());
+  EXPECT_TRUE(round(2, kWallUs + 70 * kMinuteUs).cordons.empty()) << "the first is out of the window by now";
+  EXPECT_TRUE(round(3, kWallUs + 80 * kMinuteUs).cordons.empty()) << "two within the hour";
+  Decision third = round(4, kWallUs + 90 * kMinuteUs);
+  ASSERT_EQ(third.cordons.size(), 1u);
+  EXPECT_EQ(third.cordons[0].node, "n1");
+  std::string why;
+  std::optional<Cordon> c = decodeCordon(third.cordons[0].op.value, why);
+  ASSERT_TRUE(c) << why;
+  EXPECT_EQ(c->by, "policy");
+  EXPECT_EQ(c->reason, "lemon: 3 faults within 1h: pair: worker-crashed at step 20 (SIGKILL); pair: worker-crashed at "
+                       "step 30 (SIGKILL); pair: worker-crashed at step 40 (SIGKILL)");
+  EXPECT_EQ(third.report.cordoned, std::vector<std::string>{"n1: " + c->reason});
+  EXPECT_FALSE(actionFor(third, "pair")) << "what runs on a lemon stays; only new placements avoid it";
+  EXPECT_TRUE(round(4, kWallUs + 91 * kMinuteUs).cordons.empty()) << "cordoned once";
+
+  // Uncordoned after a repair (Uncordon marks the history): the rule counts from there, so the
+  // node is not cordoned again at once, nor at its next fault, but at the third after the mark.
+  cluster.store.keys.erase(cordonKey("n1"));
+  std::string why2;
+  std::vector<NodeFault> history = *decodeFaults(cluster.store.keys.at(nodeFaultsKey("n1")), why2);
+  history.push_back({int64_t((kWallUs + 92 * kMinuteUs) / 1000), "uncordoned:7:50", "uncordoned by an operator"});
+  cluster.store.keys[nodeFaultsKey("n1")] = encodeFaults(history);
+  EXPECT_TRUE(round(4, kWallUs + 93 * kMinuteUs).cordons.empty()) << "the faults before the uncordon are judged";
+  EXPECT_TRUE(round(5, kWallUs + 94 * kMinuteUs).cordons.empty());
+  EXPECT_TRUE(round(6, kWallUs + 95 * kMinuteUs).cordons.empty());
+  Decision again = round(7, kWallUs + 96 * kMinuteUs);
+  ASSERT_EQ(again.cordons.size(), 1u);
+  EXPECT_NE(again.cordons[0].op.value.find("step 50 (SIGKILL); pair: worker-crashed at step 60 (SIGKILL); pair: "
+                                           "worker-crashed at step 70"),
+            std::string::npos)
+      << again.cordons[0].op.value;
+}
+
+TEST(Decide, ANodeLostUnderAContractIsAFaultOnceTheContractIsPlacedAgain) {
+  Cluster cluster({"n1", "n2", "n3"});
+  cluster.placed(); // pair on n1, n2
+  cluster.lose("n2");
+  EXPECT_TRUE(cluster.decideAt(10 * kSecond).faults.empty()) << "within the grace it may come back";
+  Decision after = cluster.decideAt(12 * kSecond);
+  std::vector<NodeFault> h = historyPut(after, "n2");
+  ASSERT_EQ(h.size(), 1u);
+  EXPECT_EQ(h[0].id, "lost:pair:7");
+  EXPECT_EQ(h[0].text, "pair: node lost (its workers with it)");
+  EXPECT_TRUE(historyPut(after, "n1").empty());
+  cluster.commit(after);
+  // The history is the machine's: it stays while the node is away, and counts when it is back.
+  EXPECT_TRUE(cluster.store.keys.count(nodeFaultsKey("n2")));
+}
+
+TEST(Decide, AnUnreadableFaultHistoryIsReportedOnceAndNotOverwritten) {
+  Cluster cluster({"n1", "n2", "n3"});
+  cluster.store.keys[kConfigKey] =
+      encodeConfig({"test", "cluster: booster\nhealth: { lemon: { faults: 1, within: 1h } }\n"});
+  cluster.placed();
+  cluster.store.keys[nodeFaultsKey("n1")] = "1764950400000 worker:pair:7:1 pair: crashed\nyesterday twice\n";
+  workerFaultsSaid(cluster.store, 2);
+  ClusterState state = cluster.store.read(cluster.memory);
+  ASSERT_EQ(state.unreadableFaultsNew.size(), 1u);
+  EXPECT_EQ(state.unreadableFaultsNew[0], "error[ERR_CLUSTER_019]: the fault history of node 'n1' cannot be read: the "
+                                          "line 'yesterday twice' is not 'UNIX_MS ID TEXT'");
+  ManualClock clock(0, kWallUs);
+  Decision d = decide(state, cluster.memory, clock, options(), kLeaderRev);
+  EXPECT_TRUE(d.faults.empty()) << "what it holds would be lost";
+  EXPECT_TRUE(d.cordons.empty()) << "no verdict on evidence that does not read";
+  EXPECT_EQ(d.report.unreadableFaults, state.unreadableFaultsNew);
+  EXPECT_TRUE(cluster.store.read(cluster.memory).unreadableFaultsNew.empty()) << "the same value again is not news";
 }
 
 TEST(Commit, EachActionIsOneFencedTransactionGuardedByItsKindAndARefusalStopsTheRest) {
