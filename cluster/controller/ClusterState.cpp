@@ -18,6 +18,8 @@ ClusterState clusterStateFrom(const std::vector<etcd::KeyValue> &kvs, int64_t re
         parsed = {kv.modRevision, nullptr};
         std::string why;
         std::optional<Registration> r = decodeRegistration(kv.value, why);
+        if (r)
+          requireLeaseForHealth(*r, kv.lease);
         // A malformed registration places nothing; it is reported once per value (the parsed cache
         // holds it until the value changes), with the topology reader's own first error.
         CapturedDiagnostics yaml;

@@ -24,6 +24,7 @@ RegisteredNode registeredNodeOf(const etcd::KeyValue &kv) {
   std::optional<Registration> registration = decodeRegistration(kv.value, node.unreadable);
   if (!registration)
     return node;
+  requireLeaseForHealth(*registration, kv.lease);
   node.agentVersion = registration->agentVersion;
   node.address = registration->address;
   node.http = registration->http;

@@ -89,6 +89,14 @@ bool validNodeAddress(const std::string &address) {
          std::all_of(address.begin(), address.end(), [](char c) { return c > ' ' && c < 127; });
 }
 
+void requireLeaseForHealth(Registration &r, int64_t lease) {
+  if (lease || !r.health)
+    return;
+  r.healthUnreadable = "its verdict '" + std::string(healthLevelName(r.health->level)) +
+                       "' is under no lease, so no agent stands behind it (an agent registers under its lease)";
+  r.health.reset();
+}
+
 std::optional<Registration> decodeRegistration(const std::string &value, std::string &why) {
   std::string header = kRegistrationHeader;
   size_t eol = value.find('\n');

@@ -128,6 +128,11 @@ std::string encodeRegistration(const Registration &r);
 // Health lines that do not read leave `healthUnreadable` set and `health` absent, not a failure:
 // the node's topology (and so what already runs there) does not depend on them.
 std::optional<Registration> decodeRegistration(const std::string &value, std::string &why);
+// A verdict stands only under the lease of the agent that judged it (the agent writes its
+// registration under its lease, and keeps the verdict current while it lives). One written under
+// no lease (`lease` 0: by hand, or by a tool) has no agent behind it: it is moved to
+// healthUnreadable, so that it cordons nothing and the node takes no new placement on its word.
+void requireLeaseForHealth(Registration &r, int64_t lease);
 
 // /mscale/cordons/<node>: lines "by operator|policy", "leader-rev N", "since-ms UNIX_MS", then
 // "reason TEXT" (one line). Text, like the statuses: people read it with etcdctl.

@@ -12,6 +12,7 @@
 #include <llvm/ADT/StringRef.h>
 
 #include <algorithm>
+#include <set>
 
 namespace msc::cluster {
 namespace {
@@ -27,6 +28,7 @@ const char *kPair = "import \"profiles/mlvm.msc\";\ncontract pair uses profile m
 // The keys under /mscale/ a store would hold, in key order, at one revision.
 struct Store {
   std::map<std::string, std::string> keys;
+  std::set<std::string> unleased; // registrations written by hand: under no agent's lease
   int64_t revision = 40;
   void node(const std::string &name, const std::string &address = {}) {
     keys[std::string(kNodesPrefix) + name] = encodeRegistration({"test", machineYaml(), address});
@@ -59,6 +61,7 @@ struct Store {
       kv.key = k;
       kv.value = v;
       kv.modRevision = revision;
+      kv.lease = llvm::StringRef(k).starts_with(kNodesPrefix) && !unleased.count(k) ? 0x51 : 0; // agents' leases
       kvs.push_back(kv);
     }
     return clusterStateFrom(kvs, revision, memory);
@@ -495,6 +498,22 @@ TEST(Decide, AnUnreadableHealthRecordIsReportedOnceAndTheNodeTakesNothingNew) {
   ASSERT_TRUE(actionFor(d, "solo"));
   EXPECT_EQ(statusFor(d, "solo").substr(0, 10), "placed n2 "); // n1 fits as well, and comes first
   EXPECT_TRUE(cluster.store.read(cluster.memory).unreadableHealthNew.empty()) << "the same value again is not news";
+}
+
+TEST(Decide, AVerdictUnderNoLeaseCordonsNothingAndTheNodeTakesNothingNew) {
+  Cluster cluster({"n1", "n2", "n3"});
+  cluster.store.keys[kConfigKey] = encodeConfig({"test", "cluster: booster\nhealth: { cordon_on: [failed] }\n"});
+  cluster.store.node("n1", kHot);
+  cluster.store.unleased.insert(std::string(kNodesPrefix) + "n1"); // written by hand, not by its agent
+  ClusterState state = cluster.store.read(cluster.memory);
+  ASSERT_EQ(state.unreadableHealthNew.size(), 1u);
+  EXPECT_EQ(state.unreadableHealthNew[0],
+            "error[ERR_CLUSTER_016]: the health record of node 'n1' cannot be read: its verdict 'failed' is under no "
+            "lease, so no agent stands behind it (an agent registers under its lease)");
+  ManualClock clock(0);
+  Decision d = decide(state, cluster.memory, clock, options(), kLeaderRev);
+  EXPECT_TRUE(d.cordons.empty()) << "the policy acts on an agent's verdict only";
+  EXPECT_EQ(statusFor(d, "pair").substr(0, 16), "placed n2,n3 lea") << statusFor(d, "pair");
 }
 
 TEST(Decide, TheConfigsCordonOnCordonsANodeOnceAndTheCordonOutlivesTheVerdict) {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <sstream>
 
 namespace msc::cluster {
@@ -23,12 +24,14 @@ std::string contract(const std::string &name, unsigned nodes) {
 // A store the leader has decided on: the keys its decisions left.
 struct Store {
   std::map<std::string, std::string> keys;
+  std::set<std::string> unleased; // registrations written by hand: under no agent's lease
   ReconcileMemory memory;
   std::vector<etcd::KeyValue> kvs() const {
     std::vector<etcd::KeyValue> out;
     for (const auto &[k, v] : keys) {
       etcd::KeyValue kv;
       kv.key = k, kv.value = v, kv.modRevision = 1;
+      kv.lease = llvm::StringRef(k).starts_with(kNodesPrefix) && !unleased.count(k) ? 0x51 : 0; // agents' leases
       out.push_back(kv);
     }
     return out;
@@ -171,6 +174,20 @@ TEST(ClusterStatus, ARanksOutputIsReadFromTheNodeThatRunsIt) {
 
 namespace msc::cluster {
 namespace {
+
+TEST(ClusterStatus, AVerdictUnderNoLeaseIsNotTaken) {
+  Store s;
+  Registration hot{"0.9", machineYaml()};
+  hot.health = NodeHealth{HealthLevel::Failed, {{"ERR_HEALTH_001", "made up"}}};
+  s.keys[std::string(kNodesPrefix) + "n1"] = encodeRegistration(hot);
+  s.unleased.insert(std::string(kNodesPrefix) + "n1");
+  ClusterStatusView view = statusOf(s.kvs());
+  ASSERT_EQ(view.nodes.size(), 1u);
+  EXPECT_EQ(view.nodes[0].health, "unreadable");
+  EXPECT_EQ(view.nodes[0].healthUnreadable,
+            "its verdict 'failed' is under no lease, so no agent stands behind it (an agent registers under its lease)");
+  EXPECT_TRUE(view.nodes[0].ready) << "its topology reads";
+}
 
 TEST(ClusterStatus, NodesShowTheirHealthAndWhetherTheyAreCordonedAndWhy) {
   Store s;

@@ -72,4 +72,12 @@ printf '# mscale node registration; agent test\n# health overheated\n%s\n' "$yam
 until_ok 20 grep -q ERR_CLUSTER_016 "$work/A.log" || fail "the leader did not report n3's health record"
 grep -o "placing nothing more on a node: error\[ERR_CLUSTER_016\].*" "$work/A.log" | sort -u | sed 's/^/leader: /'
 mscale-cli cluster nodes | awk '$1 == "n3" {print $1, $2, $3}'
+# A verdict written by hand, under no lease: no agent stands behind it. Coded, and it changes
+# nothing but that the node takes no new placement on its word: no cordon, even if a policy asked.
+printf '# mscale node registration; agent test\n# health failed\n# health-reason ERR_HEALTH_001 made up\n%s\n' "$yaml" |
+  ectl put /mscale/nodes/n4 > /dev/null
+until_ok 20 grep -q "node 'n4'" "$work/A.log" || fail "the leader did not report n4's verdict"
+grep -o "placing nothing more on a node: error\[ERR_CLUSTER_016\]: the health record of node 'n4'.*" "$work/A.log" | sort -u | sed 's/^/leader: /'
+mscale-cli cluster nodes | awk '$1 == "n4" {print $1, $2, $3}'
+echo "n4 cordoned: $([[ -n $(ectl get --print-value-only /mscale/cordons/n4) ]] && echo yes || echo no)"
 exit 0 # the refusals above are expected; fail() exits 1 on what is not
