@@ -56,6 +56,9 @@ std::unique_ptr<Nvml> Nvml::open(const std::string &library) {
   n->migMode = sym<decltype(n->migMode)>(n->handle_, "nvmlDeviceGetMigMode");
   n->utilization = sym<decltype(n->utilization)>(n->handle_, "nvmlDeviceGetUtilizationRates");
   n->memory = sym<decltype(n->memory)>(n->handle_, "nvmlDeviceGetMemoryInfo");
+  n->totalEccErrors = sym<decltype(n->totalEccErrors)>(n->handle_, "nvmlDeviceGetTotalEccErrors");
+  n->retiredPagesPending = sym<decltype(n->retiredPagesPending)>(n->handle_, "nvmlDeviceGetRetiredPagesPendingStatus");
+  n->remappedRows = sym<decltype(n->remappedRows)>(n->handle_, "nvmlDeviceGetRemappedRows");
   return n;
 }
 

@@ -62,6 +62,12 @@ public:
   int (*migMode)(Device, unsigned *current, unsigned *pending) = nullptr;
   int (*utilization)(Device, Utilization *) = nullptr;
   int (*memory)(Device, Memory *) = nullptr;
+  // The memory's health (node health, health/Sampler.h). errorType 0 corrected, 1 uncorrected;
+  // counterType 0 volatile (since the driver loaded), 1 aggregate (the device's life).
+  int (*totalEccErrors)(Device, int errorType, int counterType, unsigned long long *) = nullptr;
+  int (*retiredPagesPending)(Device, int *pending) = nullptr; // page retirement (before Ampere)
+  int (*remappedRows)(Device, unsigned *corrected, unsigned *uncorrected, unsigned *pending,
+                      unsigned *failed) = nullptr; // row remapping (Ampere and later)
 
 private:
   Nvml() = default;

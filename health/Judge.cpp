@@ -51,11 +51,12 @@ public:
     edac();
     hugepages();
     nvme();
+    gpus();
     kernelLog();
     malformed();
     if (!previous_)
       verdict_.notes.push_back("one sample: counter growth (RDMA errors, corrected memory errors, NVMe media "
-                               "errors) not judged");
+                               "errors, GPU corrected ECC errors) not judged");
     std::stable_sort(verdict_.reasons.begin(), verdict_.reasons.end(),
                      [](const Reason &a, const Reason &b) { return a.level > b.level; });
     return std::move(verdict_);
@@ -174,6 +175,33 @@ private:
       if (before != previous_->nvme.end() && n.mediaErrors > before->mediaErrors)
         add(DiagCode::WRN_HEALTH_006, Level::Degraded,
             {n.controller, std::to_string(before->mediaErrors), std::to_string(n.mediaErrors)}, n.path, evidence);
+    }
+  }
+
+  // A GPU whose memory lost data (uncorrected ECC errors since its driver loaded) or cannot be
+  // repaired (a row remapping failure) is failed: the next job there may read corrupted weights. A
+  // repair waiting for a reset, or corrected errors growing, is a degraded GPU: it still computes.
+  void gpus() {
+    for (const GpuMemoryReading &g : now_.gpus) {
+      std::string evidence = "ECC corrected " + (g.eccCorrected ? std::to_string(*g.eccCorrected) : "-") +
+                             ", uncorrected " + (g.eccUncorrected ? std::to_string(*g.eccUncorrected) : "-") +
+                             (g.retirementPending ? ", page retirement pending" : "") +
+                             (g.remapPending ? ", row remapping pending" : "") +
+                             (g.remapFailed ? ", row remapping failed" : "");
+      if (g.eccUncorrected && *g.eccUncorrected)
+        add(DiagCode::ERR_HEALTH_008, Level::Failed, {g.pci, std::to_string(*g.eccUncorrected)}, g.library, evidence);
+      if (g.remapFailed)
+        add(DiagCode::ERR_HEALTH_009, Level::Failed, {g.pci}, g.library, evidence);
+      if (g.retirementPending || g.remapPending)
+        add(DiagCode::WRN_HEALTH_008, Level::Degraded,
+            {g.pci, g.remapPending ? "a remapped row" : "retired pages"}, g.library, evidence);
+      if (!previous_ || !g.eccCorrected)
+        continue;
+      auto before = llvm::find_if(previous_->gpus, [&](const GpuMemoryReading &p) { return p.pci == g.pci; });
+      if (before != previous_->gpus.end() && before->eccCorrected &&
+          *g.eccCorrected > *before->eccCorrected + policy_.gpuEccCorrectedGrowth)
+        add(DiagCode::WRN_HEALTH_009, Level::Degraded,
+            {g.pci, std::to_string(*before->eccCorrected), std::to_string(*g.eccCorrected)}, g.library, evidence);
     }
   }
 

@@ -30,6 +30,8 @@ struct Policy {
   double rdmaErrorsPerMinute = 6.0;
   // Corrected memory errors growing by more than this between two samples: degraded.
   uint64_t edacCorrectedGrowth = 0;
+  // A GPU's corrected ECC errors growing by more than this between two samples: degraded.
+  uint64_t gpuEccCorrectedGrowth = 0;
 };
 
 struct Reason {
@@ -48,7 +50,7 @@ struct Verdict {
 };
 
 // `previous` and `first` may be null (a single sample judges only absolute facts: temperatures,
-// port states, uncorrected memory errors, NVMe critical warnings, the kernel log).
+// port states, uncorrected memory errors, NVMe critical warnings, GPU memory, the kernel log).
 Verdict judge(const Sample &now, const Sample *previous, const Sample *first, const Policy &policy);
 
 // A node judged continuously: keeps the first and the previous sample.

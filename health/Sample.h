@@ -65,6 +65,17 @@ struct KernelLogClass {
   std::string last;
 };
 
+// One GPU's memory health through NVML: ECC counters since its driver loaded (volatile), and the
+// repairs that wait for a reset. Unset counters: ECC is off or the GPU does not say.
+struct GpuMemoryReading {
+  std::string pci;     // "0000:07:00.0", as the topology advertises the GPU
+  std::string library; // the NVML library read
+  std::optional<uint64_t> eccCorrected, eccUncorrected;
+  bool retirementPending = false; // retired pages wait for a reset (page retirement, before Ampere)
+  bool remapPending = false;      // a remapped row waits for a reset (row remapping, Ampere and later)
+  bool remapFailed = false;       // a row could not be remapped: the memory cannot be repaired
+};
+
 // A value that was there but could not be read as what it must be.
 struct Malformed {
   std::string path;
@@ -79,6 +90,7 @@ struct Sample {
   std::vector<EdacReading> edac;
   std::vector<HugepageReading> hugepages;
   std::vector<NvmeReading> nvme;
+  std::vector<GpuMemoryReading> gpus;
   std::vector<KernelLogClass> kernelLog; // only classes with at least one line
   std::optional<std::string> kernelLogPath; // unset: no kernel log could be read
   std::vector<Malformed> malformed;

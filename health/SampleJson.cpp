@@ -6,7 +6,7 @@ namespace msc::health {
 namespace json = llvm::json;
 
 json::Value sampleToJson(const Sample &s) {
-  json::Array thermal, rdma, edac, pools, nvme, klog, malformed, notes;
+  json::Array thermal, rdma, edac, pools, nvme, gpus, klog, malformed, notes;
   for (const ThermalReading &t : s.thermal) {
     json::Object o{{"name", t.name}, {"path", t.path}, {"temp_mc", t.tempMilliC}};
     if (t.limitMilliC)
@@ -40,6 +40,18 @@ json::Value sampleToJson(const Sample &s) {
                                 {"available_spare", int64_t(n.availableSpare)},
                                 {"spare_threshold", int64_t(n.spareThreshold)},
                                 {"media_errors", int64_t(n.mediaErrors)}});
+  for (const GpuMemoryReading &g : s.gpus) {
+    json::Object o{{"pci", g.pci},
+                   {"library", g.library},
+                   {"retirement_pending", g.retirementPending},
+                   {"remap_pending", g.remapPending},
+                   {"remap_failed", g.remapFailed}};
+    if (g.eccCorrected)
+      o["ecc_corrected"] = int64_t(*g.eccCorrected);
+    if (g.eccUncorrected)
+      o["ecc_uncorrected"] = int64_t(*g.eccUncorrected);
+    gpus.push_back(std::move(o));
+  }
   for (const KernelLogClass &k : s.kernelLog)
     klog.push_back(json::Object{{"class", k.name}, {"lines", int64_t(k.lines)}, {"last", k.last}});
   for (const Malformed &m : s.malformed)
@@ -52,6 +64,7 @@ json::Value sampleToJson(const Sample &s) {
                    {"edac", std::move(edac)},
                    {"hugepages", std::move(pools)},
                    {"nvme", std::move(nvme)},
+                   {"gpus", std::move(gpus)},
                    {"kernel_log", std::move(klog)},
                    {"malformed", std::move(malformed)},
                    {"notes", std::move(notes)}};
@@ -164,6 +177,26 @@ llvm::Expected<Sample> sampleFromJson(const json::Value &value) {
     r.num(n, "media_errors", x.mediaErrors);
     s.nvme.push_back(std::move(x));
   });
+  // Absent in a state file kept before GPUs were read: none then.
+  if (o->get("gpus"))
+    r.each(*o, "gpus", [&](const json::Object &g) {
+      GpuMemoryReading x;
+      r.str(g, "pci", x.pci);
+      r.str(g, "library", x.library);
+      for (auto [key, flag] : {std::pair{"retirement_pending", &x.retirementPending},
+                               std::pair{"remap_pending", &x.remapPending}, std::pair{"remap_failed", &x.remapFailed}})
+        if (std::optional<bool> b = g.getBoolean(key))
+          *flag = *b;
+        else
+          r.fail("'" + std::string(key) + "' is not a boolean");
+      for (auto [key, counter] : {std::pair{"ecc_corrected", &x.eccCorrected}, std::pair{"ecc_uncorrected", &x.eccUncorrected}})
+        if (g.get(key)) {
+          uint64_t n = 0;
+          r.num(g, key, n);
+          *counter = n;
+        }
+      s.gpus.push_back(std::move(x));
+    });
   r.each(*o, "kernel_log", [&](const json::Object &k) {
     KernelLogClass x;
     r.str(k, "class", x.name);

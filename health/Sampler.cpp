@@ -1,6 +1,7 @@
 // Reads the health facts of a node; see Sampler.h.
 #include "health/Sampler.h"
 
+#include "hal/CudaDriver.h"
 #include "health/KernelLog.h"
 
 #include <llvm/ADT/StringExtras.h>
@@ -9,6 +10,9 @@
 #include <llvm/Support/Path.h>
 
 #include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <cerrno>
 #include <fcntl.h>
 #include <linux/nvme_ioctl.h>
@@ -216,6 +220,61 @@ void readNvme(const hal::Topology &t, const std::string &root, Sample &sample) {
   }
 }
 
+// The memory health of each GPU the node advertises, through NVML: ECC counters since the driver
+// loaded, and repairs waiting for a reset. NVML's "not supported" (3) leaves a value unset.
+void readGpus(const hal::Topology &t, const SamplerOptions &options, Sample &sample) {
+  if (t.gpus().empty())
+    return;
+  std::optional<std::string> library = options.nvmlLibrary;
+  if (!library && isLive(options.root))
+    library = "libnvidia-ml.so.1";
+  if (!library) {
+    sample.notes.push_back("GPU memory health through NVML: not read under a recorded tree (its GPUs are not "
+                           "this machine's); NVIDIA Xid lines are judged from the kernel log");
+    return;
+  }
+  // NVML is initialised once a process and library (nvmlInit costs far more than a look at the
+  // counters, and an agent looks every few hundred milliseconds); one that does not load is not
+  // tried again.
+  static std::mutex opening;
+  static std::map<std::string, std::unique_ptr<hal::Nvml>> opened;
+  std::lock_guard<std::mutex> lock(opening);
+  auto [at, fresh] = opened.try_emplace(*library);
+  if (fresh)
+    at->second = hal::Nvml::open(*library);
+  hal::Nvml *nvml = at->second.get();
+  if (!nvml) {
+    sample.notes.push_back("GPU memory health: " + *library + " cannot be loaded or initialised; NVIDIA Xid lines "
+                           "are judged from the kernel log");
+    return;
+  }
+  for (const hal::GpuRef &gpu : t.gpus()) {
+    std::string pci = gpu.info->pci.str();
+    hal::Nvml::Device device = nullptr;
+    if (nvml->byPciBusId(pci.c_str(), &device) != 0) {
+      sample.notes.push_back("GPU " + pci + ": NVML does not know it, its memory health is not read");
+      continue;
+    }
+    GpuMemoryReading r;
+    r.pci = pci;
+    r.library = *library;
+    unsigned long long count = 0;
+    if (nvml->totalEccErrors && nvml->totalEccErrors(device, 0, 0, &count) == 0)
+      r.eccCorrected = count;
+    if (nvml->totalEccErrors && nvml->totalEccErrors(device, 1, 0, &count) == 0)
+      r.eccUncorrected = count;
+    int retirement = 0;
+    if (nvml->retiredPagesPending && nvml->retiredPagesPending(device, &retirement) == 0)
+      r.retirementPending = retirement != 0;
+    unsigned corrected = 0, uncorrected = 0, pending = 0, failed = 0;
+    if (nvml->remappedRows && nvml->remappedRows(device, &corrected, &uncorrected, &pending, &failed) == 0) {
+      r.remapPending = pending != 0;
+      r.remapFailed = failed != 0;
+    }
+    sample.gpus.push_back(std::move(r));
+  }
+}
+
 // Every record the kernel still holds, without blocking: /dev/kmsg returns one record per read and
 // EAGAIN at the end; EPIPE when records were overwritten under the reader (read on).
 std::optional<std::string> readKmsgDevice(const std::string &device, std::string &why) {
@@ -302,9 +361,7 @@ Sample takeSample(const hal::Topology &advertised, const SamplerOptions &options
   readHugepages(advertised, root, sample);
   readNvme(advertised, root, sample);
   readKernelLog(root, sample);
-  if (!advertised.gpus().empty())
-    sample.notes.push_back("GPU ECC errors, retired pages and Xid events through NVML: not read (hal's NVML "
-                         "loader has no ECC or event calls); NVIDIA Xid lines are judged from the kernel log");
+  readGpus(advertised, options, sample);
   return sample;
 }
 

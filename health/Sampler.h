@@ -8,6 +8,7 @@
 #include "health/Sample.h"
 #include "support/Clock.h"
 
+#include <optional>
 #include <string>
 
 namespace msc::health {
@@ -17,6 +18,9 @@ struct SamplerOptions {
   // ioctl on /dev/nvmeN; under a recorded tree ROOT/dev/kmsg and ROOT/dev/nvmeN are read as
   // plain files (kmsg records or dmesg lines; a 512-byte SMART log page) when present.
   std::string root = "/";
+  // The NVML library GPUs' memory health is read through (dlopen). Unset: libnvidia-ml.so.1 under
+  // "/", none under another root (a recorded tree's GPUs are not this machine's); tests name a fake.
+  std::optional<std::string> nvmlLibrary = {};
 };
 
 // `advertised` is what the node registers (discovered from the same root): its sensors' limits are

@@ -137,3 +137,74 @@ TEST(HealthSampler, MalformedFilesAreRecordedNotGuessed) {
 }
 
 } // namespace
+
+// The recorded 4xA100 node's GPUs, their memory health read through a fake NVML (fake_nvml/) whose
+// state file the test writes: ECC counters, pending repairs, and a GPU NVML does not know.
+TEST(HealthSampler, GpuMemoryThroughNvml) {
+  CollectingConsumer consumer;
+  DiagnosticEngine diags(nullptr, consumer);
+  std::optional<hal::Topology> topo = hal::loadTopology(
+      hal::TopologySource::file(std::string(MSC_SOURCE_DIR) +
+                                "/../shared/fixtures/topologies/hwloc-xml/psmgmt-jwb0004-juwelsbooster-4xA100.xml"),
+      diags);
+  ASSERT_TRUE(topo);
+  std::vector<hal::GpuRef> gpus = topo->gpus();
+  ASSERT_EQ(gpus.size(), 4u);
+  llvm::SmallString<128> state;
+  ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("msc-fake-nvml", "txt", state));
+  auto writeState = [&](const std::string &text) { std::ofstream(std::string(state), std::ios::trunc) << text; };
+  ::setenv("MSC_FAKE_NVML_STATE", state.c_str(), 1);
+  SamplerOptions options{"/nonexistent-root", std::string(MSC_FAKE_NVML_LIB)};
+  ManualClock clock;
+
+  // GPU 0 healthy, GPU 1 with ECC off, GPU 2 lost data and waits for a remap, GPU 3 unknown to NVML.
+  writeState(gpus[0].info->pci.str() + " 0 0 0 0 0\n" + gpus[1].info->pci.str() + " - - 0 0 0\n" +
+             gpus[2].info->pci.str() + " 5 2 0 1 0\n");
+  Sample s = takeSample(*topo, options, clock);
+  ASSERT_EQ(s.gpus.size(), 3u);
+  EXPECT_EQ(s.gpus[0].eccCorrected, 0u);
+  EXPECT_FALSE(s.gpus[1].eccCorrected) << "ECC off: not supported, not zero";
+  EXPECT_EQ(s.gpus[2].eccUncorrected, 2u);
+  EXPECT_TRUE(s.gpus[2].remapPending);
+  EXPECT_TRUE(hasNote(s, "GPU " + gpus[3].info->pci.str() + ": NVML does not know it"));
+  Verdict v = judge(s, nullptr, nullptr, Policy{});
+  EXPECT_EQ(v.level, Level::Failed);
+  ASSERT_EQ(v.reasons.size(), 2u);
+  EXPECT_EQ(v.reasons[0].code, DiagCode::ERR_HEALTH_008);
+  EXPECT_EQ(v.reasons[0].message,
+            "GPU " + gpus[2].info->pci.str() + " reports 2 uncorrected ECC error(s) since its driver loaded");
+  EXPECT_EQ(v.reasons[0].evidence, "ECC corrected 5, uncorrected 2, row remapping pending");
+  EXPECT_EQ(v.reasons[1].code, DiagCode::WRN_HEALTH_008);
+
+  // Corrected errors growing between two looks: degraded; a failed remap: failed.
+  writeState(gpus[0].info->pci.str() + " 7 0 0 0 0\n" + gpus[1].info->pci.str() + " - - 1 0 1\n");
+  clock.advance(1'000'000'000);
+  Sample later = takeSample(*topo, options, clock);
+  Verdict grown = judge(later, &s, &s, Policy{});
+  EXPECT_EQ(grown.level, Level::Failed);
+  std::vector<DiagCode> codes;
+  for (const Reason &r : grown.reasons)
+    codes.push_back(r.code);
+  EXPECT_EQ(codes, (std::vector<DiagCode>{DiagCode::ERR_HEALTH_009, DiagCode::WRN_HEALTH_009, DiagCode::WRN_HEALTH_008}));
+  EXPECT_EQ(grown.reasons[2].message, "GPU " + gpus[1].info->pci.str() + " has retired pages waiting for a GPU reset");
+  EXPECT_EQ(grown.reasons[1].message, "GPU " + gpus[0].info->pci.str() + " corrected ECC errors grew from 0 to 7");
+
+  // Kept in a state file and read back the same.
+  llvm::Expected<Sample> back = sampleFromJson(sampleToJson(later));
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  ASSERT_EQ(back->gpus.size(), 2u);
+  EXPECT_EQ(back->gpus[0].eccCorrected, 7u);
+  EXPECT_FALSE(back->gpus[1].eccUncorrected);
+  EXPECT_TRUE(back->gpus[1].remapFailed);
+
+  // Without a library named, a recorded tree's GPUs are not this machine's: not read, said so.
+  Sample recorded = takeSample(*topo, {"/nonexistent-root"}, clock);
+  EXPECT_TRUE(recorded.gpus.empty());
+  EXPECT_TRUE(hasNote(recorded, "GPU memory health through NVML: not read under a recorded tree"));
+  // A library that cannot be loaded is a note, not a verdict.
+  Sample absent = takeSample(*topo, {"/nonexistent-root", std::string("libnvidia-ml-absent.so.1")}, clock);
+  EXPECT_TRUE(absent.gpus.empty());
+  EXPECT_TRUE(hasNote(absent, "libnvidia-ml-absent.so.1 cannot be loaded"));
+  ::unsetenv("MSC_FAKE_NVML_STATE");
+  llvm::sys::fs::remove(state);
+}
