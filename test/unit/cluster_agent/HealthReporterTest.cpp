@@ -2,51 +2,18 @@
 // run time, on a manual clock: judged every interval, handed on only when the verdict changes.
 #include "cluster/agent/HealthReporter.h"
 
-#include "hal/Loader.h"
+#include "test/unit/RecordedSysfsTree.h"
 
 #include <gtest/gtest.h>
-#include <llvm/Support/FileSystem.h>
-
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 
 namespace msc::cluster {
 namespace {
 
-// The Dell tree of test/unit/health with a thermal zone whose critical trip point is 100 C.
-struct HotTree {
-  std::string dir, root;
-  HotTree() {
-    llvm::SmallString<128> d;
-    if (llvm::sys::fs::createUniqueDirectory("msc-agent-health", d))
-      return;
-    dir = std::string(d);
-    std::string cmd = "tar -xjf '" + std::string(MSC_SOURCE_DIR) +
-                      "/../shared/fixtures/topologies/sysfs/hwloc-32em64t-2n8c+dax+nvme+mic+dimms.tar.bz2' -C '" +
-                      dir + "'";
-    if (std::system(cmd.c_str()) != 0)
-      return;
-    root = dir + "/32em64t-2n8c+1mic";
-    write("/sys/class/thermal/thermal_zone0/type", "x86_pkg_temp\n");
-    write("/sys/class/thermal/thermal_zone0/trip_point_0_type", "critical\n");
-    write("/sys/class/thermal/thermal_zone0/trip_point_0_temp", "100000\n");
-    write("/sys/class/thermal/thermal_zone0/temp", "45000\n");
-  }
-  ~HotTree() {
-    if (!dir.empty())
-      std::filesystem::remove_all(dir);
-  }
-  void write(const std::string &rel, const std::string &content) const {
-    std::filesystem::create_directories(std::filesystem::path(root + rel).parent_path());
-    std::ofstream(root + rel, std::ios::binary | std::ios::trunc) << content;
-  }
-  hal::Topology load() const {
-    CollectingConsumer consumer;
-    DiagnosticEngine diags(nullptr, consumer);
-    std::optional<hal::Topology> t = hal::loadTopology(hal::TopologySource::sysfs(root), diags);
-    EXPECT_TRUE(t.has_value());
-    return t ? *t : hal::Topology{};
+// The recorded Dell tree with a thermal zone whose critical trip point is 100 C.
+struct HotTree : test::RecordedSysfsTree {
+  HotTree() : RecordedSysfsTree("msc-agent-health") {
+    if (!root.empty())
+      addThermalZone();
   }
 };
 

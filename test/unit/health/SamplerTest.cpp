@@ -4,6 +4,7 @@
 #include "health/Judge.h"
 #include "health/Sampler.h"
 #include "support/Clock.h"
+#include "test/unit/RecordedSysfsTree.h"
 
 #include <gtest/gtest.h>
 #include <llvm/Support/FileSystem.h>
@@ -17,36 +18,7 @@ using namespace msc::health;
 
 namespace {
 
-// The Dell tree: an mlx4_0 port, an NVMe controller, 2 MiB hugepages on two NUMA nodes.
-struct DellTree {
-  std::string dir, root;
-  DellTree() {
-    llvm::SmallString<128> d;
-    if (llvm::sys::fs::createUniqueDirectory("msc-health-sysfs", d))
-      return;
-    dir = std::string(d);
-    std::string cmd = "tar -xjf '" + std::string(MSC_SOURCE_DIR) +
-                      "/../shared/fixtures/topologies/sysfs/hwloc-32em64t-2n8c+dax+nvme+mic+dimms.tar.bz2' -C '" +
-                      dir + "'";
-    if (std::system(cmd.c_str()) == 0)
-      root = dir + "/32em64t-2n8c+1mic";
-  }
-  ~DellTree() {
-    if (!dir.empty())
-      std::filesystem::remove_all(dir);
-  }
-  void write(const std::string &rel, const std::string &content) const {
-    std::filesystem::create_directories(std::filesystem::path(root + rel).parent_path());
-    std::ofstream(root + rel, std::ios::binary | std::ios::trunc) << content;
-  }
-  hal::Topology load() const {
-    CollectingConsumer consumer;
-    DiagnosticEngine diags(nullptr, consumer);
-    std::optional<hal::Topology> t = hal::loadTopology(hal::TopologySource::sysfs(root), diags);
-    EXPECT_TRUE(t.has_value());
-    return t ? *t : hal::Topology{};
-  }
-};
+using DellTree = test::RecordedSysfsTree;
 
 bool hasNote(const Sample &s, llvm::StringRef text) {
   return llvm::any_of(s.notes, [&](const std::string &n) { return llvm::StringRef(n).contains(text); });

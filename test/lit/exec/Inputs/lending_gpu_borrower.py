@@ -6,14 +6,14 @@ import sys
 
 import mscale
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from phase_files import say as say_in  # noqa: E402
+
 directory = sys.argv[1]
 
 
 def say(name, text=""):
-    path = os.path.join(directory, name)
-    with open(path + ".tmp", "w") as f:
-        f.write(text)
-    os.rename(path + ".tmp", path)
+    say_in(directory, name, text)
 
 
 told = 0

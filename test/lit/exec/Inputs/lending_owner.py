@@ -3,24 +3,21 @@
 # has entered it.
 import os
 import sys
-import time
 
 import mscale
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from phase_files import say as say_in, wait_for as wait_in  # noqa: E402
 
 directory = sys.argv[1]
 
 
-def say(name):
-    open(os.path.join(directory, name), "w").close()
+def say(name, text=""):
+    say_in(directory, name, text)
 
 
 def wait_for(name):
-    path = os.path.join(directory, name)
-    for _ in range(6000):
-        if os.path.exists(path):
-            return
-        time.sleep(0.01)
-    sys.exit("lending_owner: no " + name + " within 60 s")
+    wait_in(directory, name, "lending_owner")
 
 
 # Straight from compute into decode (nested), so that the entry itself must bring CPU 1 back.
