@@ -29,6 +29,11 @@ cl::opt<std::string> Input("topology", cl::desc("A recorded topology (hwloc XML,
 cl::opt<std::string> InputOld("input", cl::desc("The older spelling of --topology"), cl::Hidden, cl::sub(HardwareCmd));
 cl::opt<std::string> SysfsRoot("sysfs-root", cl::desc("Read a recorded sysfs/procfs tree instead of '/'"),
                                cl::value_desc("dir"), cl::sub(HardwareCmd));
+cl::opt<std::string> NvmlLibrary("nvml-library",
+                                 cl::desc("Read the GPUs' memory health (ECC, row remapping) through this NVML "
+                                          "library (default: libnvidia-ml.so.1 on the live node, none under "
+                                          "--sysfs-root)"),
+                                 cl::value_desc("file"), cl::sub(HardwareCmd));
 cl::opt<bool> Json("json", cl::desc("Write JSON for scripts"), cl::sub(HardwareCmd));
 cl::opt<std::string> Interval("interval",
                               cl::desc("Take two samples this far apart and judge counter growth too (default: one "
@@ -113,6 +118,8 @@ int run() {
   if (judged) {
     health::SamplerOptions options;
     options.root = SysfsRoot.empty() ? "/" : SysfsRoot.getValue();
+    if (!NvmlLibrary.empty())
+      options.nvmlLibrary = NvmlLibrary.getValue();
     const Clock &clock = SystemClock::instance();
     health::Monitor monitor;
     if (!StateFile.empty() && !loadState(monitor, diags))
