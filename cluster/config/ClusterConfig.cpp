@@ -387,7 +387,6 @@ std::optional<ClusterConfig> parseClusterConfig(ConfigSource &source) {
   }
   if (doc.health && doc.health->lemon) {
     const Lemon &l = *doc.health->lemon;
-    ClusterConfig::Lemon lemon;
     uint64_t faults = 0;
     if (!l.faults || !l.within)
       parse.bad(std::string("health.lemon needs ") + (!l.faults ? "faults (how many)" : "within (a duration such as 24h)"));

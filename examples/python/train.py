@@ -156,8 +156,6 @@ def main(argv: Sequence[str]) -> int:
     mscale.io.take_over()
     log_path = a.log + (".rank%d" % rank if rank > 0 else "")  # rank 0 writes the log the tools watch
     log = open(log_path, "a", buffering=1)
-    if os.environ.get("MSCALE_RESTART_REASON"):
-        log.write("# restart after fault %s\n" % os.environ["MSCALE_RESTART_REASON"])
     parts = {"model": model, "optimizer": optimizer, "scheduler": scheduler, "loader": loader}
     state: Any = None
     if a.checkpoint:
@@ -168,6 +166,12 @@ def main(argv: Sequence[str]) -> int:
         step = state.restore()
     else:
         step = 1
+    # Said once the attempt has resumed, with the line saying from where: a restarted rank of a
+    # multi-node job waits in restore for the others (they agree on the step), and one ended there
+    # (its job placed again elsewhere) did not resume at all, so its fault must not be read as the
+    # reason of the next attempt's resume.
+    if os.environ.get("MSCALE_RESTART_REASON"):
+        log.write("# restart after fault %s\n" % os.environ["MSCALE_RESTART_REASON"])
     _log_start(log, state, step, loader)
 
     model.train()  # dropout on
