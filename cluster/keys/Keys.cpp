@@ -118,10 +118,11 @@ std::optional<Registration> decodeRegistration(const std::string &value, std::st
     *field = std::move(word);
     r.topologyYaml = end == std::string::npos ? std::string() : r.topologyYaml.substr(end + 1);
   }
-  // The health lines, all of them taken off the topology even when one does not read: the verdict
-  // is then unknown, the topology is not.
+  // The health lines, taken off the topology when they read. When one does not, the verdict is
+  // unknown and the lines stay where they were, at the head of the topology (YAML comments), so that
+  // the value encodes again to itself: a line after them (an address) is the topology's, not ours.
   std::optional<NodeHealth> health;
-  std::string bad;
+  std::string bad, withHealthLines = r.topologyYaml;
   while (llvm::StringRef(r.topologyYaml).starts_with("# health")) {
     size_t end = r.topologyYaml.find('\n');
     llvm::StringRef line = llvm::StringRef(r.topologyYaml).take_front(end);
@@ -152,9 +153,10 @@ std::optional<Registration> decodeRegistration(const std::string &value, std::st
   if (bad.empty() && health && (health->level == HealthLevel::Healthy) != health->reasons.empty())
     bad = std::string("verdict '") + healthLevelName(health->level) + "' with " + std::to_string(health->reasons.size()) +
           " reason(s)";
-  if (!bad.empty())
+  if (!bad.empty()) {
     r.healthUnreadable = bad;
-  else
+    r.topologyYaml = std::move(withHealthLines);
+  } else
     r.health = std::move(health);
   return r;
 }
