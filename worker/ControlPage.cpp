@@ -77,6 +77,9 @@ void ControlPageHost::resetForNewWorker() {
   // A borrower's new worker has not said yet that it cooperates, nor acknowledged anything.
   page_->cooperates.store(0, std::memory_order_relaxed);
   page_->yieldAck.store(0, std::memory_order_relaxed);
+  // A stop was asked of (or done by) the previous worker; the executor asks the new one afresh.
+  page_->stopAfterStep.store(0, std::memory_order_relaxed);
+  page_->stoppedAtStep.store(0, std::memory_order_relaxed);
   ::syscall(SYS_futex, reinterpret_cast<uint32_t *>(&page_->phase), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
 }
 

@@ -44,7 +44,13 @@ public:
   bool acknowledged(uint64_t generation) const {
     return page_->ackGeneration.load(std::memory_order_acquire) >= generation;
   }
-  // A new worker starts with the slices it is given in its environment.
+  // A planned stop (a drain; WorkerApi.h: stopAfter()): asks the worker to stop after `step`, 0
+  // withdraws the request; what is asked; the step the worker said it stopped at once that step's
+  // snapshot was committed to disk (0: it has not stopped).
+  void requestStopAfter(uint64_t step) { page_->stopAfterStep.store(step, std::memory_order_release); }
+  uint64_t stopRequestedAfter() const { return page_->stopAfterStep.load(std::memory_order_acquire); }
+  uint64_t stoppedAt() const { return page_->stoppedAtStep.load(std::memory_order_acquire); }
+  // A new worker starts with the slices it is given in its environment, and with no stop asked.
   void resetForNewWorker(); // also forgets the previous worker's throughput and any standby state
 
   // A warm standby on this page (WorkerApi.h: takeOver): whether it waits for the job yet, the
@@ -59,7 +65,8 @@ public:
   static bool fits(const Environment &environment);
   void handOverToStandby(const Environment &environment);
   // This page takes over from `previous` (the failed worker's): the last step it reported and the
-  // slice notice generation, so that every rank's page goes on in lockstep.
+  // slice notice generation, so that every rank's page goes on in lockstep. Not a stop request or a
+  // stop: those were the previous worker's.
   void continueFrom(const ControlPageHost &previous);
 
 private:

@@ -152,6 +152,12 @@ struct ControlPage {
   std::atomic<uint32_t> yieldAck;
   std::atomic<uint32_t> cooperates;
   std::atomic<uint64_t> yieldByNs;
+  // A planned stop (a drain; stopAfter()): the executor stores the step S after which the worker is
+  // to stop (0 = nothing asked); the worker completes S, commits S's snapshot to the disk tier (the
+  // memory tier does not move to another node), stores S in `stoppedAtStep` and exits 0. Every rank
+  // of a job is given the same S, so none waits in a collective of step S + 1.
+  std::atomic<uint64_t> stopAfterStep;
+  std::atomic<uint64_t> stoppedAtStep; // 0 = not stopped
 };
 // Device runtimes a standby had loaded when it began to wait: it may have opened the devices of its
 // environment, so their placement can no longer change under it.
@@ -331,6 +337,29 @@ inline bool pendingSliceUpdate(uint64_t &generation, std::string &slices) {
 inline void acknowledgeSlices(uint64_t generation) {
   if (ControlPage *c = controlPage())
     c->ackGeneration.store(generation, std::memory_order_release);
+}
+
+// ---- a planned stop at a snapshot boundary (a drain; docs/supervision.md) ----------------------
+// The step S the executor asks this worker to stop after, 0 when nothing is asked (or there is no
+// control page). Loads only: cheap enough to call every step.
+inline uint64_t stopRequested() {
+  ControlPage *c = controlPage();
+  return c ? c->stopAfterStep.load(std::memory_order_acquire) : 0;
+}
+// Whether the worker, having just completed `step`, is to stop now: the executor asks it to stop
+// after exactly this step. A request for a step already passed is not honoured (the worker runs
+// on; the executor sees that from the page's `step`), nor is one for a later step yet.
+inline bool stopAfter(uint64_t step) {
+  return step != 0 && stopRequested() == step;
+}
+// Called once the snapshot of `step` is committed to the disk tier, just before the worker exits 0:
+// the executor then knows the job may resume from step + 1 on another node. Marks the worker as
+// finishing (finishing()) too. No-op without a control page.
+inline void stoppedAt(uint64_t step) {
+  if (ControlPage *c = controlPage()) {
+    c->stoppedAtStep.store(step, std::memory_order_release);
+    c->finishing.store(1, std::memory_order_release);
+  }
 }
 
 // ---- phases: where the job is on its demand curve (docs/contract_language.md) -----------------
