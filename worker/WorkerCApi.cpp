@@ -238,5 +238,12 @@ int64_t msc_worker_gpu_slices_pending(char *slices, uint64_t capacity) {
 }
 void msc_worker_acknowledge_gpu_slices(uint64_t generation) { mscale::worker::acknowledgeSlices(generation); }
 void msc_worker_report_throughput(double tflops) { mscale::worker::reportThroughput(tflops); }
+uint64_t msc_worker_stop_requested(void) { return mscale::worker::stopRequested(); }
+int msc_worker_stopped_at(uint64_t step) {
+  if (step == 0)
+    return fail(EINVAL, "msc_worker_stopped_at: step 0 is no step"); // 0 on the page is "not stopped"
+  mscale::worker::stoppedAt(step);
+  return 0;
+}
 
 } // extern "C"

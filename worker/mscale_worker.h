@@ -126,6 +126,17 @@ MSC_WORKER_API int64_t msc_worker_gpu_slices_pending(char *slices, uint64_t capa
  * executor releases them. A borrower that does not acknowledge a let-go in time is ended. */
 MSC_WORKER_API void msc_worker_acknowledge_gpu_slices(uint64_t generation);
 
+/* ---- a planned stop at a snapshot boundary (a drain: the job moves to other nodes) ---- */
+/* The step the executor asks this worker to stop after, 0 when nothing is asked. Loads only: call it
+ * after every completed step. When it equals the step just completed, the worker writes that step's
+ * snapshot to the disk tier (even off its cadence) and waits for it to be committed, calls
+ * msc_worker_stopped_at(step) and exits 0; the job resumes at step + 1 elsewhere. A request for a
+ * step already passed is not honoured: the worker runs on. */
+MSC_WORKER_API uint64_t msc_worker_stop_requested(void);
+/* The snapshot of `step` is committed to the disk tier and the worker is exiting 0 (it is also
+ * finishing, as msc_worker_finishing says). 0, or EINVAL for step 0. */
+MSC_WORKER_API int msc_worker_stopped_at(uint64_t step);
+
 #ifdef __cplusplus
 }
 #endif

@@ -385,6 +385,21 @@ TEST_F(WorkerCApiTest, HeartbeatsOnTheControlPage) {
   EXPECT_STREQ(slices, "");
   acknowledge(letGo);
   EXPECT_EQ(page->ackGeneration.load(), letGo);
+
+  // A planned stop (a drain): the step the executor asks for is read back; the worker says it
+  // stopped there, which marks it finishing too. Step 0 is refused: on the page it means "not stopped".
+  auto stopRequested = fn<decltype(&msc_worker_stop_requested)>("msc_worker_stop_requested");
+  auto stoppedAt = fn<decltype(&msc_worker_stopped_at)>("msc_worker_stopped_at");
+  EXPECT_EQ(stopRequested(), 0u) << "nothing asked";
+  page->stopAfterStep.store(50);
+  EXPECT_EQ(stopRequested(), 50u);
+  page->finishing.store(0);
+  EXPECT_EQ(stoppedAt(0), EINVAL);
+  EXPECT_EQ(page->stoppedAtStep.load(), 0u) << "a refused call says nothing";
+  EXPECT_EQ(page->finishing.load(), 0u);
+  EXPECT_EQ(stoppedAt(50), 0);
+  EXPECT_EQ(page->stoppedAtStep.load(), 50u);
+  EXPECT_EQ(page->finishing.load(), 1u);
   ::unsetenv("MSCALE_PHASES");
   ::unsetenv("MSCALE_CONTROL_FD");
   ::munmap(p, 4096);
