@@ -312,10 +312,14 @@ public:
       ::setrlimit(RLIMIT_CORE, &none);
       std::abort();
     }
-    if (store && o.snapshotEvery && step % o.snapshotEvery == 0)
+    bool saved = store && o.snapshotEvery && step % o.snapshotEvery == 0;
+    if (saved)
       if (std::optional<int> stop = save(lr))
         return stop;
     mscale::worker::heartbeat(step);
+    if (mscale::worker::stopAfter(step))
+      if (std::optional<int> stop = stopForMove(lr, saved))
+        return stop;
     uint64_t generation = 0;
     if (std::string slices; mscale::worker::pendingSliceUpdate(generation, slices)) {
       // A real worker moves its streams to the new green context here; the model runs on the CPU.
@@ -391,6 +395,31 @@ private:
     log.line(line);
     say(line.substr(2) + " (" + r.source + ")");
     return std::nullopt;
+  }
+
+  // A planned stop (a drain): the job moves to other nodes and resumes there at step + 1, so this
+  // step's snapshot must be committed to the disk tier, on the cadence or not (the memory tier stays
+  // behind). Exits 0 without the final line: the job is not done.
+  std::optional<int> stopForMove(double lr, bool saved) {
+    std::string at = std::to_string(step);
+    if (!store || !store->hasDiskTier()) {
+      // Nothing would carry the state to another node. Run on: the executor sees the step pass.
+      say("not stopping after step " + at + " for a planned move: no disk tier (--snapshot-dir)");
+      return std::nullopt;
+    }
+    if (!saved)
+      if (std::optional<int> failed = save(lr))
+        return failed;
+    if (Status s = store->flush(); !s) { // a background disk write (StoreOptions::backgroundDisk)
+      std::fprintf(stderr, "mscale-train-sim: %s\n", s.str().c_str());
+      return s.str().find(std::strerror(ENOSPC)) != std::string::npos ? kExitDiskFull : kExitError;
+    }
+    // The line before the page: once the executor reads the stop it may start the next attempt,
+    // whose lines must come after this one in a shared log.
+    log.line("# stopped after step " + at + ": planned move");
+    say("stopped after step " + at + ": planned move (snapshot on the disk tier)");
+    mscale::worker::stoppedAt(step);
+    return kExitOk;
   }
 
   std::optional<int> save(double lr) {

@@ -37,7 +37,11 @@ const char *kUsage =
     "  --quiet                no progress on stderr\n"
     "Under mscale-exec: MSCALE_SNAPSHOT_DIR/_EVERY/_KEEP/_MEMFD (from the plan) stand in for the snapshot\n"
     "options not given; MSCALE_RESUME=1 means --resume; heartbeats go to the control page. A warm standby\n"
-    "(MSCALE_STANDBY=1) allocates its state, then waits for the executor to hand it the job.\n";
+    "(MSCALE_STANDBY=1) allocates its state, then waits for the executor to hand it the job. Asked on the\n"
+    "page to stop after step S (a drain), it writes S's snapshot to the disk tier, logs '# stopped after\n"
+    "step S: planned move' and exits 0 without the final line.\n"
+    "With WORLD_SIZE > 1 and RANK=r > 0 the log is <log>.rank<r>, the snapshots <dir>/rank<r> (and\n"
+    "--mem-name NAME-rank<r>); each rank resumes from its own newest snapshot.\n";
 
 bool number(const char *s, uint64_t &out) {
   char *end = nullptr;
@@ -173,6 +177,21 @@ int main(int argc, char **argv) {
   }
   if (const char *r = env("MSCALE_RESUME"); r && std::string(r) == "1")
     o.resume = true;
+  // One command runs every rank of a multi-node job (RANK, WORLD_SIZE from the placement): rank r > 0
+  // appends to <log>.rank<r> (as ddp_job.py does) and keeps its snapshots in <dir>/rank<r>, its
+  // memory tier named after that, so that ranks sharing a machine or a directory never mix. Rank 0
+  // keeps the paths as given. The ranks do not talk: each resumes from its own newest snapshot.
+  uint64_t rank = 0, worldSize = 1;
+  if (env("WORLD_SIZE") && number(env("WORLD_SIZE"), worldSize) && worldSize > 1 && env("RANK") &&
+      number(env("RANK"), rank) && rank > 0) {
+    std::string suffix = "rank" + std::to_string(rank);
+    if (!o.logPath.empty())
+      o.logPath += "." + suffix;
+    if (!o.snapshotDir.empty())
+      o.snapshotDir += "/" + suffix;
+    if (!o.memoryName.empty())
+      o.memoryName += "-" + suffix;
+  }
   if (o.dataDir.empty()) {
     std::fputs(kUsage, stderr);
     return msc::workload::kExitUsage;
