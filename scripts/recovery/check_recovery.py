@@ -9,6 +9,10 @@ attempt of each step) is exactly the reference's steps 1..S, with each sample se
 the final parameter hash is identical; after each supervisor fault the resume used the expected tier
 (memory, disk after a lost node). Faults come from supervise.py's '# supervisor:' lines or from the
 '# restart after fault CLASS at step K' lines workers write under mscale-exec.
+A '# stopped after step S: planned move' line (a drain) ends an attempt without a fault, right after
+step S; the next attempt must resume at S+1 from the snapshot of S (off the cadence: the stop wrote
+it), from whichever tier it finds. With any planned move it also prints 'planned moves: N, steps run
+twice: M' (M: steps logged more than once across attempts; 0 is a move that replayed nothing).
 Prints one line per fact and 'RESULT: PASS' or 'RESULT: FAIL' (exit 1).
 """
 import argparse
@@ -49,6 +53,9 @@ def main():
     expected_step = None
     expect_tier = None
     last_fault = None
+    planned_stop = None  # S of the attempt that ended with a planned stop, until the next resumes
+    planned_moves = 0
+    runs = collections.Counter()
     final = None
     with open(a.faulty) as f:
         for line in f:
@@ -62,17 +69,32 @@ def main():
             elif m:
                 attempts += 1
                 resume, tier, snap = int(m.group(1)), m.group(2), int(m.group(3))
-                if resume != snap + 1 or snap % a.every:
-                    fail("resume at %d is not right after a snapshot step (%s)" % (resume, line))
-                if expect_tier and tier != expect_tier:
-                    fail("after '%s' the resume used the %s tier, expected %s" % (last_fault, tier, expect_tier))
-                print("fault %s -> resumed at step %d from %s" % (last_fault or "?", resume, tier))
+                if planned_stop is not None:
+                    # The stop wrote the snapshot of S whatever the cadence; the job may have moved
+                    # (disk) or stayed (memory): either holds S.
+                    if resume != planned_stop + 1 or snap != planned_stop:
+                        fail("after the planned stop at step %d the next attempt did not resume at step %d (%s)"
+                             % (planned_stop, planned_stop + 1, line))
+                    print("planned move after step %d -> resumed at step %d from %s" % (planned_stop, resume, tier))
+                else:
+                    if resume != snap + 1 or snap % a.every:
+                        fail("resume at %d is not right after a snapshot step (%s)" % (resume, line))
+                    if expect_tier and tier != expect_tier:
+                        fail("after '%s' the resume used the %s tier, expected %s" % (last_fault, tier, expect_tier))
+                    print("fault %s -> resumed at step %d from %s" % (last_fault or "?", resume, tier))
                 expected_step = resume
                 expect_tier = None
+                planned_stop = None
+            elif re.match(r"# stopped after step \d+: planned move$", line):
+                planned_stop = int(line.split()[4].rstrip(":"))
+                planned_moves += 1
+                if expected_step != planned_stop + 1:
+                    fail("'%s' where the last step logged was %s" % (line, None if expected_step is None else expected_step - 1))
             elif line.startswith("# restart after fault "):
                 # mscale-exec's supervisor hands the fault to the restarted worker (MSCALE_RESTART_REASON)
                 last_fault = line[len("# restart after fault "):]
-                expect_tier = "disk" if last_fault.startswith("node-lost") else "memory"
+                if planned_stop is None:  # after a planned stop either tier may hold S: none is expected
+                    expect_tier = "disk" if last_fault.startswith("node-lost") else "memory"
             elif line.startswith("# supervisor: fault "):
                 fm = re.match(r"# supervisor: fault (\S+) at step (\d+) .*expect-tier (\w+)", line)
                 last_fault = "%s at step %s" % (fm.group(1), fm.group(2))
@@ -86,12 +108,15 @@ def main():
                 expected_step = s + 1
                 if s in effective:
                     replayed += 1
+                runs[s] += 1
                 if ref.get(s) != line:
                     fail("step %d differs from the uninterrupted run:\n  got  %s\n  want %s" % (s, line, ref.get(s)))
                 effective[s] = line
             elif line.startswith("final "):
                 final = line
     print("attempts: %d, replayed steps identical to their first run: %d" % (attempts, replayed))
+    if planned_moves:
+        print("planned moves: %d, steps run twice: %d" % (planned_moves, sum(1 for n in runs.values() if n > 1)))
     if sorted(effective) != sorted(ref):
         missing = sorted(set(ref) - set(effective))
         extra = sorted(set(effective) - set(ref))
