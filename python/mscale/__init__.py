@@ -18,7 +18,8 @@ This package grows module by module (issue 13):
 * ``mscale.io``, ``mscale.gds`` -- the worker runtime's io_uring reader at the plan's queue depth, role
   placement of loader threads and processes, the heartbeat, ``phase`` (where the job is on its demand
   curve), ``yield_requested`` / ``yield_now`` (a borrower yielding what it is lent),
-  ``gpu_slice_update`` / ``acknowledge_gpu_slices`` (GPU slice hand-overs); ``GDSLoader``.
+  ``gpu_slice_update`` / ``acknowledge_gpu_slices`` (GPU slice hand-overs), ``stop_requested`` /
+  ``stopped_at`` (a planned stop, which ``ExactResume.step_done`` handles: ``should_stop``); ``GDSLoader``.
 * ``mscale.errors`` -- the package's coded errors (``error[ERR_PY_NNN]: ...``).
 """
 

@@ -23,7 +23,7 @@ from mscale.errors import MScaleError, UsageError
 
 __all__ = ["DataError", "PlacementError", "UringReader", "finishing", "heartbeat", "library",
            "failed", "nothing_to_resume", "pin_to_role", "report_throughput", "role_cpus", "role_io_depth",
-           "role_worker_init", "supervised", "DEFAULT_QUEUE_DEPTH"]
+           "role_worker_init", "stop_requested", "stopped_at", "supervised", "DEFAULT_QUEUE_DEPTH"]
 
 ABI_VERSION = 1
 LIBRARY_ENV = "MSCALE_WORKER_LIB"
@@ -90,6 +90,8 @@ def _declare(lib: ctypes.CDLL) -> None:
         "msc_worker_yield": (c_int, []),
         "msc_worker_gpu_slices_pending": (ctypes.c_int64, [ctypes.c_char_p, u64]),
         "msc_worker_acknowledge_gpu_slices": (None, [u64]),
+        "msc_worker_stop_requested": (u64, []),
+        "msc_worker_stopped_at": (c_int, [u64]),
     }
     for name, (restype, argtypes) in signatures.items():
         fn = getattr(lib, name)
@@ -273,6 +275,24 @@ def report_throughput(tflops: float) -> None:
     per-slice counter."""
     library().msc_worker_report_throughput(float(tflops))
     _native.follow_take_over()
+
+
+def stop_requested() -> int:
+    """The step the executor asks this worker to stop after (a drain: the job moves to other nodes),
+    0 when nothing is asked or the process is not supervised.  Loads only: cheap every step.
+    ``ExactResume.step_done`` acts on it; a loop without ``ExactResume`` stops after exactly that
+    step: it commits the step's snapshot to disk, calls ``stopped_at(step)`` and exits 0.  A request
+    for a step already passed is not honoured: the worker runs on."""
+    return int(library().msc_worker_stop_requested())
+
+
+def stopped_at(step: int) -> None:
+    """Tells the executor the snapshot of ``step`` is committed to the disk tier and the worker is
+    exiting 0 for a planned move (the job resumes at ``step + 1`` elsewhere); it also marks the
+    worker as finishing.  A no-op when the process is not supervised."""
+    if not isinstance(step, int) or isinstance(step, bool) or not 0 < step < STEP_RESTORING:
+        raise UsageError("ERR_PY_044", "stopped_at(step): the step must be an int in [1, 2**64 - 1), got %r" % (step,))
+    library().msc_worker_stopped_at(step)
 
 
 # ---- the reader -------------------------------------------------------------------------------

@@ -7,7 +7,10 @@ One object, one call a step::
     for batch in loader:                    # the loader continues where the snapshot left it
         ...                                 # forward, backward, optimizer.step(), scheduler.step()
         state.step_done(step)               # heartbeat; a snapshot at the plan's recovery points
+        if state.should_stop:               # a planned move (drain): this step is on disk, end here
+            break
         step += 1
+    state.close()
 
 A snapshot holds the registered parts' ``state_dict()`` (model, optimizer, LR scheduler, data loader
 position, a ``torch.cuda.amp.GradScaler`` and its loss-scale history, any other object with
@@ -18,6 +21,13 @@ back in milliseconds -- and the disk tier in a background thread, for node loss.
 checksummed; a torn or corrupt snapshot is skipped with its coded error and the next newest is
 used; a restarted worker (``MSCALE_RESUME=1``) that finds nothing valid stops with ERR_PY_022 rather
 than starting again at step 1.
+
+A planned stop (a drain: an operator moves the job to other nodes): the executor asks the worker, on
+its control page, to stop after a step S; every rank of a job is asked the same S.  ``step_done(S)``
+then snapshots S whatever the cadence, waits until the disk tier has it (the memory tier stays on
+the node left behind), tells the executor, and sets ``should_stop``: the loop ends, the program
+exits 0 (without writing what a finished run writes) and the job resumes at S+1 elsewhere, replaying
+no step.  A step done after that is an error (ERR_PY_024): two copies of the job would run.
 
 Under ``mscale-exec`` the cadence, directory and number kept come from the plan
 (``MSCALE_SNAPSHOT_EVERY``, ``MSCALE_SNAPSHOT_DIR``, ``MSCALE_SNAPSHOT_KEEP``) and the memory tier
@@ -92,6 +102,18 @@ class _Heartbeat:
         if self._beat:
             from mscale import io as _io
             _io.finishing()
+
+    def stop_requested(self) -> int:
+        """The step the executor asks the worker to stop after; 0 (nothing asked) unsupervised."""
+        if not self._beat:
+            return 0
+        from mscale import io as _io
+        return _io.stop_requested()
+
+    def stopped_at(self, step: int) -> None:
+        if self._beat:
+            from mscale import io as _io
+            _io.stopped_at(step)
 
 
 class _BeatWhile:
@@ -216,6 +238,7 @@ class ExactResume:
         self._disk_error: Optional[BaseException] = None
         self._heartbeat = _Heartbeat()
         self.last_snapshot_step: Optional[int] = None
+        self.stopped_at: Optional[int] = None  # the step of a planned stop, once committed (should_stop)
         self.restored_from: Optional[_snapshot.Restored] = None
         self._nothing_reason = "no snapshot"
         _install_exit_status_hook()
@@ -248,14 +271,33 @@ class ExactResume:
     def step_done(self, step: int) -> bool:
         """Call once per step, after the optimizer and scheduler steps of ``step``.  Beats the
         control page and, at the recovery points (``step % every == 0``), snapshots.  True when a
-        snapshot was taken."""
+        snapshot was taken.  When the executor asks the worker to stop after ``step`` (a planned
+        move), it also snapshots off the cadence, waits for the disk tier and sets ``should_stop``."""
+        if self.stopped_at is not None:
+            raise UsageError("ERR_PY_024", "step %d is done after the planned stop after step %d: end the training "
+                             "loop when should_stop is true" % (step, self.stopped_at))
         if self._loss_scale:
             self._loss_scale.observe(step)
         self._heartbeat(step)
-        if step % self.every:
+        stop = self._heartbeat.stop_requested() == step
+        if step % self.every and not stop:
             return False
         self.snapshot(step)
+        if stop:
+            # The job moves to other nodes, where only the disk tier is: the executor is told once
+            # the disk holds this step, not before.
+            self._finish_disk_write()
+            self._heartbeat.stopped_at(step)
+            self.stopped_at = step
+            _log("stopped after step %d: planned move (its snapshot is on disk)" % step)
         return True
+
+    @property
+    def should_stop(self) -> bool:
+        """True once ``step_done`` has committed a planned stop (``stopped_at`` is its step): end the
+        training loop, ``close()`` and exit 0; the job resumes at the next step on other nodes.  A
+        property, like Lightning's ``Trainer.should_stop``: ``if state.should_stop: break``."""
+        return self.stopped_at is not None
 
     def snapshot(self, step: int) -> None:
         """Snapshot the state after ``step``: the memory tier now, the disk tier in the background
