@@ -14,6 +14,10 @@ With ``WORLD_SIZE`` > 1 (``mscale-exec run --nproc-per-node 2``, or torchrun) th
 model with ``DistributedDataParallel`` over gloo: every rank reads the same global batch order and
 takes its share of each batch; rank 0 writes ``--log``, rank R > 0 ``<log>.rank<R>``.
 
+Asked by ``mscale-exec`` to stop after step S (a drain: the job moves to other nodes), it ends the
+loop after S, whose snapshot ``ExactResume`` has committed to disk, logs ``# stopped after step S:
+planned move`` instead of the ``final`` line and exits 0; the next placement resumes at S+1.
+
 ``--checkpoint FILE`` replaces the snapshot store with a plain ``torch.save`` of the same state every
 ``--every`` steps and ``torch.load`` on start: the baseline the benchmark compares recovery against.
 """
@@ -181,8 +185,9 @@ def main(argv: Sequence[str]) -> int:
     # The phases (train.msc): the loop computes, except while it fetches a batch (decode: the loader's
     # CPU is kept) and while it writes a recovery point (snapshot). Leaving a phase returns to the one
     # around it, so the worker is never between phases, where the contract keeps everything.
+    stopped = False  # a planned stop (ExactResume.should_stop): the job goes on elsewhere
     with _phase("compute"):
-        while step <= a.steps:
+        while step <= a.steps and not stopped:
             epoch = loader.epoch
             batches = iter(loader)
             while step <= a.steps:
@@ -207,12 +212,21 @@ def main(argv: Sequence[str]) -> int:
                         if state.step_done(step):
                             snapshot_seconds += time.perf_counter() - before
                             snapshots += 1
+                    if getattr(state, "should_stop", False):
+                        log.write("# stopped after step %d: planned move\n" % step)
+                        stopped = True
+                        break
                 step += 1
     if state:
         state.close()
     if timing:
         timing.write("loop-seconds %.6f steps %d snapshot-seconds %.6f snapshots %d\n" % (
-            time.time() - loop_started, a.steps - first + 1, snapshot_seconds, snapshots))
+            time.time() - loop_started, step - first + (1 if stopped else 0), snapshot_seconds, snapshots))
+    if stopped:  # not done: no model to hand on, no final line that would read as a completed run
+        log.close()
+        if world > 1:
+            torch.distributed.destroy_process_group()
+        return 0
     if a.model_out:  # what the inference borrower of lending_demo.sh loads
         torch.save(model.state_dict(), a.model_out + ".tmp")
         os.replace(a.model_out + ".tmp", a.model_out)

@@ -4,7 +4,10 @@ gives them (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT). The cluster compiled th
 (two recorded nodes) itself, so the example's own contract check, which compiles its tiny_vlm
 contract for the machine it runs on, is not what this job's plan is: it is bypassed (the undecorated
 function). Each start appends the rendezvous it was given to ``<--log>.rendezvous`` (one line:
-``rank R of W at ADDR:PORT``), and prints it: the worker's output the node keeps.  Usage: ddp_job.py ARGS... (train.py's)."""
+``rank R of W at ADDR:PORT``), and prints it: the worker's output the node keeps.  A planned stop (a
+drain) asked on a rank's control page ends it as train.py ends: after that step, whose snapshot is on
+disk, with ``# stopped after step S: planned move`` in its log and status 0 (every rank is asked the
+same S).  Usage: ddp_job.py ARGS... (train.py's)."""
 import os
 import sys
 
