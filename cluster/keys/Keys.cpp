@@ -4,6 +4,8 @@
 #include "cluster/keys/assignment.pb.h"
 #include "cluster/keys/submission.pb.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <llvm/ADT/StringRef.h>
 
 #include <algorithm>
@@ -269,6 +271,22 @@ std::optional<PublishedConfig> decodeConfig(const std::string &value, std::strin
   return PublishedConfig{value.substr(header.size(), eol - header.size()), value.substr(eol + 1)};
 }
 
+// A message's bytes with its maps in key order: protobuf's default order of map entries is not
+// specified (it follows the hash table), and the same assignment must encode to the same bytes so
+// that an agent and the leader can tell a changed one from one written again.
+namespace {
+std::string deterministicBytes(const google::protobuf::MessageLite &m) {
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    m.SerializeToCodedStream(&coded);
+  }
+  return out;
+}
+} // namespace
+
 std::string encodeAssignment(const Assignment &a) {
   proto::Assignment m;
   m.set_format(kAssignmentFormat);
@@ -278,9 +296,12 @@ std::string encodeAssignment(const Assignment &a) {
     m.add_command(arg);
   for (const auto &[k, v] : a.environment)
     (*m.mutable_environment())[k] = v;
-  std::string out;
-  m.SerializeToString(&out);
-  return out;
+  if (a.stop) {
+    m.mutable_stop()->set_drain(a.stop->drain);
+    m.mutable_stop()->set_attempt(a.stop->attempt);
+    m.mutable_stop()->set_after_step(a.stop->afterStep);
+  }
+  return deterministicBytes(m);
 }
 
 std::optional<Assignment> decodeAssignment(const std::string &value, std::string &why) {
@@ -307,7 +328,58 @@ std::optional<Assignment> decodeAssignment(const std::string &value, std::string
   a.plan = m.plan();
   a.command.assign(m.command().begin(), m.command().end());
   a.environment.insert(m.environment().begin(), m.environment().end());
+  if (m.has_stop()) {
+    if (m.stop().drain() <= 0 || m.stop().attempt() == 0) {
+      why = "its planned stop names drain " + std::to_string(m.stop().drain()) + " attempt " +
+            std::to_string(m.stop().attempt()) + " (both must be positive)";
+      return std::nullopt;
+    }
+    a.stop = PlannedStop{m.stop().drain(), m.stop().attempt(), m.stop().after_step()};
+  }
   return a;
+}
+
+std::string encodeDrain(const Drain &d) {
+  return "leader-rev " + std::to_string(d.leaderRevision) + "\nsince-ms " + std::to_string(d.sinceUnixMs) +
+         "\ndeadline-ms " + std::to_string(d.deadlineUnixMs) + "\nforce " + (d.force ? "yes" : "no") + "\nstate " +
+         (d.timedOut ? "timed-out" : "draining") + "\n";
+}
+
+std::optional<Drain> decodeDrain(const std::string &value, std::string &why) {
+  Drain d;
+  bool rev = false, since = false, deadline = false, force = false, state = false;
+  std::istringstream in(value);
+  for (std::string line; std::getline(in, line);) {
+    size_t space = line.find(' ');
+    std::string field = line.substr(0, space), rest = space == std::string::npos ? "" : line.substr(space + 1);
+    if (field == "leader-rev" && number(rest, d.leaderRevision) && d.leaderRevision > 0)
+      rev = true;
+    else if (field == "since-ms" && number(rest, d.sinceUnixMs) && d.sinceUnixMs >= 0)
+      since = true;
+    else if (field == "deadline-ms" && number(rest, d.deadlineUnixMs))
+      deadline = true;
+    else if (field == "force" && (rest == "yes" || rest == "no"))
+      d.force = rest == "yes", force = true;
+    else if (field == "state" && (rest == "draining" || rest == "timed-out"))
+      d.timedOut = rest == "timed-out", state = true;
+    else {
+      why = "the line '" + line + "' does not read";
+      return std::nullopt;
+    }
+  }
+  if (!rev || !since || !deadline || !force || !state) {
+    why = std::string("no ") +
+          (!rev ? "'leader-rev N'" : !since ? "'since-ms N'" : !deadline ? "'deadline-ms N'" : !force ? "'force yes|no'"
+                                                                                           : "'state draining|timed-out'") +
+          " line";
+    return std::nullopt;
+  }
+  if (d.deadlineUnixMs < d.sinceUnixMs) {
+    why = "its deadline (" + std::to_string(d.deadlineUnixMs) + " ms) is before its start (" +
+          std::to_string(d.sinceUnixMs) + " ms)";
+    return std::nullopt;
+  }
+  return d;
 }
 
 bool isContractName(const std::string &name, std::string &why) {
@@ -367,9 +439,7 @@ std::string encodeSubmission(const Submission &s) {
     m.add_command(arg);
   for (const auto &[k, v] : s.environment)
     (*m.mutable_environment())[k] = v;
-  std::string out;
-  m.SerializeToString(&out);
-  return out;
+  return deterministicBytes(m);
 }
 
 std::optional<Submission> decodeSubmission(const std::string &value, std::string &why) {
@@ -407,6 +477,14 @@ std::string encodeStatus(const AssignmentStatus &s) {
     out += "faults " + std::to_string(s.faults) + "\n";
     out += "last-fault " + oneLine(s.lastFault) + "\n";
   }
+  if (s.stop) {
+    out += "stop-asked " + std::to_string(s.stop->drain) + " " + std::to_string(s.stop->attempt) + "\n";
+    out += "stop-step " + std::to_string(s.stop->step) + "\nstop-step-ms " + std::to_string(s.stop->stepMs) + "\n";
+    if (s.stop->stoppedAt)
+      out += "stopped-at " + std::to_string(s.stop->stoppedAt) + "\n";
+    if (s.stop->missedAt)
+      out += "stop-missed " + std::to_string(s.stop->missedAt) + "\n";
+  }
   for (const std::string &m : s.messages)
     out += "message " + m + "\n";
   return out;
@@ -440,6 +518,18 @@ std::optional<AssignmentStatus> decodeStatus(const std::string &value) {
       s.lastFault = rest;
     else if (field == "message")
       s.messages.push_back(rest);
+    else if (field == "stop-asked") {
+      StopAnswer &a = s.stop.emplace();
+      size_t space = rest.find(' ');
+      ok = space != std::string::npos && number(rest.substr(0, space), a.drain) &&
+           number(rest.substr(space + 1), a.attempt) && a.drain > 0 && a.attempt > 0;
+    } else if (field == "stop-step" || field == "stop-step-ms" || field == "stopped-at" || field == "stop-missed") {
+      // The answer's lines follow its "stop-asked" line.
+      ok = s.stop && number(rest, field == "stop-step"      ? s.stop->step
+                                  : field == "stop-step-ms" ? s.stop->stepMs
+                                  : field == "stopped-at"   ? s.stop->stoppedAt
+                                                            : s.stop->missedAt);
+    }
     if (!ok)
       return std::nullopt;
     // Unknown fields are skipped: a newer agent may say more.

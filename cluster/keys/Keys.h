@@ -14,6 +14,8 @@
 //   /mscale/cordons/<node>                a cordon: the node takes no new placement (why, by whom);
 //                                         written by the leading controller only, under no lease, so
 //                                         it outlives the node's agent and every controller
+//   /mscale/drains/<node>                 a drain: the node's jobs move at a snapshot boundary
+//   /mscale/faults/<node>                 the faults the leaders saw on the node
 #pragma once
 
 #include "cluster/etcd/Status.h"
@@ -179,6 +181,28 @@ std::string encodeFaults(const std::vector<NodeFault> &faults);
 // would be lost), and the leader says so (ERR_CLUSTER_019).
 std::optional<std::vector<NodeFault>> decodeFaults(const std::string &value, std::string &why);
 
+// /mscale/drains/<node>: an operator's drain (`mscale-cli cluster drain`), written by the leading
+// controller with the node's cordon, under no lease: lines "leader-rev N", "since-ms UNIX_MS",
+// "deadline-ms UNIX_MS", "force yes|no", "state draining|timed-out". The leader moves every job off
+// the node at a snapshot boundary (PlannedStop) until the deadline; then, with force, it moves what
+// is left as a lost node's jobs are moved (from their newest snapshot), and without, it gives up
+// ("timed-out": the asks are withdrawn, the jobs run on, the node stays cordoned). The drain's id
+// is the revision the record was written at (a drain again after a time-out is a new one). Uncordon
+// removes the record with the cordon.
+inline constexpr const char *kDrainsPrefix = "/mscale/drains/";
+inline std::string drainKey(const std::string &node) { return kDrainsPrefix + node; }
+struct Drain {
+  int64_t leaderRevision = 0;
+  int64_t sinceUnixMs = 0;
+  int64_t deadlineUnixMs = 0;
+  bool force = false;
+  bool timedOut = false;
+  bool operator==(const Drain &) const = default;
+};
+std::string encodeDrain(const Drain &d);
+// nullopt with `why` when a line is missing or does not read, or the deadline is before the start.
+std::optional<Drain> decodeDrain(const std::string &value, std::string &why);
+
 struct PublishedConfig {
   std::string writtenBy; // "controller 'A' (leader-rev 17)"
   std::string yaml;      // the config as given to mscale-deploy
@@ -187,11 +211,25 @@ std::string encodeConfig(const PublishedConfig &c);
 // nullopt with `why` when the value does not start with the header line.
 std::optional<PublishedConfig> decodeConfig(const std::string &value, std::string &why);
 
+// A planned stop of a contract's workers, asked by the leader while it drains a node (`mscale-cli
+// cluster drain`): every rank stops after the same step with that step's snapshot on the disk
+// tier, so the job resumes elsewhere replaying no step. Asked in two rounds: first with no step
+// (each agent answers the step its job is at and how long a step takes: AssignmentStatus::stop),
+// then with the step the leader chose from the answers, far enough ahead that the ask reaches
+// every rank before it gets there (ranks in lockstep must not stop at different steps).
+struct PlannedStop {
+  int64_t drain = 0;      // the drain's id: the revision its record was written at (drainKey)
+  uint32_t attempt = 1;   // a new attempt when a worker passed the step before the ask reached it
+  uint64_t afterStep = 0; // 0: not chosen yet
+  bool operator==(const PlannedStop &) const = default;
+};
+
 struct Assignment {
   int64_t leaderRevision = 0;
   std::string plan; // plan file bytes
   std::vector<std::string> command;
   std::map<std::string, std::string> environment;
+  std::optional<PlannedStop> stop = {};
 };
 std::string encodeAssignment(const Assignment &a);
 // nullopt with `why` for bytes that are not an assignment, a format this agent does not know, a
@@ -216,11 +254,26 @@ std::string encodeSubmission(const Submission &s);
 // or one that fails checkSubmission.
 std::optional<Submission> decodeSubmission(const std::string &value, std::string &why);
 
+// The agent's answer to a planned stop (Assignment::stop), lines of the status: "stop-asked DRAIN
+// ATTEMPT" once it has answered that ask, with "stop-step N" (the step every rank had completed)
+// and "stop-step-ms M" (the job's recent time a step, 0 unknown); "stopped-at S" once every rank
+// stopped after step S with its snapshot and exited; "stop-missed N" when the job went past the
+// step asked (at step N) without stopping, so that the leader asks again.
+struct StopAnswer {
+  int64_t drain = 0;
+  uint32_t attempt = 0;
+  uint64_t step = 0;
+  uint64_t stepMs = 0;
+  uint64_t stoppedAt = 0; // 0: not stopped
+  uint64_t missedAt = 0;  // 0: not missed
+  bool operator==(const StopAnswer &) const = default;
+};
+
 // /mscale/status/<node>/<contract>: lines "state applied|refused|not-applied", "code ERR_...",
 // "leader-rev N", "worker none|running|exited|killed", "pid N", "exit N", "faults N" and "last-fault
-// TEXT" (the supervisor's faults of this assignment's workers, restarts included), then "message
-// ..." lines (the diagnostics as printed). Text: people read it with etcdctl, and a controller needs
-// a few fields.
+// TEXT" (the supervisor's faults of this assignment's workers, restarts included), the answer to a
+// planned stop (StopAnswer), then "message ..." lines (the diagnostics as printed). Text: people read
+// it with etcdctl, and a controller needs a few fields.
 struct AssignmentStatus {
   std::string state; // applied | refused | not-applied
   std::string code;  // the first error's code when refused
@@ -231,6 +284,7 @@ struct AssignmentStatus {
   std::vector<std::string> messages;
   int64_t faults = 0;         // the leader's record of the node's faults reads these (NodeFaults.h)
   std::string lastFault = {}; // "worker-crashed at step 40 (SIGKILL)"
+  std::optional<StopAnswer> stop = {};
 };
 std::string encodeStatus(const AssignmentStatus &s);
 std::optional<AssignmentStatus> decodeStatus(const std::string &value);
