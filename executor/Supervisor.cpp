@@ -108,12 +108,30 @@ bool Supervisor::startWorker(DiagnosticEngine &diags, const std::string &restart
     env["MSCALE_RESTART_REASON"] = restartReason;
   if (!group_.start(options_.command, env, diags))
     return false;
+  if (stopAfter_)
+    group_.requestStopAfter(stopAfter_); // a restart in the middle of a drain stops where its ranks were asked
   attemptStarted(clock_.monotonicNs());
   if (group_.ranked())
     log_.info(session_.contract(), "started " + std::to_string(group_.size()) + " rank(s): WORLD_SIZE " +
                                        std::to_string(group_.size()) + ", MASTER_ADDR 127.0.0.1, MASTER_PORT " +
                                        std::to_string(group_.masterPort()));
   return true;
+}
+
+std::optional<uint64_t> Supervisor::stepNs() const {
+  if (!attemptFirstStep_ || attemptNewestStep_.first <= *attemptFirstStep_)
+    return std::nullopt;
+  return (attemptNewestStep_.second - attemptFirstStepNs_) / (attemptNewestStep_.first - *attemptFirstStep_);
+}
+
+void Supervisor::requestStopAfter(uint64_t step) {
+  if (step == stopAfter_)
+    return;
+  stopAfter_ = step;
+  group_.requestStopAfter(step);
+  log_.info(session_.contract(), step ? "planned stop: every rank stops after step " + std::to_string(step) +
+                                            " with its snapshot on disk (the job moves to other nodes)"
+                                      : "planned stop withdrawn: the job runs on");
 }
 
 std::string Supervisor::stepText(std::optional<unsigned> rank) const {
@@ -247,9 +265,12 @@ void Supervisor::noteProgress(uint64_t now) {
                                        formatMillis(kRecoveryTimingLimitNs) + "; not timing it further");
     recovery_.active = false;
   }
-  if (!attemptFirstStep_)
-    if (std::optional<uint64_t> first = group_.commonStep(); first && *first != mscale::worker::kStepRestoring)
-      attemptFirstStep_ = *first;
+  if (std::optional<uint64_t> step = attemptStep()) {
+    if (!attemptFirstStep_)
+      attemptFirstStep_ = *step, attemptFirstStepNs_ = now, attemptNewestStep_ = {*step, now};
+    else if (*step > attemptNewestStep_.first)
+      attemptNewestStep_ = {*step, now};
+  }
   std::optional<uint64_t> common = recovery_.active ? group_.commonStep() : std::nullopt;
   if (!common)
     return; // not timing, or not every rank has beaten yet

@@ -128,6 +128,16 @@ public:
 
   const std::vector<HistoryEntry> &history() const { return history_; }
   const WorkerGroup &workers() const { return group_; }
+  // ---- a planned stop (a drain: the job moves to other nodes at a snapshot boundary) ----
+  // Asks every rank to stop after `step` (0 withdraws the ask); a new attempt (a restart) is asked
+  // the same. Logged once per step asked.
+  void requestStopAfter(uint64_t step);
+  // The step every rank of the running attempt has completed (nullopt before each reported one).
+  std::optional<uint64_t> jobStep() const { return attemptStep(); }
+  // The attempt's time a step, from its first reported step to its newest (nullopt before two).
+  std::optional<uint64_t> stepNs() const;
+  // The step every rank stopped after, as their pages say (WorkerGroup::stoppedAt).
+  std::optional<uint64_t> stoppedAt() const { return group_.stoppedAt(); }
   // The warm standby's processes (plan fault_tolerance.standby_worker), not yet reaped: whoever
   // reaps the workers reaps these too and reports them through onWorkerExit(pid, ...).
   std::vector<pid_t> standbyPids() const { return standby_.pids(); }
@@ -204,6 +214,9 @@ private:
   uint64_t nextHeartbeat_ = UINT64_MAX, nextBeatSample_ = UINT64_MAX, nextWindow_ = UINT64_MAX; // set by start()
   uint64_t attemptStartedNs_ = 0;
   std::optional<uint64_t> attemptFirstStep_;
+  uint64_t attemptFirstStepNs_ = 0;                          // when attemptFirstStep_ was seen
+  std::pair<uint64_t, uint64_t> attemptNewestStep_{0, 0};    // (step, when first seen) of the newest
+  uint64_t stopAfter_ = 0;                                   // the planned stop asked (0: none)
   std::vector<SliceWatch> slices_;
   std::map<size_t, Session::GpuSample> lastSamples_;
   // A restart waiting out its back-off (RestartPolicy): what failed, and when it starts.

@@ -399,6 +399,25 @@ std::optional<uint64_t> WorkerGroup::commonStep() const {
   return step(std::nullopt);
 }
 
+void WorkerGroup::requestStopAfter(uint64_t step) {
+  for (Rank &r : ranks_)
+    if (r.control)
+      r.control->requestStopAfter(step);
+}
+
+std::optional<uint64_t> WorkerGroup::stoppedAt() const {
+  if (!hasPages())
+    return std::nullopt;
+  std::optional<uint64_t> at;
+  for (const Rank &r : ranks_) {
+    uint64_t s = r.control ? r.control->stoppedAt() : 0;
+    if (!s || (at && *at != s))
+      return std::nullopt;
+    at = s;
+  }
+  return at;
+}
+
 double WorkerGroup::reportedTflops() const {
   double sum = 0;
   for (const Rank &r : ranks_)

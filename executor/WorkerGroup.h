@@ -105,6 +105,12 @@ public:
   uint64_t step(std::optional<unsigned> rank) const;
   // The job's step once every rank has beaten in this attempt; nullopt before (or without pages).
   std::optional<uint64_t> commonStep() const;
+  // A planned stop (a drain; WorkerApi.h: stopAfter): every rank's page asks it to stop after
+  // `step` with that step's snapshot on disk (0 withdraws the ask). Nothing without pages.
+  void requestStopAfter(uint64_t step);
+  // The step every rank stopped after, once each said so on its page; nullopt before, when they
+  // differ, or without pages.
+  std::optional<uint64_t> stoppedAt() const;
   // Sum of the ranks' own TFLOP/s figures (they share the plan's GPU slices).
   double reportedTflops() const;
   // Slice hand-over notices, to every rank's page. The pages' generations move in lockstep (every

@@ -99,6 +99,14 @@ const NodeLedger::Contract *NodeLedger::find(const std::string &contract) const 
   return it == contracts_.end() ? nullptr : it->second.get();
 }
 
+bool NodeLedger::requestStopAfter(const std::string &contract, uint64_t step) {
+  auto it = contracts_.find(contract);
+  if (it == contracts_.end() || !it->second->supervisor)
+    return false;
+  it->second->supervisor->requestStopAfter(step);
+  return true;
+}
+
 admission::Held NodeLedger::held() const {
   return heldExcept({}); // no contract id is empty
 }

@@ -90,6 +90,9 @@ public:
   // ERR_EXEC_028 (with the appliers' own code before it) when it cannot be attached.
   std::optional<Attachment> attach(const std::string &contract, pid_t pid, DiagnosticEngine &diags);
   const Contract *find(const std::string &contract) const;
+  // A planned stop of the contract's workers (a drain: Supervisor::requestStopAfter; 0 withdraws
+  // it). False when the contract has no supervised worker.
+  bool requestStopAfter(const std::string &contract, uint64_t step);
   // The node's loans (NodeLending.h): what the contracts with phases lend and the opportunistic
   // ones borrow. Null until the first of them was admitted.
   NodeLending *lending() const { return lending_.get(); }
