@@ -114,6 +114,7 @@ etcd::Status AssignmentWatcher::poll(exec::NodeLedger &ledger, int64_t statusLea
   // computed from the ledger, not with the last one written: a refused update of an admitted
   // contract (which keeps running as it was) stays visible until the worker itself changes.
   for (auto &[contract, a] : admitted_) {
+    answerStop(ledger, contract);
     std::string encoded = encodeStatus(statusOf(ledger, contract));
     if (encoded != a.lastStatus) {
       a.lastStatus = encoded;
@@ -137,6 +138,8 @@ AssignmentStatus AssignmentWatcher::statusOf(const exec::NodeLedger &ledger, con
   s.worker = workerName(c->workerState);
   s.pid = c->session->workerPid() > 0 ? c->session->workerPid() : c->lastPid;
   s.exitStatus = c->exitStatus;
+  if (a != admitted_.end())
+    s.stop = a->second.answer;
   if (c->supervisor)
     for (const exec::HistoryEntry &h : c->supervisor->history())
       if (h.kind == "fault")
@@ -154,6 +157,52 @@ AssignmentStatus AssignmentWatcher::statusOf(const exec::NodeLedger &ledger, con
         }
   }
   return s;
+}
+
+void AssignmentWatcher::answerStop(exec::NodeLedger &ledger, const std::string &contract) {
+  Admitted &a = admitted_.at(contract);
+  const exec::NodeLedger::Contract *c = ledger.find(contract);
+  if (!a.stop || !c) {
+    if (a.answer && c)
+      ledger.requestStopAfter(contract, 0);
+    a.answer.reset();
+    return;
+  }
+  const PlannedStop &stop = *a.stop;
+  const exec::Supervisor *supervisor = c->supervisor.get();
+  if (!a.answer || a.answer->drain != stop.drain || a.answer->attempt != stop.attempt) {
+    // The first answer to this ask: where the job is and its pace. A job without a worker has
+    // neither and nothing to stop; one whose ranks have not all reported a step yet answers later.
+    StopAnswer answer{stop.drain, stop.attempt, 0, 0, 0, 0};
+    if (supervisor && c->workerState == exec::NodeLedger::WorkerState::Running) {
+      std::optional<uint64_t> step = supervisor->jobStep();
+      if (!step)
+        return;
+      answer.step = *step;
+      answer.stepMs = (supervisor->stepNs().value_or(0) + 999'999) / 1'000'000;
+    }
+    a.answer = answer;
+    log_.info(contract, "planned stop asked (drain " + std::to_string(stop.drain) + ", attempt " +
+                            std::to_string(stop.attempt) + "): the job is at step " + std::to_string(answer.step) +
+                            ", " + std::to_string(answer.stepMs) + " ms a step");
+  }
+  if (!stop.afterStep)
+    return;
+  ledger.requestStopAfter(contract, stop.afterStep);
+  if (!supervisor) {
+    a.answer->stoppedAt = stop.afterStep; // nothing runs: stopped wherever asked
+    return;
+  }
+  // Stopped once every rank said so on its page and the job's workers are gone; missed when the
+  // job is past the step while it still runs (the ask came too late for some rank).
+  if (c->workerState != exec::NodeLedger::WorkerState::Running) {
+    if (supervisor->stoppedAt() == stop.afterStep)
+      a.answer->stoppedAt = stop.afterStep;
+  } else if (std::optional<uint64_t> step = supervisor->jobStep(); step && *step > stop.afterStep && !a.answer->missedAt) {
+    a.answer->missedAt = *step;
+    log_.warn(contract, "planned stop after step " + std::to_string(stop.afterStep) + " missed: the job is at step " +
+                            std::to_string(*step));
+  }
 }
 
 void AssignmentWatcher::writeStatus(const std::string &contract, const AssignmentStatus &s, int64_t statusLease) {
@@ -196,6 +245,20 @@ void AssignmentWatcher::onPut(exec::NodeLedger &ledger, const etcd::KeyValue &kv
     return refuse(contract, assignment->leaderRevision, etcd::codeName(s.code), {s.str()}, statusLease);
   }
   highestLeaderRevision_ = assignment->leaderRevision;
+  // Only its planned stop (or the leader that wrote it) changed: the contract runs on as it is.
+  Assignment unstopped = *assignment;
+  unstopped.stop.reset();
+  unstopped.leaderRevision = 0;
+  const std::string unstoppedBytes = encodeAssignment(unstopped);
+  if (auto a = admitted_.find(contract); a != admitted_.end() && a->second.unstopped == unstoppedBytes &&
+                                          ledger.find(contract)) {
+    a->second.value = kv.value;
+    a->second.leaderRevision = assignment->leaderRevision;
+    a->second.stop = assignment->stop;
+    if (!assignment->stop)
+      log_.info(contract, "planned stop withdrawn");
+    return;
+  }
 
   CollectingConsumer sink;
   DiagnosticEngine diags(nullptr, sink);
@@ -223,7 +286,7 @@ void AssignmentWatcher::onPut(exec::NodeLedger &ledger, const etcd::KeyValue &kv
     log_.info(contract, "assignment from leader revision " + std::to_string(assignment->leaderRevision) +
                             ": admitting");
     if (ledger.admit(*plan, kv.key, assignment->command, assignment->environment, diags)) {
-      admitted_[contract] = Admitted{kv.value, assignment->leaderRevision, {}};
+      admitted_[contract] = Admitted{kv.value, assignment->leaderRevision, {}, unstoppedBytes, assignment->stop, {}};
       AssignmentStatus s = statusOf(ledger, contract);
       admitted_[contract].lastStatus = encodeStatus(s);
       writeStatus(contract, s, statusLease);

@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace msc::exec {
@@ -70,10 +71,19 @@ private:
   std::function<void(const std::string &)> onContractChange_;
   std::unique_ptr<etcd::Watch> watch_;
   int64_t highestLeaderRevision_ = 0; // only grows, across re-registrations too
+  // A planned stop (Keys.h: PlannedStop) asked of an admitted contract: handed to its supervisor,
+  // and answered in its status (StopAnswer): the job's step and pace when first asked, then whether
+  // it stopped after the step asked or went past it.
+  void answerStop(exec::NodeLedger &ledger, const std::string &contract);
   struct Admitted {
     std::string value; // the assignment's bytes: a put of the same bytes changes nothing
     int64_t leaderRevision = 0;
     std::string lastStatus; // the ledger's view, encoded, to rewrite the status only when it changes
+    // The assignment without its planned stop and leader revision: a put that differs from it in
+    // those alone changes nothing of the running contract.
+    std::string unstopped = {};
+    std::optional<PlannedStop> stop = {};
+    std::optional<StopAnswer> answer = {};
   };
   std::map<std::string, Admitted> admitted_;
 };
