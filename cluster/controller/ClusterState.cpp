@@ -54,6 +54,19 @@ ClusterState clusterStateFrom(const std::vector<etcd::KeyValue> &kvs, int64_t re
       std::string node = key.drop_front(llvm::StringRef(kCordonsPrefix).size()).str(), why;
       std::optional<Cordon> cordon = decodeCordon(kv.value, why);
       state.cordons[node] = cordon ? *cordon : Cordon{"unknown", "its cordon does not read (" + why + ")", 0, 0};
+    } else if (key.starts_with(kDrainsPrefix)) {
+      std::string node = key.drop_front(llvm::StringRef(kDrainsPrefix).size()).str(), why;
+      if (std::optional<Drain> drain = decodeDrain(kv.value, why)) {
+        state.drains[node] = {*drain, kv.modRevision, kv.modRevision};
+        continue;
+      }
+      // Nothing is moved on a drain that does not read; its cordon (written with it) still stands.
+      std::string line = etcd::Status::make(etcd::ErrorCode::ERR_CLUSTER_021, {node, why}).str();
+      if (auto [at, fresh] = memory.unreadableDrainsAt.try_emplace(node, kv.modRevision); fresh || at->second != kv.modRevision) {
+        at->second = kv.modRevision;
+        state.unreadableDrainsNew.push_back(line);
+      }
+      state.unreadableDrains.insert(node);
     } else if (key.starts_with(kNodeFaultsPrefix)) {
       std::string node = key.drop_front(llvm::StringRef(kNodeFaultsPrefix).size()).str(), why;
       if (std::optional<std::vector<NodeFault>> faults = decodeFaults(kv.value, why)) {
@@ -93,6 +106,7 @@ ClusterState clusterStateFrom(const std::vector<etcd::KeyValue> &kvs, int64_t re
   }
   std::erase_if(memory.nodes, [&](const auto &entry) { return !state.nodes.count(entry.first); });
   std::erase_if(memory.unreadableFaultsAt, [&](const auto &entry) { return !state.unreadableFaults.count(entry.first); });
+  std::erase_if(memory.unreadableDrainsAt, [&](const auto &entry) { return !state.unreadableDrains.count(entry.first); });
   return state;
 }
 

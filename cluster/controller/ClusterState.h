@@ -58,6 +58,16 @@ struct ClusterState {
   // Nodes whose history does not read, with the ERR_CLUSTER_019 line: not written over.
   std::map<std::string, std::string> unreadableFaults;
   std::vector<std::string> unreadableFaultsNew; // the same lines, once per value
+  // /mscale/drains/<node>, with its mod revision: the drain's id while it is in force (written once
+  // by the service; rewritten only when it times out, by the leader, as read).
+  struct DrainRecord {
+    Drain drain;
+    int64_t id = 0;
+    int64_t modRevision = 0;
+  };
+  std::map<std::string, DrainRecord> drains;
+  std::set<std::string> unreadableDrains;       // nodes whose drain does not read: nothing moved
+  std::vector<std::string> unreadableDrainsNew; // their ERR_CLUSTER_021 lines, once per value
 };
 
 // What one leader remembers between reconciliations, so that a reconciliation on every change of
@@ -86,6 +96,7 @@ struct ReconcileMemory {
   };
   std::map<std::string, CompiledSubmission> compiled;
   std::map<std::string, int64_t> unreadableFaultsAt; // node -> mod revision of the history reported
+  std::map<std::string, int64_t> unreadableDrainsAt; // node -> mod revision of the drain reported
 };
 
 // The state in `kvs` (the keys under /mscale/ read at `revision`). Registrations are decoded through

@@ -105,6 +105,10 @@ etcd::Status Controller::lead(const etcd::LeaderKey &leader, etcd::LeaseKeepAliv
       options_.log("recording no fault of a node: " + u);
     for (const std::string &c : report->cordoned)
       options_.log("cordoned by policy: " + c);
+    for (const std::string &d : report->drains)
+      options_.log("drain: " + d);
+    for (const std::string &u : report->unreadableDrains)
+      options_.log("moving nothing off a node: " + u);
     for (const std::string &r : report->released)
       options_.log("released " + r + ": it cannot be placed whole again, so it runs nowhere until it can");
     for (const std::string &w : report->withdrawn)
@@ -122,8 +126,12 @@ etcd::Status Controller::lead(const etcd::LeaderKey &leader, etcd::LeaseKeepAliv
     // A contract waiting out the lost-node grace is looked at again when the grace has passed.
     uint64_t graceNs = static_cast<uint64_t>(std::chrono::nanoseconds(options_.reconcile.lostNodeGrace).count());
     uint64_t again = after(options_.clock->monotonicNs(), graceNs);
-    while (!stop && !keepAlive.lost() && (report->waiting.empty() || options_.clock->monotonicNs() < again)) {
-      auto events = (*watch)->next(report->waiting.empty() ? 1000ms : 200ms);
+    // So is a drain under way, whose deadline passes whether or not anything changes.
+    bool lookAgain = !report->waiting.empty() || report->draining;
+    if (report->draining)
+      again = after(options_.clock->monotonicNs(), 1'000'000'000);
+    while (!stop && !keepAlive.lost() && (!lookAgain || options_.clock->monotonicNs() < again)) {
+      auto events = (*watch)->next(lookAgain ? 200ms : 1000ms);
       if (!events)
         return events.status();
       bool relevant = false;

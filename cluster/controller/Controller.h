@@ -45,6 +45,8 @@ public:
   const std::string &name() const { return options_.name; }
   // The injected clock: the service stamps its writes (a cordon's time) with it, like decide().
   const Clock &clock() const { return *options_.clock; }
+  // What it reconciles with: the service checks a drain with the same placement (Drain.h).
+  const ReconcileOptions &reconcileOptions() const { return options_.reconcile; }
   // The fencing of the term this controller leads now; nullopt while it stands by.
   std::optional<etcd::Fencing> currentTerm() const;
 

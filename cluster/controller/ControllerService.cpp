@@ -1,6 +1,7 @@
 #include "cluster/controller/ControllerService.h"
 
 #include "cluster/config/ClusterConfig.h"
+#include "cluster/controller/Drain.h"
 #include "cluster/controller/client/controller.grpc.pb.h"
 #include "cluster/keys/Keys.h"
 
@@ -16,6 +17,8 @@ using etcd::ErrorCode;
 // Uncordon reads the node's fault history and writes it with the cordon's removal while it is as
 // read; the leader records a fault at most once a reconciliation, so a few tries always suffice.
 constexpr int kUncordonAttempts = 5;
+// The longest drain: a week. A planned move that takes longer is not a drain.
+constexpr int64_t kMaxDrainDeadlineMs = 7ll * 24 * 3600 * 1000;
 
 // A refusal as the client reads it: the gRPC code says whether another controller could do better
 // (FAILED_PRECONDITION, UNAVAILABLE: it retries at the leader), the message is the coded error.
@@ -217,6 +220,7 @@ public:
           txn.success.push_back(etcd::TxnOp::put(kv.key, encodeFaults(*faults)));
         }
       }
+      txn.success.push_back(etcd::TxnOp::remove(drainKey(node))); // a drain ends with its cordon
       auto written = term->commit(txn);
       if (!written)
         return writeFailed(written.status());
@@ -245,6 +249,72 @@ public:
                     etcd::Status::make(ErrorCode::ERR_CLUSTER_018, {node, "it is neither registered nor cordoned"}));
     reply->set_revision(registered->revision);
     reply->set_unchanged(true);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Drain(grpc::ServerContext *, const proto::DrainRequest *request, proto::DrainReply *reply) override {
+    const std::string &node = request->node();
+    std::string why;
+    if (!isNodeName(node, why))
+      return refuse(grpc::StatusCode::INVALID_ARGUMENT, etcd::Status::make(ErrorCode::ERR_CLUSTER_020, {node, why}));
+    if (request->deadline_ms() <= 0 || request->deadline_ms() > kMaxDrainDeadlineMs)
+      return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                    etcd::Status::make(ErrorCode::ERR_CLUSTER_020,
+                                       {node, "its deadline of " + std::to_string(request->deadline_ms()) +
+                                                  " ms is not from 1 ms to 7 days"}));
+    std::optional<etcd::Fencing> term = controller_.currentTerm();
+    if (!term)
+      return notLeader();
+    reply->set_leader_revision(term->leader().rev);
+    ReconcileMemory memory;
+    auto state = readClusterState(client_, memory);
+    if (!state)
+      return writeFailed(state.status());
+    if (!state->nodes.count(node))
+      return refuse(grpc::StatusCode::NOT_FOUND,
+                    etcd::Status::make(ErrorCode::ERR_CLUSTER_020, {node, "it is not registered; " + registeredNodes()}));
+    std::vector<std::string> jobs = jobsToDrain(*state, node);
+    if (auto d = state->drains.find(node); d != state->drains.end() && !d->second.drain.timedOut) {
+      reply->set_revision(d->second.id);
+      reply->set_unchanged(true);
+      for (const std::string &job : jobs)
+        reply->add_jobs(job);
+      return grpc::Status::OK;
+    }
+    if (!request->force())
+      if (std::vector<std::string> blockers = drainBlockers(*state, node, memory, controller_.clock(),
+                                                            controller_.reconcileOptions(), term->leader().rev);
+          !blockers.empty())
+        return refuse(grpc::StatusCode::FAILED_PRECONDITION,
+                      etcd::Status::make(ErrorCode::ERR_CLUSTER_020,
+                                         {node, "a job there cannot be placed whole on the other nodes (" +
+                                                    blockers.front() + (blockers.size() > 1 ? ", and " +
+                                                    std::to_string(blockers.size() - 1) + " more" : "") +
+                                                    "); --force moves it anyway, as a lost node's jobs move"}));
+    int64_t now = controller_.clock().unixMs();
+    cluster::Drain drain{term->leader().rev, now, now + request->deadline_ms(), request->force(), false};
+    // Only while the node is registered and its drain as read: one writer of a node's drain wins.
+    etcd::Txn txn;
+    txn.compares.push_back(etcd::Compare::onCreateRevision(nodeKey(node), etcd::Compare::Op::Greater, 0));
+    auto d = state->drains.find(node);
+    txn.compares.push_back(d == state->drains.end() ? etcd::Compare::absent(drainKey(node))
+                                                    : etcd::Compare::onModRevision(drainKey(node), etcd::Compare::Op::Equal,
+                                                                                   d->second.modRevision));
+    txn.success.push_back(etcd::TxnOp::put(drainKey(node), encodeDrain(drain)));
+    // A cordon already there (the operator's words, or the policy's) stays as written.
+    if (!state->cordons.count(node))
+      txn.success.push_back(etcd::TxnOp::put(
+          cordonKey(node), encodeCordon({"operator", "drained", term->leader().rev, now})));
+    auto written = term->commit(txn);
+    if (!written)
+      return writeFailed(written.status());
+    if (!written->succeeded)
+      return refuse(grpc::StatusCode::ABORTED,
+                    etcd::Status::make(ErrorCode::ERR_CLUSTER_020,
+                                       {node, "it was unregistered or drained by someone else meanwhile; try again"}));
+    reply->set_revision(written->revision);
+    for (const std::string &job : jobs)
+      reply->add_jobs(job);
     return grpc::Status::OK;
   }
 

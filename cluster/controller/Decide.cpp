@@ -1,6 +1,7 @@
 #include "cluster/controller/Decide.h"
 
 #include "cluster/controller/ApplyConfig.h"
+#include "cluster/controller/Drain.h"
 #include "cluster/controller/NodeFaults.h"
 #include "cluster/controller/Rendezvous.h"
 #include "cluster/placement/Placer.h"
@@ -183,6 +184,14 @@ Decision decide(const ClusterState &state, ReconcileMemory &memory, const Clock 
   std::erase_if(memory.lostSinceNs,
                 [&](const auto &entry) { return !lost.count(entry.first) || toPlace.count(entry.first); });
   std::erase_if(memory.compiled, [&](const auto &entry) { return !state.contracts.count(entry.first); });
+  // A drained node's jobs move once they stopped at a snapshot boundary (Drain.h).
+  std::set<std::string> staying;
+  for (const auto &[name, list] : state.assigned)
+    if (state.contracts.count(name) && !toPlace.count(name))
+      staying.insert(name);
+  const std::map<std::string, std::string> drained = decideDrains(state, staying, clock, options, leaderRevision, out);
+  for (const auto &[name, cause] : drained)
+    toPlace.insert(name);
   // A contract that stays, or waits out the grace, holds its live nodes' resources.
   for (const auto &[name, list] : state.assigned) {
     if (toPlace.count(name) || !state.contracts.count(name))
@@ -221,6 +230,10 @@ Decision decide(const ClusterState &state, ReconcileMemory &memory, const Clock 
     auto had = state.assigned.find(name);
     const std::vector<AssignedPlan> &previous = had == state.assigned.end() ? kNone : had->second;
     bool replacing = had != state.assigned.end();
+    auto causeOf = [&](const std::string &contract) {
+      auto moved = drained.find(contract);
+      return moved != drained.end() ? moved->second : lostText(previous, registry);
+    };
     for (const AssignedPlan &a : previous)
       if (!registry.find(a.node) && !state.unreadableFaults.count(a.node))
         if (std::optional<NodeFault> f = lostFault(name, a, state, clock.unixMs()))
@@ -264,17 +277,22 @@ Decision decide(const ClusterState &state, ReconcileMemory &memory, const Clock 
         nodes += (nodes.empty() ? "" : ",") + p.node->name;
       }
       status = "placed " + nodes + " leader-rev " + rev + "\n" + (defaults.empty() ? "" : defaults + "\n");
-      event = replacing ? lostText(previous, registry) + "placed again on " + nodes : "placed on " + nodes;
+      event = replacing ? causeOf(name) + "placed again on " + nodes : "placed on " + nodes;
       // The old set goes, live nodes included (placed whole); a node chosen again gets its new
       // assignment by the put above (etcd refuses a key twice in one transaction).
       for (const AssignedPlan &a : previous)
         if (std::none_of(ops.begin(), ops.end(), [&](const etcd::TxnOp &op) { return op.key == a.key; }))
           ops.push_back(etcd::TxnOp::remove(a.key));
-      (replacing ? report.replaced : report.placed)
-          .push_back(name + " -> " + nodes + (defaults.empty() ? "" : " (" + defaults + ")"));
+      // A job a drain moves is placed as planned, not after a loss: "placed train -> n2,n3 (drain of
+      // n1: stopped after step 60)".
+      std::string why = defaults;
+      if (auto moved = drained.find(name); moved != drained.end())
+        why = llvm::StringRef(moved->second).rtrim(": ").str() + (defaults.empty() ? "" : "; " + defaults);
+      (replacing && !drained.count(name) ? report.replaced : report.placed)
+          .push_back(name + " -> " + nodes + (why.empty() ? "" : " (" + why + ")"));
     } else {
       status = "refused leader-rev " + rev + "\n" + (defaults.empty() ? "" : defaults + "\n") + decision.text;
-      event = (replacing ? lostText(previous, registry) : std::string()) + "refused: " + decision.firstLine() +
+      event = (replacing ? causeOf(name) : std::string()) + "refused: " + decision.firstLine() +
               (replacing ? " (its workers on the nodes left stop)" : "");
       // A job that cannot be placed whole again does not run in part: its workers on the nodes that
       // are left stop too (their snapshots stay on the shared disk). It is placed again, and resumes,

@@ -23,6 +23,7 @@
 //     worker faults its agent's statuses count, and the node lost under a contract placed again.
 //     The config's health.lemon cordons a node, by policy, once its history holds that many faults
 //     within its window, the faults as the reason.
+//   - A drained node's jobs move at a snapshot boundary (Drain.h).
 #pragma once
 
 #include "cluster/controller/ClusterState.h"
@@ -40,6 +41,9 @@ struct ReconcileOptions {
   std::string stdlibDir;       // for the contracts' imports; empty: the driver's default
   std::string compilerVersion; // stamped into the plans
   std::chrono::milliseconds lostNodeGrace{2000};
+  // How far ahead of the newest step answered a drain's planned stop is (Drain.h), as time: it
+  // covers the answers' age and the ask's way to every rank. Steps of unknown length: kDrainLeadSteps.
+  std::chrono::milliseconds drainLead{3000};
 };
 
 struct ReconcileReport {
@@ -54,6 +58,9 @@ struct ReconcileReport {
   std::vector<std::string> cordoned;        // "node: reason", cordoned by policy this round
   std::vector<std::string> faults;          // "node: TEXT (ID)", recorded this round
   std::vector<std::string> unreadableFaults; // ERR_CLUSTER_019 lines, once per value
+  std::vector<std::string> drains;          // "node: what the drain did this round" (Drain.h)
+  std::vector<std::string> unreadableDrains; // ERR_CLUSTER_021 lines, once per value
+  bool draining = false;                     // a drain is under way: look again before its deadline
   int64_t revision = 0;              // the store revision the reconciliation read
 };
 
@@ -63,6 +70,7 @@ struct ContractAction {
     Withdraw, // applied only while the contract is still withdrawn (a new submission is placed anew)
     Place,    // applied only while the contract is as read (changed since: the next round redoes it)
     Refuse,   // as Place: its status says why, and any assignments it had are removed
+    Stop,     // as Place: a planned stop asked of (or withdrawn from) its assignments (Drain.h)
   };
   Kind kind = Kind::Place;
   std::string contract;
@@ -84,8 +92,16 @@ struct FaultAction {
   etcd::TxnOp op;
 };
 
+// A drain record rewritten (timed out): applied only while the record is as read.
+struct DrainAction {
+  std::string node;
+  int64_t readModRevision = 0;
+  etcd::TxnOp op;
+};
+
 struct Decision {
   std::vector<FaultAction> faults;     // written first: the evidence before the verdicts
+  std::vector<DrainAction> drains;     // then the drains that timed out
   std::vector<CordonAction> cordons;   // written before the contracts' actions
   std::vector<ContractAction> actions; // withdrawals first, then placements in contract order
   ReconcileReport report;

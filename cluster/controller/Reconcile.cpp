@@ -36,6 +36,13 @@ etcd::Result<ReconcileReport> reconcile(etcd::EtcdClient &client, etcd::Fencing 
     if (auto done = fencing.commit(txn); !done)
       return done.status();
   }
+  for (const DrainAction &d : decision.drains) {
+    etcd::Txn txn;
+    txn.compares.push_back(etcd::Compare::onModRevision(drainKey(d.node), etcd::Compare::Op::Equal, d.readModRevision));
+    txn.success.push_back(d.op);
+    if (auto done = fencing.commit(txn); !done)
+      return done.status();
+  }
   for (const CordonAction &c : decision.cordons) {
     etcd::Txn txn;
     txn.compares.push_back(etcd::Compare::absent(cordonKey(c.node)));

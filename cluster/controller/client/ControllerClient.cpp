@@ -154,6 +154,23 @@ etcd::Result<WriteOutcome> uncordonNode(etcd::EtcdClient &etcd, const std::strin
   return WriteOutcome{reply.revision(), reply.leader_revision(), *leader, reply.unchanged()};
 }
 
+etcd::Result<DrainOutcome> drainNode(etcd::EtcdClient &etcd, const std::string &node, etcd::Milliseconds deadline,
+                                     bool force, const WriteOptions &options) {
+  proto::DrainRequest request;
+  request.set_node(node);
+  request.set_deadline_ms(deadline.count());
+  request.set_force(force);
+  proto::DrainReply reply;
+  auto leader = throughLeader(etcd, "Drain of node '" + node + "'", options,
+                              [&](proto::Controller::Stub &stub, grpc::ClientContext &context) {
+                                return stub.Drain(&context, request, &reply);
+                              });
+  if (!leader)
+    return leader.status();
+  return DrainOutcome{{reply.revision(), reply.leader_revision(), *leader, reply.unchanged()},
+                      {reply.jobs().begin(), reply.jobs().end()}};
+}
+
 etcd::Result<WriteOutcome> configureCluster(etcd::EtcdClient &etcd, const std::string &yaml, const std::string &file,
                                             const WriteOptions &options) {
   proto::ConfigureRequest request;

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace msc::cluster {
 
@@ -18,7 +19,8 @@ struct WriteOutcome {
   int64_t leaderRevision = 0; // the fencing token of the leader that wrote it
   std::string leader;         // the controller that did, "NAME at ADDRESS"
   bool unchanged = false;     // Submit: the same submission was already in place; Cordon: the same
-                              // cordon was; Uncordon: the node was not cordoned
+                              // cordon was; Uncordon: the node was not cordoned; Drain: the node
+                              // was being drained already
 };
 
 struct WriteOptions {
@@ -43,6 +45,16 @@ etcd::Result<WriteOutcome> cordonNode(etcd::EtcdClient &etcd, const std::string 
                                       const WriteOptions &options);
 // Lifts the cordon of `node`: ERR_CLUSTER_018 for a node neither registered nor cordoned.
 etcd::Result<WriteOutcome> uncordonNode(etcd::EtcdClient &etcd, const std::string &node, const WriteOptions &options);
+// Drains `node`: cordons it and has the leader move every job there to other nodes at a snapshot
+// boundary, replaying no step, by `deadline` from now (Drain.h). ERR_CLUSTER_020 for a node that is
+// not registered, a deadline not from 1 ms to 7 days, or (without `force`) a job there that cannot
+// be placed whole elsewhere. WriteOutcome::revision is the drain's id; unchanged: drained already.
+struct DrainOutcome {
+  WriteOutcome write;
+  std::vector<std::string> jobs; // the jobs it moves
+};
+etcd::Result<DrainOutcome> drainNode(etcd::EtcdClient &etcd, const std::string &node, etcd::Milliseconds deadline,
+                                     bool force, const WriteOptions &options);
 etcd::Result<WriteOutcome> configureCluster(etcd::EtcdClient &etcd, const std::string &yaml, const std::string &file,
                                             const WriteOptions &options);
 
