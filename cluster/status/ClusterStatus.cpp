@@ -26,6 +26,7 @@ struct Read {
   std::set<std::string> submitted;
   std::map<std::pair<std::string, std::string>, std::string> statuses; // (contract, node) -> value
   std::map<std::string, Cordon> cordons;
+  std::map<std::string, etcd::KeyValue> drains;
 };
 
 std::string after(llvm::StringRef key, const char *prefix) { return key.drop_front(llvm::StringRef(prefix).size()).str(); }
@@ -120,6 +121,8 @@ ClusterStatusView statusOf(const std::vector<etcd::KeyValue> &kvs) {
       std::string why;
       std::optional<Cordon> c = decodeCordon(kv.value, why);
       r.cordons[after(key, kCordonsPrefix)] = c ? *c : Cordon{"unknown", "its cordon does not read (" + why + ")", 0, 0};
+    } else if (key.starts_with(kDrainsPrefix)) {
+      r.drains[after(key, kDrainsPrefix)] = kv;
     }
   }
 
@@ -149,6 +152,15 @@ ClusterStatusView statusOf(const std::vector<etcd::KeyValue> &kvs) {
     NodeView &n = r.nodes[node];
     n.name = node;
     n.cordon = cordon;
+    if (!n.ready && n.notReady.empty())
+      n.notReady = "its registration is gone: the agent stopped or its lease expired";
+  }
+  for (const auto &[node, kv] : r.drains) {
+    NodeView &n = r.nodes[node];
+    n.name = node;
+    n.drainId = kv.modRevision;
+    if (std::optional<Drain> d = decodeDrain(kv.value, n.drainUnreadable))
+      n.drain = *d;
     if (!n.ready && n.notReady.empty())
       n.notReady = "its registration is gone: the agent stopped or its lease expired";
   }
@@ -307,6 +319,32 @@ std::optional<RankOutput> rankOutputOf(const ClusterStatusView &view, const std:
   return RankOutput{name, n->http};
 }
 
+std::vector<std::string> jobsStillOn(const ClusterStatusView &view, const std::string &node,
+                                     const std::vector<std::string> &jobs) {
+  std::vector<std::string> left;
+  for (const std::string &job : jobs) {
+    auto c = std::find_if(view.contracts.begin(), view.contracts.end(),
+                          [&](const ContractView &v) { return v.name == job; });
+    if (c != view.contracts.end() && c->decision == "placed" && llvm::is_contained(c->nodes, node))
+      left.push_back(job);
+  }
+  return left;
+}
+
+namespace {
+
+// ",Draining", ",DrainTimedOut" or ",DrainUnreadable" after the node's status, as kubectl adds
+// ",SchedulingDisabled".
+std::string drainStatus(const NodeView &n) {
+  if (!n.drainUnreadable.empty())
+    return ",DrainUnreadable";
+  if (!n.drain)
+    return "";
+  return n.drain->timedOut ? ",DrainTimedOut" : ",Draining";
+}
+
+} // namespace
+
 void printNodes(const ClusterStatusView &view, llvm::raw_ostream &os) {
   std::vector<std::vector<std::string>> rows = {
       {"NODE", "STATUS", "HEALTH", "GPUS", "USED", "CORES", "USED", "RDMA", "NVME", "NUMA", "AGENT", "ADDRESS",
@@ -314,7 +352,7 @@ void printNodes(const ClusterStatusView &view, llvm::raw_ostream &os) {
   for (const NodeView &n : view.nodes) {
     std::string contracts = n.contracts.empty() ? "-" : llvm::join(n.contracts, ",");
     // kubectl's convention: "Ready,SchedulingDisabled"; the reason follows the contracts.
-    std::string cordoned = n.cordon ? ",Cordoned" : "";
+    std::string cordoned = (n.cordon ? ",Cordoned" : "") + drainStatus(n);
     std::string why = n.cordon ? "  (cordoned by " + n.cordon->by + ": " + n.cordon->reason + ")" : "";
     // The verdict and its reasons' codes: "failed:ERR_HEALTH_001"; the messages are --json's.
     std::string health = n.health;
@@ -354,6 +392,15 @@ llvm::json::Value nodesJson(const ClusterStatusView &view) {
                                        {"reason", n.cordon->reason},
                                        {"leader_revision", n.cordon->leaderRevision},
                                        {"since_unix_ms", n.cordon->sinceUnixMs}};
+    if (n.drain)
+      o["drain"] = llvm::json::Object{{"id", n.drainId},
+                                      {"state", n.drain->timedOut ? "timed-out" : "draining"},
+                                      {"force", n.drain->force},
+                                      {"leader_revision", n.drain->leaderRevision},
+                                      {"since_unix_ms", n.drain->sinceUnixMs},
+                                      {"deadline_unix_ms", n.drain->deadlineUnixMs}};
+    else if (!n.drainUnreadable.empty())
+      o["drain"] = llvm::json::Object{{"id", n.drainId}, {"state", "unreadable"}, {"why", n.drainUnreadable}};
     if (n.ready) {
       o["agent_version"] = n.agentVersion;
       if (!n.address.empty())

@@ -7,7 +7,7 @@
 //   - A node: ready (registered) or not ready (its assignments are still there, its registration is
 //     gone: the agent stopped or its lease expired), its GPUs and cores and how many the admitted
 //     plans hold, the contracts assigned to it; its health verdict and reasons; whether it is
-//     cordoned, by whom and why (a cordoned node takes no new placement).
+//     cordoned, by whom and why (a cordoned node takes no new placement); whether it is drained.
 #pragma once
 
 #include "cluster/etcd/EtcdClient.h"
@@ -55,6 +55,9 @@ struct NodeView {
   std::vector<HealthReason> healthReasons;
   std::string healthUnreadable;
   std::optional<Cordon> cordon; // set while the node is cordoned (an unreadable value: by "unknown")
+  std::optional<Drain> drain;   // set while a drain is recorded (Drain.h), with its id (the record's revision)
+  int64_t drainId = 0;
+  std::string drainUnreadable;  // why its drain record does not read (then `drain` is unset)
 };
 
 struct ClusterStatusView {
@@ -74,6 +77,11 @@ struct RankOutput {
 };
 std::optional<RankOutput> rankOutputOf(const ClusterStatusView &view, const std::string &contract, unsigned rank,
                                        std::string &why);
+
+// The jobs of `jobs` still placed on `node`, in the order given: what a drain of it has not moved yet
+// (a job withdrawn or ended meanwhile is no longer placed there).
+std::vector<std::string> jobsStillOn(const ClusterStatusView &view, const std::string &node,
+                                     const std::vector<std::string> &jobs);
 
 // `only`: one contract (empty: all). False when `only` names no contract.
 bool printContracts(const ClusterStatusView &view, const std::string &only, llvm::raw_ostream &os);

@@ -3,11 +3,13 @@
 //                   submit FILE.msc [--contract NAME] [--env K=V]... [-- WORKER COMMAND...]
 //                   withdraw CONTRACT
 //                   cordon NODE --reason TEXT | uncordon NODE
+//                   drain NODE [--deadline D] [--force] [--no-wait]
 // Reads are serializable: any etcd member answers from its own copy without asking the raft
 // leader, so reads go on while the leader is busy or being elected, and never touch the
 // controllers. Writes go through the leading controller's service (cluster/controller), found
 // through etcd's election, which checks them and writes them fenced by its leader key.
 #include "tools/mscale-cli/CommandGroup.h"
+#include "tools/mscale-cli/DrainView.h"
 #include "tools/mscale-cli/LogsView.h"
 
 #include "cluster/config/ClusterConfig.h"
@@ -21,7 +23,9 @@
 #include "hal/Render.h"
 #include "driver/Compile.h"
 #include "hal/TopologyYaml.h"
+#include "support/Quantity.h"
 
+#include <llvm/ADT/StringExtras.h>
 #include <llvm/ADT/StringRef.h>
 #include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/MemoryBuffer.h>
@@ -39,11 +43,11 @@ namespace {
 cl::SubCommand ClusterCmd("cluster", "The cluster: read its state from etcd (nodes, show NODE, topology [NODE], "
                                      "status [CONTRACT]); a job's output from its nodes (logs CONTRACT); submit "
                                      "FILE.msc [-- COMMAND], withdraw CONTRACT, cordon NODE --reason TEXT, uncordon "
-                                     "NODE through the leader");
+                                     "NODE, drain NODE through the leader");
 cl::list<std::string> Args(cl::Positional,
                            cl::desc("<nodes | show NODE | topology [NODE] | status [CONTRACT] | logs CONTRACT | "
                                     "submit FILE.msc [-- COMMAND...] | withdraw CONTRACT | cordon NODE --reason TEXT | "
-                                    "uncordon NODE>"),
+                                    "uncordon NODE | drain NODE>"),
                            cl::OneOrMore, cl::sub(ClusterCmd));
 cl::opt<std::string> ContractName("contract", cl::desc("submit: the contract of the file (default: its only one)"),
                                   cl::sub(ClusterCmd));
@@ -51,10 +55,16 @@ cl::list<std::string> Env("env", cl::desc("submit: an environment variable of th
                           cl::sub(ClusterCmd));
 cl::opt<std::string> Reason("reason", cl::desc("cordon: why the node takes no new placement (one line)"),
                             cl::value_desc("text"), cl::sub(ClusterCmd));
-cl::opt<unsigned> TimeoutMs("timeout-ms", cl::desc("submit, withdraw, cordon, uncordon: how long to look for a "
+cl::opt<std::string> Deadline("deadline", cl::desc("drain: by when the node's jobs must have moved (default 10min)"),
+                              cl::value_desc("duration"), cl::init("10min"), cl::sub(ClusterCmd));
+cl::opt<bool> Force("force", cl::desc("drain: move a job that cannot be placed whole elsewhere, or has not stopped "
+                                      "by the deadline, anyway (from its newest snapshot, as a lost node's)"),
+                    cl::sub(ClusterCmd));
+cl::opt<bool> NoWait("no-wait", cl::desc("drain: return once the leader accepted the drain"), cl::sub(ClusterCmd));
+cl::opt<unsigned> TimeoutMs("timeout-ms", cl::desc("submit, withdraw, cordon, uncordon, drain: how long to look for a "
                                                    "leading controller"),
                             cl::init(15000), cl::sub(ClusterCmd));
-cl::opt<std::string> Controller("controller", cl::desc("submit, withdraw, cordon, uncordon: call this controller "
+cl::opt<std::string> Controller("controller", cl::desc("submit, withdraw, cordon, uncordon, drain: call this controller "
                                                        "only, without following the leadership"),
                                 cl::value_desc("host:port"), cl::sub(ClusterCmd));
 
@@ -246,6 +256,28 @@ int submit(etcd::EtcdClient &client, cli::Diagnostics &diagnostics, const std::s
                     "submitted contract '" + contract + "'");
 }
 
+// The leader cordons the node and moves each job there at a snapshot boundary (docs/cluster.md);
+// then this waits for the moves unless --no-wait. A little past the deadline it stops waiting: by
+// then the leader has moved the jobs (--force) or timed the drain out.
+int drain(etcd::EtcdClient &client, const std::string &node) {
+  std::optional<uint64_t> ns = parseDurationNs(Deadline, "s");
+  if (!ns || *ns < 1000000)
+    return fail(etcd::Status::make(etcd::ErrorCode::ERR_CLUSTER_020,
+                                   {node, "the deadline '" + Deadline + "' is not a duration of at least 1ms "
+                                          "(e.g. 90s, 10min, 2h)"}));
+  std::chrono::milliseconds deadline(std::min<uint64_t>(*ns / 1000000, uint64_t(INT64_MAX)));
+  auto done = cluster::drainNode(client, node, deadline, Force, writeOptions());
+  if (!done)
+    return fail(done.status());
+  llvm::outs() << "draining node '" << node << "'" << (done->write.unchanged ? " (drained already)" : "") << ": drain "
+               << done->write.revision << " by " << done->write.leader << ", leader-rev " << done->write.leaderRevision
+               << "; jobs to move: " << (done->jobs.empty() ? "none" : llvm::join(done->jobs, ", ")) << "\n";
+  llvm::outs().flush();
+  if (NoWait)
+    return 0;
+  return cli::waitForDrain(client, node, *done, deadline + std::chrono::seconds(30), llvm::outs());
+}
+
 int run() {
   cli::Diagnostics diagnostics;
   DiagnosticEngine &diags = diagnostics.engine();
@@ -285,9 +317,11 @@ int run() {
   if (what == "uncordon" && Args.size() == 2)
     return printWrite(cluster::uncordonNode(**client, Args[1], writeOptions()), "uncordoned node '" + Args[1] + "'",
                       "was not cordoned");
+  if (what == "drain" && Args.size() == 2)
+    return drain(**client, Args[1]);
   return usage(diags, "cluster: expected 'nodes', 'show NODE', 'topology [NODE]', 'status [CONTRACT]', "
                       "'logs CONTRACT', 'submit FILE.msc [-- COMMAND...]', 'withdraw CONTRACT', "
-                      "'cordon NODE --reason TEXT' or 'uncordon NODE'");
+                      "'cordon NODE --reason TEXT', 'uncordon NODE' or 'drain NODE'");
 }
 
 cli::Registration registration(ClusterCmd, run);
