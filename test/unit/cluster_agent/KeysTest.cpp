@@ -267,3 +267,81 @@ TEST(ClusterKeys, AStatusCarriesItsWorkersFaults) {
   EXPECT_FALSE(decodeStatus("state applied\nleader-rev 9\nfaults -1\n"));
   EXPECT_FALSE(decodeStatus("state applied\nleader-rev 9\nfaults many\n"));
 }
+
+TEST(ClusterKeys, APlannedStopTravelsInTheAssignmentAndChangesNothingElse) {
+  Assignment a;
+  a.leaderRevision = 4;
+  a.plan = "plan bytes";
+  a.command = {"train"};
+  // Many variables: the encoding must not depend on the order a hash table keeps them in.
+  for (int i = 0; i < 40; ++i)
+    a.environment["V" + std::to_string(i * 7919 % 97)] = std::to_string(i);
+  std::string unstopped = encodeAssignment(a);
+  a.stop = PlannedStop{17, 2, 60};
+  std::string why;
+  std::optional<Assignment> back = decodeAssignment(encodeAssignment(a), why);
+  ASSERT_TRUE(back) << why;
+  ASSERT_TRUE(back->stop);
+  EXPECT_EQ(back->stop->drain, 17);
+  EXPECT_EQ(back->stop->attempt, 2u);
+  EXPECT_EQ(back->stop->afterStep, 60u);
+  back->stop.reset();
+  EXPECT_EQ(encodeAssignment(*back), unstopped); // the same bytes once the stop is taken out
+  a.stop = PlannedStop{0, 1, 0};
+  EXPECT_FALSE(decodeAssignment(encodeAssignment(a), why));
+  EXPECT_NE(why.find("planned stop names drain 0 attempt 1"), std::string::npos) << why;
+  a.stop = PlannedStop{3, 0, 0};
+  EXPECT_FALSE(decodeAssignment(encodeAssignment(a), why));
+}
+
+TEST(ClusterKeys, TheAgentsAnswerToAStopRoundTripsInItsStatus) {
+  AssignmentStatus s;
+  s.state = "applied";
+  s.leaderRevision = 7;
+  s.worker = "running";
+  s.stop = StopAnswer{17, 1, 42, 120, 0, 0};
+  std::optional<AssignmentStatus> back = decodeStatus(encodeStatus(s));
+  ASSERT_TRUE(back && back->stop);
+  EXPECT_EQ(*back->stop, *s.stop);
+  s.stop->stoppedAt = 60;
+  s.stop->missedAt = 61;
+  back = decodeStatus(encodeStatus(s));
+  ASSERT_TRUE(back && back->stop);
+  EXPECT_EQ(*back->stop, *s.stop);
+  // An answer's lines without the ask they answer, or an ask naming no drain, do not read.
+  std::string encoded = encodeStatus(s);
+  std::string noAsk = encoded;
+  noAsk.erase(noAsk.find("stop-asked"), noAsk.find('\n', noAsk.find("stop-asked")) - noAsk.find("stop-asked") + 1);
+  EXPECT_FALSE(decodeStatus(noAsk));
+  std::string zero = encoded;
+  zero.replace(zero.find("stop-asked 17 1"), 15, "stop-asked 0 1");
+  EXPECT_FALSE(decodeStatus(zero));
+}
+
+TEST(ClusterKeys, DrainRoundTripAndMalformedDrains) {
+  EXPECT_EQ(drainKey("node1"), "/mscale/drains/node1");
+  for (bool force : {false, true})
+    for (bool timedOut : {false, true}) {
+      Drain d{9, 1764950400000, 1764950460000, force, timedOut};
+      std::string why;
+      std::optional<Drain> back = decodeDrain(encodeDrain(d), why);
+      ASSERT_TRUE(back) << why;
+      EXPECT_EQ(*back, d);
+    }
+  std::string why;
+  const std::string good = encodeDrain({9, 100, 200, false, false});
+  EXPECT_FALSE(decodeDrain("", why));
+  EXPECT_NE(why.find("no 'leader-rev N' line"), std::string::npos) << why;
+  EXPECT_FALSE(decodeDrain(good + "color blue\n", why));
+  EXPECT_NE(why.find("'color blue' does not read"), std::string::npos) << why;
+  EXPECT_FALSE(decodeDrain(encodeDrain({0, 100, 200, false, false}), why));
+  EXPECT_FALSE(decodeDrain(encodeDrain({9, 300, 200, false, false}), why));
+  EXPECT_NE(why.find("before its start"), std::string::npos) << why;
+  std::string badState = good;
+  badState.replace(badState.find("state draining"), 14, "state paused");
+  EXPECT_FALSE(decodeDrain(badState, why));
+  std::string noForce = good;
+  noForce.erase(noForce.find("force no\n"), 9);
+  EXPECT_FALSE(decodeDrain(noForce, why));
+  EXPECT_NE(why.find("'force yes|no'"), std::string::npos) << why;
+}

@@ -690,6 +690,25 @@ TEST(Decide, AnUnreadableFaultHistoryIsReportedOnceAndNotOverwritten) {
   EXPECT_TRUE(cluster.store.read(cluster.memory).unreadableFaultsNew.empty()) << "the same value again is not news";
 }
 
+TEST(Decide, AnUnreadableDrainRecordIsReportedOnceAndMovesNothing) {
+  Cluster cluster({"n1", "n2", "n3"});
+  cluster.placed(); // pair on two of the three nodes
+  const std::string node = "n1";
+  cluster.store.keys[cordonKey(node)] = encodeCordon({"operator", "drained", kLeaderRev, 1000});
+  cluster.store.keys[drainKey(node)] = "leader-rev 7\nsince-ms 1000\ndeadline-ms soon\nforce no\nstate draining\n";
+  ClusterState state = cluster.store.read(cluster.memory);
+  ASSERT_EQ(state.unreadableDrainsNew.size(), 1u);
+  EXPECT_EQ(state.unreadableDrainsNew[0], "error[ERR_CLUSTER_021]: the drain record of node 'n1' cannot be read: the "
+                                          "line 'deadline-ms soon' does not read");
+  ManualClock clock(0, kWallUs);
+  Decision d = decide(state, cluster.memory, clock, options(), kLeaderRev);
+  EXPECT_EQ(d.report.unreadableDrains, state.unreadableDrainsNew);
+  EXPECT_TRUE(d.drains.empty()) << "a record that does not read is not rewritten";
+  for (const ContractAction &a : d.actions)
+    EXPECT_NE(a.kind, ContractAction::Kind::Stop) << "nothing is asked to stop by a drain that does not read";
+  EXPECT_TRUE(cluster.store.read(cluster.memory).unreadableDrainsNew.empty()) << "the same value again is not news";
+}
+
 TEST(Commit, EachActionIsOneFencedTransactionGuardedByItsKindAndARefusalStopsTheRest) {
   Cluster cluster({"n1", "n2"});
   cluster.store.contract("solo", "import \"profiles/mlvm.msc\";\ncontract solo uses profile mlvm_light {\n"

@@ -250,5 +250,64 @@ TEST(ClusterStatus, NodesShowTheirHealthAndWhetherTheyAreCordonedAndWhy) {
   EXPECT_EQ(second->getBoolean("cordoned"), false);
 }
 
+TEST(ClusterStatus, NodesShowTheirDrainAndADrainWaitsForTheJobsStillThere) {
+  Store s;
+  for (const char *n : {"n1", "n2", "n3"})
+    s.keys[std::string(kNodesPrefix) + n] = encodeRegistration({"0.9", machineYaml()});
+  s.keys[std::string(kContractsPrefix) + "two"] = encodeSubmission({"two", contract("two", 2), {"train"}, {}});
+  s.keys[std::string(kContractsPrefix) + "one"] = encodeSubmission({"one", contract("one", 1), {"train"}, {}});
+  s.decide(1'000'000'000);
+  ClusterStatusView view = statusOf(s.kvs());
+  auto placedOn = [&](const std::string &name) {
+    for (const ContractView &c : view.contracts)
+      if (c.name == name)
+        return c.nodes;
+    return std::vector<std::string>{};
+  };
+  ASSERT_EQ(placedOn("two").size(), 2u);
+  const std::string node = placedOn("two").front();
+  // The jobs a drain waits for: those still placed on the node, in the order asked; a job not
+  // there (or withdrawn, or never submitted) is not waited for.
+  std::vector<std::string> expected = {"two"};
+  if (placedOn("one").front() == node)
+    expected = {"one", "two"};
+  EXPECT_EQ(jobsStillOn(view, node, {"one", "two", "gone"}), expected);
+
+  s.keys[cordonKey(node)] = encodeCordon({"operator", "drained", 7, 1000});
+  s.keys[drainKey(node)] = encodeDrain({7, 1000, 61000, false, false});
+  s.keys[drainKey("n9")] = "state paused\n"; // a record that does not read, of a node that is gone
+  view = statusOf(s.kvs());
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  printNodes(view, os);
+  auto statusWord = [&](const std::string &name) { // the STATUS column, as `awk '{print $2}'` sees it
+    size_t at = text.find("\n" + name + " ");
+    std::istringstream line(at == std::string::npos ? "" : text.substr(at + 1, text.find('\n', at + 1) - at - 1));
+    std::string first, second;
+    line >> first >> second;
+    return second;
+  };
+  EXPECT_EQ(statusWord(node), "Ready,Cordoned,Draining") << text;
+  EXPECT_EQ(statusWord("n9"), "NotReady,DrainUnreadable") << text;
+  llvm::json::Value json = nodesJson(view);
+  for (const llvm::json::Value &v : *json.getAsObject()->getArray("nodes")) {
+    const llvm::json::Object *o = v.getAsObject();
+    if (*o->getString("name") == node) {
+      ASSERT_TRUE(o->getObject("drain"));
+      EXPECT_EQ(*o->getObject("drain")->getString("state"), "draining");
+      EXPECT_EQ(o->getObject("drain")->getInteger("deadline_unix_ms"), 61000);
+      EXPECT_EQ(o->getObject("drain")->getInteger("id"), 1) << "the record's revision";
+    } else if (*o->getString("name") == "n9") {
+      EXPECT_EQ(*o->getObject("drain")->getString("state"), "unreadable");
+    } else {
+      EXPECT_FALSE(o->getObject("drain"));
+    }
+  }
+  s.keys[drainKey(node)] = encodeDrain({7, 1000, 61000, false, true});
+  text.clear();
+  printNodes(statusOf(s.kvs()), os);
+  EXPECT_EQ(statusWord(node), "Ready,Cordoned,DrainTimedOut") << text;
+}
+
 } // namespace
 } // namespace msc::cluster
