@@ -1,7 +1,7 @@
 // Fuzzes what node agents and controllers decode from etcd values that any etcd client can write:
 // an assignment and a submission (protobuf), a node's registration (a header line, then topology YAML, which the
 // topology_yaml fuzzer covers), the cluster config (a header line, then YAML, which the cluster_config
-// fuzzer covers) and a status (text lines). None of it may crash or hang; whatever
+// fuzzer covers), a status with its answer to a planned stop, a cordon and a drain (text lines). None of it may crash or hang; whatever
 // decodes must encode again to a value that decodes to the same thing.
 #include "cluster/keys/Keys.h"
 
@@ -18,7 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (std::optional<Assignment> a = decodeAssignment(value, why)) {
     std::optional<Assignment> again = decodeAssignment(encodeAssignment(*a), why);
     if (!again || again->leaderRevision != a->leaderRevision || again->plan != a->plan ||
-        again->command != a->command || again->environment != a->environment)
+        again->command != a->command || again->environment != a->environment || again->stop != a->stop)
       std::abort();
   }
   if (std::optional<Submission> sub = decodeSubmission(value, why)) {
@@ -37,8 +37,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!again || again->writtenBy != c->writtenBy || again->yaml != c->yaml)
       std::abort();
   }
-  if (std::optional<AssignmentStatus> s = decodeStatus(value))
-    (void)encodeStatus(*s);
+  if (std::optional<AssignmentStatus> s = decodeStatus(value)) {
+    std::optional<AssignmentStatus> again = decodeStatus(encodeStatus(*s));
+    if (!again || again->stop != s->stop)
+      std::abort();
+  }
+  if (std::optional<Cordon> c = decodeCordon(value, why)) {
+    std::optional<Cordon> again = decodeCordon(encodeCordon(*c), why);
+    if (!again || *again != *c)
+      std::abort();
+  }
+  if (std::optional<Drain> d = decodeDrain(value, why)) {
+    std::optional<Drain> again = decodeDrain(encodeDrain(*d), why);
+    if (!again || *again != *d)
+      std::abort();
+  }
   (void)contractOfKey(value, kAssignmentsPrefix);
   return 0;
 }
