@@ -51,6 +51,20 @@ void addEvent(const ClusterState &state, const std::string &contract, const std:
   action.ops.push_back(etcd::TxnOp::put(std::string(kContractEventsPrefix) + contract, encodeEvents(events)));
 }
 
+// Whether every rank of the job stopped after the step its drain `drain` asked: it is at a snapshot
+// boundary, with no worker, and must be placed again whatever the deadline says.
+bool stoppedAtBoundary(const ClusterState &state, const std::string &contract, int64_t drain) {
+  auto assigned = state.assigned.find(contract);
+  if (assigned == state.assigned.end())
+    return false;
+  return std::all_of(assigned->second.begin(), assigned->second.end(), [&](const AssignedPlan &a) {
+    const std::optional<PlannedStop> &stop = a.assignment.stop;
+    const AssignmentStatus *s = statusOf(state, a, contract);
+    return stop && stop->drain == drain && stop->afterStep && s && s->stop && s->stop->drain == drain &&
+           s->stop->attempt == stop->attempt && s->stop->stoppedAt == stop->afterStep;
+  });
+}
+
 // The drain a job follows: the first of its nodes (in assignment order) drained now.
 const ClusterState::DrainRecord *drainOf(const std::vector<AssignedPlan> &list,
                                          const std::map<std::string, const ClusterState::DrainRecord *> &active,
@@ -92,7 +106,11 @@ std::map<std::string, std::string> decideDrains(const ClusterState &state, const
     std::vector<std::string> left = jobsToDrain(state, node);
     if (left.empty())
       continue; // drained
-    if (now >= record.drain.deadlineUnixMs && !record.drain.force) {
+    // A job that stopped at its boundary just before the deadline still moves (this round); the
+    // drain times out once only jobs that did not stop are left.
+    bool stopped = std::any_of(left.begin(), left.end(),
+                               [&](const std::string &job) { return stoppedAtBoundary(state, job, record.id); });
+    if (now >= record.drain.deadlineUnixMs && !record.drain.force && !stopped) {
       Drain timedOut = record.drain;
       timedOut.timedOut = true;
       out.drains.push_back({node, record.modRevision, etcd::TxnOp::put(drainKey(node), encodeDrain(timedOut))});
@@ -151,7 +169,9 @@ std::map<std::string, std::string> decideDrains(const ClusterState &state, const
                                   "; placing it again, whole, off the node");
       continue;
     }
-    if (now >= record->drain.deadlineUnixMs) { // forced: not timed out above
+    if (now >= record->drain.deadlineUnixMs) {
+      if (!record->drain.force)
+        continue; // another job of the node is moving this round; this one waits for the time-out
       moves[contract] = cause + "deadline passed (--force), moved from its newest snapshot: ";
       out.report.drains.push_back(node + ": " + contract + " not stopped by the deadline; moved (--force)");
       continue;

@@ -399,6 +399,24 @@ TEST(Drain, AtTheDeadlineAnUnforcedDrainTimesOutAndItsAsksAreWithdrawn) {
   EXPECT_TRUE(after.drains.empty());
 }
 
+// The ranks stopped at the step asked, but no round moved the job before the deadline (the leader
+// was down): a job at its snapshot boundary, with no worker, is moved, not left stopped on the
+// cordoned node; the drain times out only for what did not stop.
+TEST(Drain, AJobThatStoppedBeforeAnUnforcedDeadlineIsMovedAfterIt) {
+  Cluster cluster;
+  const int64_t deadline = kStartMs + 60'000;
+  Chosen chosen = askedAndAnswered(cluster, {18, 100}, {19, 100}, deadline);
+  ASSERT_EQ(chosen.afterStep, 49u);
+  cluster.said("n1", "exited", StopAnswer{chosen.drain, 1, 19, 100, 49, 0});
+  cluster.said("n2", "exited", StopAnswer{chosen.drain, 1, 19, 100, 49, 0});
+  Decision d = cluster.decideAt(61 * kSecond);
+  EXPECT_TRUE(d.drains.empty()) << "not timed out: " << reportOf(d);
+  const ContractAction *a = actionFor(d);
+  ASSERT_TRUE(a) << reportOf(d);
+  EXPECT_EQ(a->kind, ContractAction::Kind::Place);
+  EXPECT_EQ(eventPut(*a), "drain of n1: stopped after step 49: placed again on n2,n3");
+}
+
 // Uncordon removes the drain record: an ask left from it is withdrawn.
 TEST(Drain, AnAskWhoseDrainIsGoneIsWithdrawn) {
   Cluster cluster;
