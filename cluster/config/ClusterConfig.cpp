@@ -42,7 +42,8 @@ struct Lemon {
   std::optional<Scalar> faults, within;
 };
 struct Health {
-  std::optional<std::vector<Scalar>> cordon_on;
+  std::optional<std::vector<Scalar>> cordon_on, drain_on;
+  std::optional<Scalar> drain_deadline;
   std::optional<Lemon> lemon;
 };
 struct ConfigDoc {
@@ -100,6 +101,8 @@ template <> struct MappingTraits<Lemon> {
 template <> struct MappingTraits<Health> {
   static void mapping(IO &io, Health &h) {
     io.mapOptional("cordon_on", h.cordon_on);
+    io.mapOptional("drain_on", h.drain_on);
+    io.mapOptional("drain_deadline", h.drain_deadline);
     io.mapOptional("lemon", h.lemon);
   }
 };
@@ -123,11 +126,14 @@ using etcd::ErrorCode;
 // Every key of the format, for "did you mean" on an unknown one.
 const llvm::StringRef kKeys[] = {"cluster",     "scaling",  "affinity_policy",    "cross_domain_io", "pcie_domains",
                                  "reserved",    "node",     "domain",             "agents",          "contract_cache_ttl",
-                                 "health",      "cordon_on", "lemon",              "faults",          "within"};
+                                 "health",      "cordon_on", "lemon",              "faults",          "within",
+                                 "drain_on",    "drain_deadline"};
 
 // The lemon rule counts what a node's history keeps (Keys.h), over at most a month.
 constexpr uint64_t kMaxNodeFaultsCounted = kNodeFaultsKept;
 constexpr uint64_t kMaxLemonWindowNs = 30ull * 24 * 3600 * 1000000000;
+// A drain's deadline, as `mscale-cli cluster drain --deadline` takes it: 1 ms to 7 days.
+constexpr uint64_t kMaxDrainDeadlineNs = 7ull * 24 * 3600 * 1000000000;
 // A day: a cache entry older than that is no cache but a stale copy.
 constexpr uint64_t kMaxCacheTtlNs = 24ull * 3600 * 1000000000;
 
@@ -375,15 +381,30 @@ std::optional<ClusterConfig> parseClusterConfig(ConfigSource &source) {
     else
       config.contractCacheTtlNs = *ns;
   }
-  if (doc.health && doc.health->cordon_on) {
-    for (const Scalar &v : *doc.health->cordon_on) {
+  auto verdicts = [&](const std::optional<std::vector<Scalar>> &list, const char *key, std::vector<std::string> &out) {
+    for (const Scalar &v : list ? *list : std::vector<Scalar>{}) {
       if (v.text != "degraded" && v.text != "failed")
-        parse.bad("health.cordon_on holds '" + v.text + "', expected degraded or failed", v.range());
-      else if (llvm::is_contained(config.cordonOn, v.text))
-        parse.bad("health.cordon_on holds '" + v.text + "' twice", v.range());
+        parse.bad(std::string("health.") + key + " holds '" + v.text + "', expected degraded or failed", v.range());
+      else if (llvm::is_contained(out, v.text))
+        parse.bad(std::string("health.") + key + " holds '" + v.text + "' twice", v.range());
       else
-        config.cordonOn.push_back(v.text);
+        out.push_back(v.text);
     }
+  };
+  if (doc.health) {
+    verdicts(doc.health->cordon_on, "cordon_on", config.cordonOn);
+    verdicts(doc.health->drain_on, "drain_on", config.drainOn);
+  }
+  if (doc.health && doc.health->drain_deadline) {
+    const Scalar &v = *doc.health->drain_deadline;
+    std::optional<uint64_t> ns = parseDurationNs(v.text);
+    if (!ns || *ns < 1000000)
+      parse.bad("health.drain_deadline is '" + v.text + "', expected a duration of at least 1ms such as 10min",
+                v.range());
+    else if (*ns > kMaxDrainDeadlineNs)
+      parse.bad("health.drain_deadline is '" + v.text + "', more than 7 days", v.range());
+    else
+      config.drainDeadlineNs = *ns;
   }
   if (doc.health && doc.health->lemon) {
     const Lemon &l = *doc.health->lemon;

@@ -13,6 +13,8 @@
 //     contract_cache_ttl: 30s
 //   health:
 //     cordon_on: [failed]                  # verdicts the leader cordons a node for: degraded | failed
+//     drain_on: [failed]                   # verdicts the leader drains a node for (it cordons it too)
+//     drain_deadline: 10min                # by when such a drain must have moved the node's jobs
 //     lemon: { faults: 3, within: 24h }    # a node with that many faults in that time is cordoned
 //
 // Read with LLVM's YAML I/O like the node config and the topology format; every problem is
@@ -52,6 +54,11 @@ struct ClusterConfig {
   // cordon stays after the verdict clears, until an operator uncordons the node (it is looked at
   // first). Empty: a failed node is still not placed, but nothing is cordoned.
   std::vector<std::string> cordonOn;
+  // The verdicts for which the leader drains a node by policy (cordoned too): its jobs move at a
+  // snapshot boundary, by `drainDeadlineNs`, never forced: a job that cannot be placed whole on the
+  // other nodes keeps the node from being drained (it stays cordoned) until it can.
+  std::vector<std::string> drainOn;
+  uint64_t drainDeadlineNs = 600ull * 1000000000; // 10 minutes, as `mscale-cli cluster drain`
   // The lemon rule: a node with `faults` faults (its history, /mscale/faults/<node>) within the
   // last `withinNs` is cordoned by policy, the faults as the reason. Absent: no rule.
   struct Lemon {

@@ -97,6 +97,9 @@ struct ReconcileMemory {
   std::map<std::string, CompiledSubmission> compiled;
   std::map<std::string, int64_t> unreadableFaultsAt; // node -> mod revision of the history reported
   std::map<std::string, int64_t> unreadableDrainsAt; // node -> mod revision of the drain reported
+  // Nodes the cluster config's drain_on would drain but a job there cannot be placed whole elsewhere:
+  // said once, not every round.
+  std::set<std::string> policyDrainsBlocked;
 };
 
 // The state in `kvs` (the keys under /mscale/ read at `revision`). Registrations are decoded through

@@ -116,8 +116,10 @@ std::string notPlaceable(const std::string &node, const ClusterState &state, con
       return "cordoned by policy: " + c.reason;
     }
   auto health = state.health.find(node);
+  // A verdict the config drains for cordons the node too, as `mscale-cli cluster drain` does.
   if (health != state.health.end() && health->second.level != HealthLevel::Healthy && config.config &&
-      llvm::is_contained(config.config->cordonOn, healthLevelName(health->second.level))) {
+      (llvm::is_contained(config.config->cordonOn, healthLevelName(health->second.level)) ||
+       llvm::is_contained(config.config->drainOn, healthLevelName(health->second.level)))) {
     Cordon c{"policy", healthText(health->second), leaderRevision, clock.unixMs()};
     out.cordons.push_back({node, etcd::TxnOp::put(cordonKey(node), encodeCordon(c))});
     out.report.cordoned.push_back(node + ": " + c.reason);
@@ -184,6 +186,8 @@ Decision decide(const ClusterState &state, ReconcileMemory &memory, const Clock 
   std::erase_if(memory.lostSinceNs,
                 [&](const auto &entry) { return !lost.count(entry.first) || toPlace.count(entry.first); });
   std::erase_if(memory.compiled, [&](const auto &entry) { return !state.contracts.count(entry.first); });
+  if (config.config && options.policyDrains)
+    decidePolicyDrains(state, *config.config, memory, clock, options, leaderRevision, out);
   // A drained node's jobs move once they stopped at a snapshot boundary (Drain.h).
   std::set<std::string> staying;
   for (const auto &[name, list] : state.assigned)

@@ -44,6 +44,9 @@ struct ReconcileOptions {
   // How far ahead of the newest step answered a drain's planned stop is (Drain.h), as time: it
   // covers the answers' age and the ask's way to every rank. Steps of unknown length: kDrainLeadSteps.
   std::chrono::milliseconds drainLead{3000};
+  // Whether the cluster config's health.drain_on drains nodes this round (off inside drainBlockers'
+  // own look at a drained cluster, which must not drain anything itself).
+  bool policyDrains = true;
 };
 
 struct ReconcileReport {
@@ -101,7 +104,7 @@ struct DrainAction {
 
 struct Decision {
   std::vector<FaultAction> faults;     // written first: the evidence before the verdicts
-  std::vector<DrainAction> drains;     // then the drains that timed out
+  std::vector<DrainAction> drains;     // then new drains (the policy's) and those that timed out
   std::vector<CordonAction> cordons;   // written before the contracts' actions
   std::vector<ContractAction> actions; // withdrawals first, then placements in contract order
   ReconcileReport report;

@@ -210,6 +210,31 @@ std::map<std::string, std::string> decideDrains(const ClusterState &state, const
   return moves;
 }
 
+void decidePolicyDrains(const ClusterState &state, const ClusterConfig &config, ReconcileMemory &memory,
+                        const Clock &clock, const ReconcileOptions &options, int64_t leaderRevision, Decision &out) {
+  std::set<std::string> blocked;
+  for (const auto &[node, health] : state.health) {
+    auto registered = state.nodes.find(node);
+    if (registered == state.nodes.end() || !registered->second || state.drains.count(node) ||
+        state.unreadableDrains.count(node) || !llvm::is_contained(config.drainOn, healthLevelName(health.level)))
+      continue;
+    if (std::vector<std::string> blockers = drainBlockers(state, node, memory, clock, options, leaderRevision);
+        !blockers.empty()) {
+      blocked.insert(node);
+      if (!memory.policyDrainsBlocked.count(node))
+        out.report.drains.push_back(node + ": not drained by policy while a job there cannot be placed whole on the "
+                                           "other nodes (" + blockers.front() + "); it stays cordoned");
+      continue;
+    }
+    const int64_t now = clock.unixMs();
+    Drain drain{leaderRevision, now, now + int64_t(config.drainDeadlineNs / 1000000), false, false};
+    out.drains.push_back({node, 0, etcd::TxnOp::put(drainKey(node), encodeDrain(drain))});
+    out.report.drains.push_back(node + ": drained by policy (health " + healthLevelName(health.level) + ")");
+    out.report.draining = true;
+  }
+  memory.policyDrainsBlocked = std::move(blocked);
+}
+
 std::vector<std::string> drainBlockers(const ClusterState &state, const std::string &node, ReconcileMemory memory,
                                        const Clock &clock, const ReconcileOptions &options, int64_t leaderRevision) {
   std::vector<std::string> jobs = jobsToDrain(state, node);
@@ -220,7 +245,9 @@ std::vector<std::string> drainBlockers(const ClusterState &state, const std::str
   drained.drains.erase(node);
   for (const std::string &job : jobs)
     drained.assigned.erase(job);
-  Decision decision = decide(drained, memory, clock, options, leaderRevision);
+  ReconcileOptions look = options;
+  look.policyDrains = false; // a look, not a round: it drains nothing itself
+  Decision decision = decide(drained, memory, clock, look, leaderRevision);
   std::vector<std::string> blockers;
   for (const std::string &refused : decision.report.refused)
     for (const std::string &job : jobs)

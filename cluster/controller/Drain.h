@@ -16,6 +16,7 @@
 // withdrawn.
 #pragma once
 
+#include "cluster/config/ClusterConfig.h"
 #include "cluster/controller/ClusterState.h"
 #include "cluster/controller/Decide.h"
 #include "support/Clock.h"
@@ -32,6 +33,13 @@ namespace msc::cluster {
 std::map<std::string, std::string> decideDrains(const ClusterState &state, const std::set<std::string> &staying,
                                                 const Clock &clock, const ReconcileOptions &options,
                                                 int64_t leaderRevision, Decision &out);
+
+// The drains the cluster config's health.drain_on asks for: a registered node whose verdict it names
+// and that has no drain record gets one (by this leader, deadline `config.drainDeadlineNs` from now,
+// never forced), written as read (absent). A node with a job that cannot be placed whole elsewhere
+// is not drained (said once in the report); it is drained once the job can be.
+void decidePolicyDrains(const ClusterState &state, const ClusterConfig &config, ReconcileMemory &memory,
+                        const Clock &clock, const ReconcileOptions &options, int64_t leaderRevision, Decision &out);
 
 // The jobs on `node` that a drain would move (a worker running there, or resources held without
 // one), in name order: what must be placed whole elsewhere for the drain to be accepted.

@@ -38,7 +38,10 @@ etcd::Result<ReconcileReport> reconcile(etcd::EtcdClient &client, etcd::Fencing 
   }
   for (const DrainAction &d : decision.drains) {
     etcd::Txn txn;
-    txn.compares.push_back(etcd::Compare::onModRevision(drainKey(d.node), etcd::Compare::Op::Equal, d.readModRevision));
+    // As read: absent for a new drain (the policy's), the same revision for one rewritten.
+    txn.compares.push_back(d.readModRevision ? etcd::Compare::onModRevision(drainKey(d.node), etcd::Compare::Op::Equal,
+                                                                            d.readModRevision)
+                                             : etcd::Compare::absent(drainKey(d.node)));
     txn.success.push_back(d.op);
     if (auto done = fencing.commit(txn); !done)
       return done.status();

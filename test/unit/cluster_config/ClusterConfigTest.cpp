@@ -133,6 +133,31 @@ TEST(ClusterConfig, WhichVerdictsCordonANode) {
             std::string::npos);
 }
 
+TEST(ClusterConfig, WhichVerdictsDrainANodeAndByWhen) {
+  Parsed p = parse("cluster: c\nhealth:\n  drain_on: [failed]\n  drain_deadline: 30min\n");
+  ASSERT_TRUE(p.config) << p.printed;
+  EXPECT_EQ(p.config->drainOn, (std::vector<std::string>{"failed"}));
+  EXPECT_EQ(p.config->drainDeadlineNs, 1800ull * 1000000000);
+  Parsed plain = parse("cluster: c\n");
+  EXPECT_TRUE(plain.config->drainOn.empty()) << "nothing is drained unless the config says so";
+  EXPECT_EQ(plain.config->drainDeadlineNs, 600ull * 1000000000) << "the CLI's default";
+  EXPECT_NE(parse("cluster: c\nhealth: { drain_on: [sick] }\n").printed.find(
+                "health.drain_on holds 'sick', expected degraded or failed"),
+            std::string::npos);
+  EXPECT_NE(parse("cluster: c\nhealth: { drain_on: [degraded, degraded] }\n").printed.find("'degraded' twice"),
+            std::string::npos);
+  Parsed soon = parse("cluster: c\nhealth: { drain_on: [failed], drain_deadline: soon }\n");
+  EXPECT_FALSE(soon.config);
+  EXPECT_NE(soon.printed.find("health.drain_deadline is 'soon', expected a duration of at least 1ms such as 10min"),
+            std::string::npos)
+      << soon.printed;
+  EXPECT_NE(parse("cluster: c\nhealth: { drain_deadline: 8d }\n").printed.find("expected a duration"),
+            std::string::npos)
+      << "days are not a unit of the language";
+  EXPECT_NE(parse("cluster: c\nhealth: { drain_deadline: 200h }\n").printed.find("more than 7 days"),
+            std::string::npos);
+}
+
 TEST(ClusterConfig, TheLemonRuleIsAFaultCountWithinAWindow) {
   Parsed p = parse("cluster: c\nhealth:\n  lemon: { faults: 3, within: 24h }\n");
   ASSERT_TRUE(p.config) << p.printed;

@@ -106,8 +106,12 @@ struct Cluster {
   // Every write of `d` as its commit would leave the store (a drain rewritten only as read).
   void commit(const Decision &d) {
     for (const DrainAction &a : d.drains)
-      if (store.keys.count(a.op.key) && store.keys.at(a.op.key).modRevision == a.readModRevision)
+      if (a.readModRevision ? store.keys.count(a.op.key) && store.keys.at(a.op.key).modRevision == a.readModRevision
+                            : !store.keys.count(a.op.key))
         store.put(a.op.key, a.op.value);
+    for (const CordonAction &c : d.cordons)
+      if (!store.keys.count(c.op.key)) // only while the node has no cordon
+        store.put(c.op.key, c.op.value);
     for (const ContractAction &a : d.actions)
       for (const etcd::TxnOp &op : a.ops)
         op.kind == etcd::TxnOp::Kind::Put ? (void)store.put(op.key, op.value) : store.remove(op.key);
@@ -491,6 +495,71 @@ TEST(Drain, ADrainIsBlockedOnlyByAJobThatCannotBePlacedWholeElsewhere) {
   EXPECT_TRUE(llvm::StringRef(blockers[0]).starts_with("pair: ")) << blockers[0];
   EXPECT_TRUE(drainBlockers(state, "n3", cluster.memory, clock, options(), kLeaderRev).empty())
       << "nothing to move off n3";
+}
+
+namespace {
+
+// n's agent publishes a failed verdict with its registration.
+void failed(Cluster &cluster, const std::string &node) {
+  Registration r{"test", test::recordedNodeYaml()};
+  r.health = NodeHealth{HealthLevel::Failed, {{"ERR_HEALTH_001", "thermal sensor 'x86_pkg_temp' at 105.0 C"}}};
+  cluster.store.put(std::string(kNodesPrefix) + node, encodeRegistration(r));
+}
+
+bool reportStartsWith(const Decision &d, const std::string &prefix) {
+  return std::any_of(d.report.drains.begin(), d.report.drains.end(),
+                     [&](const std::string &line) { return llvm::StringRef(line).starts_with(prefix); });
+}
+
+} // namespace
+
+// health.drain_on: a node whose verdict the config names is drained by the leader itself, as an
+// operator's unforced drain: cordoned, a record with the config's deadline, then the same rounds.
+TEST(Drain, ANodeWhoseVerdictTheConfigDrainsForIsDrainedByPolicy) {
+  Cluster cluster;
+  cluster.store.put(kConfigKey, encodeConfig({"test", "cluster: c\nhealth: { drain_on: [failed], drain_deadline: 2min }\n"}));
+  failed(cluster, "n1");
+  Decision d = cluster.decideAt(0);
+  ASSERT_EQ(d.drains.size(), 1u) << reportOf(d);
+  EXPECT_EQ(d.drains[0].node, "n1");
+  EXPECT_EQ(d.drains[0].readModRevision, 0) << "written only while the node has no drain";
+  std::string why;
+  std::optional<Drain> drain = decodeDrain(d.drains[0].op.value, why);
+  ASSERT_TRUE(drain) << why;
+  EXPECT_EQ(*drain, (Drain{kLeaderRev, kStartMs, kStartMs + 120'000, false, false})) << "never forced";
+  ASSERT_EQ(d.cordons.size(), 1u) << "drained nodes are cordoned";
+  EXPECT_EQ(d.cordons[0].node, "n1");
+  EXPECT_TRUE(reportSays(d, "n1: drained by policy (health failed)")) << reportOf(d);
+  EXPECT_TRUE(d.report.draining);
+
+  cluster.commit(d);
+  Decision next = cluster.decideAt(kSecond);
+  EXPECT_TRUE(next.drains.empty()) << "one drain a node";
+  const ContractAction *ask = actionFor(next);
+  ASSERT_TRUE(ask) << reportOf(next);
+  EXPECT_EQ(ask->kind, ContractAction::Kind::Stop) << "then the rounds of any drain";
+}
+
+TEST(Drain, APolicyDrainWaitsWhileAJobThereCannotBePlacedWholeElsewhere) {
+  Cluster cluster;
+  cluster.store.put(kConfigKey, encodeConfig({"test", "cluster: c\nhealth: { drain_on: [failed] }\n"}));
+  cluster.store.put(cordonKey("n3"), encodeCordon({"operator", "PSU swap", kLeaderRev, kStartMs}));
+  failed(cluster, "n1");
+  Decision d = cluster.decideAt(0);
+  EXPECT_TRUE(d.drains.empty()) << reportOf(d);
+  EXPECT_EQ(d.cordons.size(), 1u) << "cordoned all the same";
+  EXPECT_TRUE(reportStartsWith(d, "n1: not drained by policy while a job there cannot be placed whole on the other "
+                                  "nodes (pair: "))
+      << reportOf(d);
+  cluster.commit(d);
+  Decision again = cluster.decideAt(kSecond);
+  EXPECT_TRUE(again.drains.empty());
+  EXPECT_TRUE(again.report.drains.empty()) << "said once: " << reportOf(again);
+  // The spare node back: the drain goes ahead.
+  cluster.store.remove(cordonKey("n3"));
+  Decision now = cluster.decideAt(2 * kSecond);
+  ASSERT_EQ(now.drains.size(), 1u) << reportOf(now);
+  EXPECT_EQ(now.drains[0].node, "n1");
 }
 
 } // namespace msc::cluster
