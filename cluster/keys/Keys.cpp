@@ -181,8 +181,8 @@ std::optional<Cordon> decodeCordon(const std::string &value, std::string &why) {
       rev = true;
     else if (field == "since-ms" && number(rest, c.sinceUnixMs))
       since = true;
-    else if (field == "reason" && rest.find_first_not_of(' ') != std::string::npos)
-      c.reason = rest, reason = true;
+    else if (field == "reason" && oneLine(rest).find_first_not_of(' ') != std::string::npos)
+      c.reason = oneLine(rest), reason = true; // a '\r' in it reads as the blank it is written as
     else {
       why = "the line '" + line + "' does not read";
       return std::nullopt;
