@@ -3,6 +3,22 @@
 #include "cluster/keys/Keys.h"
 
 namespace msc::cluster {
+namespace {
+
+// `op`, fenced, only while `op.key` is as read: absent when `readModRevision` is 0 (a first write),
+// else at that mod revision. A key changed meanwhile is left alone until the next round.
+etcd::Status commitAsRead(etcd::Fencing &fencing, int64_t readModRevision, const etcd::TxnOp &op) {
+  etcd::Txn txn;
+  txn.compares.push_back(readModRevision
+                             ? etcd::Compare::onModRevision(op.key, etcd::Compare::Op::Equal, readModRevision)
+                             : etcd::Compare::absent(op.key));
+  txn.success.push_back(op);
+  if (auto done = fencing.commit(txn); !done)
+    return done.status();
+  return {};
+}
+
+} // namespace
 
 etcd::Status commitActions(const std::vector<ContractAction> &actions, int64_t readRevision,
                            const FencedCommit &commit) {
@@ -27,25 +43,13 @@ etcd::Result<ReconcileReport> reconcile(etcd::EtcdClient &client, etcd::Fencing 
   if (!state)
     return state.status();
   Decision decision = decide(*state, memory, clock, options, fencing.leader().rev);
-  for (const FaultAction &f : decision.faults) {
-    etcd::Txn txn;
-    txn.compares.push_back(f.readModRevision ? etcd::Compare::onModRevision(nodeFaultsKey(f.node), etcd::Compare::Op::Equal,
-                                                                            f.readModRevision)
-                                             : etcd::Compare::absent(nodeFaultsKey(f.node)));
-    txn.success.push_back(f.op);
-    if (auto done = fencing.commit(txn); !done)
-      return done.status();
-  }
-  for (const DrainAction &d : decision.drains) {
-    etcd::Txn txn;
-    // As read: absent for a new drain (the policy's), the same revision for one rewritten.
-    txn.compares.push_back(d.readModRevision ? etcd::Compare::onModRevision(drainKey(d.node), etcd::Compare::Op::Equal,
-                                                                            d.readModRevision)
-                                             : etcd::Compare::absent(drainKey(d.node)));
-    txn.success.push_back(d.op);
-    if (auto done = fencing.commit(txn); !done)
-      return done.status();
-  }
+  // The evidence first (fault histories), then the drains (the policy's new ones, those timed out).
+  for (const FaultAction &f : decision.faults)
+    if (etcd::Status s = commitAsRead(fencing, f.readModRevision, f.op); !s.ok())
+      return s;
+  for (const DrainAction &d : decision.drains)
+    if (etcd::Status s = commitAsRead(fencing, d.readModRevision, d.op); !s.ok())
+      return s;
   for (const CordonAction &c : decision.cordons) {
     etcd::Txn txn;
     txn.compares.push_back(etcd::Compare::absent(cordonKey(c.node)));
