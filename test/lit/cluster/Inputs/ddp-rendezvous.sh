@@ -56,7 +56,7 @@ old_port=$(head -1 "$shared/train.log.rendezvous" | sed 's/.*://')
 new=$(tail -n 2 "$shared/train.log.rendezvous" | sort -u)
 new_port=$(tail -1 "$shared/train.log.rendezvous" | sed 's/.*://')
 echo "placed again: $(echo "$new" | sed 's/ at .*//' | tr '\n' ';') fresh port: $([[ $new_port != "$old_port" ]] && echo yes)"
-/usr/bin/python3 "$recovery/check_recovery.py" "$work/ref/train.log" "$shared/train.log" --every 10 | grep -v '^fault' \
+/usr/bin/python3 "$recovery/check_recovery.py" "$work/ref/train.log" "$shared/train.log" --every 10 --world 2 | grep -v '^fault' \
   | sed 's/^/rank 0: /'
-/usr/bin/python3 "$recovery/check_recovery.py" "$work/ref/train.log.rank1" "$shared/train.log.rank1" --every 10 \
+/usr/bin/python3 "$recovery/check_recovery.py" "$work/ref/train.log.rank1" "$shared/train.log.rank1" --every 10 --world 2 \
   | grep -v '^fault' | sed 's/^/rank 1: /'
