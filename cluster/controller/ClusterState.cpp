@@ -57,7 +57,7 @@ ClusterState clusterStateFrom(const std::vector<etcd::KeyValue> &kvs, int64_t re
     } else if (key.starts_with(kDrainsPrefix)) {
       std::string node = key.drop_front(llvm::StringRef(kDrainsPrefix).size()).str(), why;
       if (std::optional<Drain> drain = decodeDrain(kv.value, why)) {
-        state.drains[node] = {*drain, kv.modRevision, kv.modRevision};
+        state.drains[node] = {*drain, kv.modRevision};
         continue;
       }
       // Nothing is moved on a drain that does not read; its cordon (written with it) still stands.

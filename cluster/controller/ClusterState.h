@@ -58,11 +58,11 @@ struct ClusterState {
   // Nodes whose history does not read, with the ERR_CLUSTER_019 line: not written over.
   std::map<std::string, std::string> unreadableFaults;
   std::vector<std::string> unreadableFaultsNew; // the same lines, once per value
-  // /mscale/drains/<node>, with its mod revision: the drain's id while it is in force (written once
-  // by the service; rewritten only when it times out, by the leader, as read).
+  // /mscale/drains/<node>, with its mod revision, which is the drain's id: the service writes a
+  // drain once (again only over one that timed out: a new drain, a new id), and the leader rewrites
+  // it only when it times out, after which its id asks nothing any more.
   struct DrainRecord {
     Drain drain;
-    int64_t id = 0;
     int64_t modRevision = 0;
   };
   std::map<std::string, DrainRecord> drains;

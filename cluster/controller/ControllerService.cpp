@@ -275,7 +275,7 @@ public:
                     etcd::Status::make(ErrorCode::ERR_CLUSTER_020, {node, "it is not registered; " + registeredNodes()}));
     std::vector<std::string> jobs = jobsToDrain(*state, node);
     if (auto d = state->drains.find(node); d != state->drains.end() && !d->second.drain.timedOut) {
-      reply->set_revision(d->second.id);
+      reply->set_revision(d->second.modRevision); // the drain's id
       reply->set_unchanged(true);
       for (const std::string &job : jobs)
         reply->add_jobs(job);

@@ -109,7 +109,7 @@ std::map<std::string, std::string> decideDrains(const ClusterState &state, const
     // A job that stopped at its boundary just before the deadline still moves (this round); the
     // drain times out once only jobs that did not stop are left.
     bool stopped = std::any_of(left.begin(), left.end(),
-                               [&](const std::string &job) { return stoppedAtBoundary(state, job, record.id); });
+                               [&](const std::string &job) { return stoppedAtBoundary(state, job, record.modRevision); });
     if (now >= record.drain.deadlineUnixMs && !record.drain.force && !stopped) {
       Drain timedOut = record.drain;
       timedOut.timedOut = true;
@@ -138,7 +138,7 @@ std::map<std::string, std::string> decideDrains(const ClusterState &state, const
       continue;
     }
     const std::string cause = "drain of " + node + ": ";
-    const int64_t drain = record->id;
+    const int64_t drain = record->modRevision; // the drain's id
 
     // Where the asks stand: the attempt every assignment was asked (0: not all asked the same).
     uint32_t attempt = list.front().assignment.stop && list.front().assignment.stop->drain == drain
