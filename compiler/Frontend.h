@@ -28,6 +28,10 @@ struct FrontendOptions {
   // resize to another profile (`mscale-cli contract resize --profile`, `mscalec --profile`) needs.
   std::string profileOverride;
   std::string profileOverrideContract; // only this contract (empty: every contract of the file)
+  // The class (`class = ...`) a contract that says none takes, "" for none: how a submission sent
+  // with `mscale-cli cluster submit --class opportunistic` becomes a borrower before it is checked.
+  // Applies to profileOverrideContract alone when that is set. A class line of its own stands.
+  std::string defaultClass;
   // Files that exist in memory only, by the path they are read as (a submission a controller
   // received); looked up before the file system, for the main file and for imports. Null: none.
   const std::map<std::string, std::string> *memoryFiles = nullptr;
@@ -46,8 +50,11 @@ std::unique_ptr<SourceSet> loadSources(llvm::StringRef path, const FrontendOptio
 
 // Type-checks the ASTs and resolves profiles into an IR module. Contracts come from the main
 // file only; profiles from every file. Returns nullopt if any error was reported.
+// `profileOverride`, `onlyContract`, `defaultClass`: FrontendOptions' profileOverride,
+// profileOverrideContract, defaultClass.
 std::optional<ir::Module> buildModule(const SourceSet &sources, DiagnosticEngine &diags,
-                                      llvm::StringRef profileOverride = {}, llvm::StringRef onlyContract = {});
+                                      llvm::StringRef profileOverride = {}, llvm::StringRef onlyContract = {},
+                                      llvm::StringRef defaultClass = {});
 
 // loadSources + buildModule + ir::verify.
 std::optional<ir::Module> compileContractFile(llvm::StringRef path, const FrontendOptions &options,

@@ -66,8 +66,10 @@ const llvm::StringRef kSections[] = {"io_topology", "fault_tolerance", "scaling"
 
 class IRGen {
 public:
-  IRGen(const SourceSet &sources, DiagnosticEngine &diags, std::string profileOverride, std::string onlyContract)
-      : sources_(sources), diags_(diags), conv_(diags), profileOverride_(std::move(profileOverride)),
+  IRGen(const SourceSet &sources, DiagnosticEngine &diags, std::string profileOverride, std::string onlyContract,
+        std::string defaultClass)
+      : sources_(sources), diags_(diags), conv_(diags), defaultClass_(std::move(defaultClass)),
+        profileOverride_(std::move(profileOverride)),
         overrideContract_(std::move(onlyContract)) {}
 
   std::optional<ir::Module> run();
@@ -97,6 +99,7 @@ private:
   const SourceSet &sources_;
   DiagnosticEngine &diags_;
   detail::ValueConverter conv_;
+  std::string defaultClass_;    // FrontendOptions::defaultClass
   std::string profileOverride_; // FrontendOptions::profileOverride
   std::string overrideContract_; // FrontendOptions::profileOverrideContract
   std::vector<Decl> profiles_, contracts_;
@@ -470,6 +473,9 @@ std::optional<ir::Module> IRGen::run() {
       contract.chain = chains_[baseName];
     }
     ir::mergeInto(contract.body, c.own);
+    if (!defaultClass_.empty() && !contract.body.compute.class_ &&
+        (overrideContract_.empty() || overrideContract_ == c.ast->name))
+      contract.body.compute.class_ = ir::Field<std::string>{defaultClass_, {"submission", {}, {}}};
     // A field that failed to convert is missing from the IR; do not report it missing again.
     if (c.clean)
       checkContractComplete(contract, *c.ast);
@@ -483,8 +489,9 @@ std::optional<ir::Module> IRGen::run() {
 } // namespace
 
 std::optional<ir::Module> buildModule(const SourceSet &sources, DiagnosticEngine &diags,
-                                      llvm::StringRef profileOverride, llvm::StringRef onlyContract) {
-  return IRGen(sources, diags, profileOverride.str(), onlyContract.str()).run();
+                                      llvm::StringRef profileOverride, llvm::StringRef onlyContract,
+                                      llvm::StringRef defaultClass) {
+  return IRGen(sources, diags, profileOverride.str(), onlyContract.str(), defaultClass.str()).run();
 }
 
 } // namespace msc

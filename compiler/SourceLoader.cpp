@@ -174,7 +174,7 @@ std::optional<ir::Module> compileContractFile(llvm::StringRef path, const Fronte
   std::unique_ptr<SourceSet> sources = loadSources(path, options, sm, diags);
   if (!sources || diags.hasErrors())
     return std::nullopt;
-  return buildModule(*sources, diags, options.profileOverride, options.profileOverrideContract);
+  return buildModule(*sources, diags, options.profileOverride, options.profileOverrideContract, options.defaultClass);
 }
 
 } // namespace msc

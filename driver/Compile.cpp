@@ -104,6 +104,7 @@ CompileResult compile(const CompileOptions &options, llvm::SourceMgr &sm, Diagno
   frontend.stdlibDir = options.stdlibDir.empty() ? defaultStdlibDir() : options.stdlibDir;
   frontend.profileOverride = options.profileOverride;
   frontend.profileOverrideContract = options.onlyContract;
+  frontend.defaultClass = options.defaultClass;
   frontend.cache = &cache;
   frontend.memoryFiles = &options.memoryFiles;
   Node node;
@@ -155,6 +156,7 @@ std::optional<ir::Module> loadContracts(const CompileOptions &options, llvm::Sou
   frontend.stdlibDir = options.stdlibDir.empty() ? defaultStdlibDir() : options.stdlibDir;
   frontend.profileOverride = options.profileOverride;
   frontend.profileOverrideContract = options.onlyContract;
+  frontend.defaultClass = options.defaultClass;
   frontend.cache = &cache;
   frontend.memoryFiles = &options.memoryFiles;
   std::optional<ir::Module> module = compileContractFile(options.inputs.front(), frontend, sm, diags);

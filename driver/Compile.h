@@ -36,6 +36,7 @@ struct CompileOptions {
   std::string profileOverride;           // compile on this profile instead of the one named
   std::string onlyContract;              // compile only this contract of the inputs (and apply
                                          // profileOverride to it alone)
+  std::string defaultClass;              // FrontendOptions::defaultClass
   EmitStage stage = EmitStage::Ir;
   std::string topology;                  // "live", a file or a directory; empty: no node
   std::string passes;                    // "a,b": only these passes; empty: the default pipeline

@@ -1,5 +1,6 @@
 // Wiring of the registration and the assignment watcher into the agent's loop.
 #include "cluster/agent/ClusterAgent.h"
+#include "executor/agent/NodeLedger.h"
 
 #include "cluster/config/ClusterConfig.h"
 #include "cluster/config/ConfigSource.h"
@@ -92,6 +93,7 @@ bool ClusterAgent::start(exec::NodeLedger &ledger) {
     log_.error("", s.str());
     return false;
   }
+  lending_ = std::make_unique<LendingReporter>(LendingReporterOptions{options_.lendingInterval}, *options_.clock);
   watcher_ = std::make_unique<AssignmentWatcher>(*client_, options_.node, log_, wake_);
   watcher_->setOnContractChange([this](const std::string &contract) { cache_.forget(contract); });
   if (etcd::Status s = watcher_->start(ledger, registration_->leaseId()); !s.ok()) {
@@ -129,10 +131,35 @@ void ClusterAgent::judgeHealth() {
   unpublished_.reset();
 }
 
+void ClusterAgent::publishLending(exec::NodeLedger &ledger) {
+  if (!lending_ || !registration_ || !registration_->registered())
+    return;
+  if (lending_->due()) {
+    exec::LendingOffer offer;
+    if (exec::NodeLending *lending = ledger.lending())
+      offer = lending->offer();
+    if (lending_->sample(offer))
+      lendingUnpublished_ = true;
+  }
+  const int64_t lease = registration_->leaseId();
+  if (lending_->published() && lease != lendingLease_)
+    lendingUnpublished_ = true;
+  if (!lendingUnpublished_)
+    return;
+  if (etcd::Result<int64_t> put = client_->put(lendingKey(options_.node), encodeLending(*lending_->published()), lease);
+      !put) {
+    log_.warn("", "cannot publish what the node lends: " + put.status().str() + "; trying again");
+    return;
+  }
+  lendingUnpublished_ = false;
+  lendingLease_ = lease;
+}
+
 void ClusterAgent::tick(exec::NodeLedger &ledger) {
   if (!registration_)
     return;
   judgeHealth();
+  publishLending(ledger);
   switch (registration_->poll(ledger)) {
   case NodeRegistration::Event::Lost:
     // The ledger released everything; nothing is admitted until the node is registered again.

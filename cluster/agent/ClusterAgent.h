@@ -6,6 +6,7 @@
 #include "cluster/agent/AssignmentWatcher.h"
 #include "cluster/agent/ContractCache.h"
 #include "cluster/agent/HealthReporter.h"
+#include "cluster/agent/LendingReporter.h"
 #include "cluster/agent/NodeRegistration.h"
 #include "cluster/etcd/EtcdClient.h"
 #include "executor/core/Logger.h"
@@ -40,6 +41,8 @@ struct ClusterAgentOptions {
   // re-read, so such a node publishes no verdict unless a root is given.
   std::string healthRoot = {};
   std::chrono::nanoseconds healthInterval = std::chrono::seconds(10);
+  // How often what the node lends is sampled for /mscale/lending/<node> (LendingReporter.h).
+  std::chrono::nanoseconds lendingInterval = std::chrono::seconds(1);
   const Clock *clock = &SystemClock::instance(); // when health is judged, and its samples' times
 };
 
@@ -65,6 +68,9 @@ public:
   void tick(exec::NodeLedger &ledger);
   // Judges the node's health when it is due and publishes a changed verdict (tick() calls it).
   void judgeHealth();
+  // Samples what the node lends when it is due and publishes a changed record under the current
+  // lease, again under a fresh one after a re-registration (tick() calls it).
+  void publishLending(exec::NodeLedger &ledger);
 
   // A contract as the cluster holds it (/mscale/contracts/<contract>), from the cache while it is
   // younger than the cluster config's agents.contract_cache_ttl, else read from any etcd member
@@ -95,6 +101,9 @@ private:
   std::unique_ptr<AssignmentWatcher> watcher_;
   std::unique_ptr<HealthReporter> health_; // null: the node publishes no verdict
   std::optional<NodeHealth> unpublished_;  // a changed verdict whose put failed
+  std::unique_ptr<LendingReporter> lending_;
+  bool lendingUnpublished_ = false; // a changed record whose put failed, or a lease it is not under yet
+  int64_t lendingLease_ = 0;        // the lease the published record is under
   std::function<void()> wake_;
   std::string httpBound_;
   ContractCache cache_;

@@ -1,6 +1,8 @@
 #include "cluster/controller/ClusterState.h"
 
 #include "hal/TopologyYaml.h"
+#include "plan/PlanFile.h"
+#include "support/Diagnostic.h"
 
 #include <llvm/ADT/StringRef.h>
 
@@ -67,6 +69,21 @@ ClusterState clusterStateFrom(const std::vector<etcd::KeyValue> &kvs, int64_t re
         state.unreadableDrainsNew.push_back(line);
       }
       state.unreadableDrains.insert(node);
+    } else if (key.starts_with(kLendingPrefix)) {
+      std::string node = key.drop_front(llvm::StringRef(kLendingPrefix).size()).str(), why;
+      std::optional<LendingRecord> record = decodeLending(kv.value, why);
+      if (record && kv.lease == 0)
+        record.reset(), why = "it is under no lease, so no agent stands behind it (an agent writes it under its lease)";
+      if (record) {
+        state.lending[node] = *record;
+        continue;
+      }
+      std::string line = etcd::Status::make(etcd::ErrorCode::ERR_CLUSTER_022, {node, why}).str();
+      if (auto [at, fresh] = memory.unreadableLendingAt.try_emplace(node, kv.modRevision); fresh || at->second != kv.modRevision) {
+        at->second = kv.modRevision;
+        state.unreadableLendingNew.push_back(line);
+      }
+      state.unreadableLending.insert(node);
     } else if (key.starts_with(kNodeFaultsPrefix)) {
       std::string node = key.drop_front(llvm::StringRef(kNodeFaultsPrefix).size()).str(), why;
       if (std::optional<std::vector<NodeFault>> faults = decodeFaults(kv.value, why)) {
@@ -101,12 +118,20 @@ ClusterState clusterStateFrom(const std::vector<etcd::KeyValue> &kvs, int64_t re
       std::optional<Assignment> a = decodeAssignment(kv.value, why);
       if (slash == std::string::npos || !a)
         continue;
-      state.assigned[rest.substr(slash + 1)].push_back({rest.substr(0, slash), kv.key, std::move(*a)});
+      // A plan that does not decode is the agent's to refuse; here it is what it asks for.
+      CollectingConsumer sink;
+      DiagnosticEngine quiet(nullptr, sink);
+      std::optional<plan::Plan> plan = plan::decodePlan(a->plan, kv.key, quiet);
+      std::optional<plan::Borrow> borrow;
+      if (plan && plan->has_borrow())
+        borrow = plan->borrow();
+      state.assigned[rest.substr(slash + 1)].push_back({rest.substr(0, slash), kv.key, std::move(*a), std::move(borrow)});
     }
   }
   std::erase_if(memory.nodes, [&](const auto &entry) { return !state.nodes.count(entry.first); });
   std::erase_if(memory.unreadableFaultsAt, [&](const auto &entry) { return !state.unreadableFaults.count(entry.first); });
   std::erase_if(memory.unreadableDrainsAt, [&](const auto &entry) { return !state.unreadableDrains.count(entry.first); });
+  std::erase_if(memory.unreadableLendingAt, [&](const auto &entry) { return !state.unreadableLending.count(entry.first); });
   return state;
 }
 

@@ -8,6 +8,7 @@
 #include "cluster/keys/Keys.h"
 #include "cluster/controller/ContractCheck.h"
 #include "hal/Topology.h"
+#include "plan/plan.pb.h"
 
 #include <cstdint>
 #include <map>
@@ -23,6 +24,10 @@ struct AssignedPlan {
   std::string node;
   std::string key; // /mscale/assignments/<node>/<contract>
   Assignment assignment;
+  // What its plan asks to borrow (class = opportunistic): it holds nothing of the node. None for a
+  // plan that holds what it asks for.
+  std::optional<plan::Borrow> borrow = {};
+  bool borrower() const { return borrow.has_value(); }
 };
 
 struct ClusterState {
@@ -68,6 +73,11 @@ struct ClusterState {
   std::map<std::string, DrainRecord> drains;
   std::set<std::string> unreadableDrains;       // nodes whose drain does not read: nothing moved
   std::vector<std::string> unreadableDrainsNew; // their ERR_CLUSTER_021 lines, once per value
+  // /mscale/lending/<node> as each agent publishes it (Keys.h: LendingRecord). A node without one,
+  // or whose record does not read or stands under no lease, lends nothing (Borrowers.h).
+  std::map<std::string, LendingRecord> lending;
+  std::set<std::string> unreadableLending;       // nodes whose record does not read
+  std::vector<std::string> unreadableLendingNew; // their ERR_CLUSTER_022 lines, once per value
 };
 
 // What one leader remembers between reconciliations, so that a reconciliation on every change of
@@ -97,6 +107,7 @@ struct ReconcileMemory {
   std::map<std::string, CompiledSubmission> compiled;
   std::map<std::string, int64_t> unreadableFaultsAt; // node -> mod revision of the history reported
   std::map<std::string, int64_t> unreadableDrainsAt; // node -> mod revision of the drain reported
+  std::map<std::string, int64_t> unreadableLendingAt; // node -> mod revision of the lending record reported
   // Nodes the cluster config's drain_on would drain but a job there cannot be placed whole elsewhere:
   // said once, not every round.
   std::set<std::string> policyDrainsBlocked;

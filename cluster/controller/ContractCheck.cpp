@@ -16,20 +16,32 @@ std::string CapturedDiagnostics::firstLine() const {
 }
 
 std::optional<LoadedContract> loadSubmittedContract(const std::string &name, const std::string &source,
-                                                    const ContractSourceOptions &options, CapturedDiagnostics &out) {
+                                                    const ContractSourceOptions &options, CapturedDiagnostics &out,
+                                                    const std::string &contractClass) {
   driver::CompileOptions co;
   co.inputs = {name + ".msc"};
   co.memoryFiles[co.inputs.front()] = source;
   co.stdlibDir = options.stdlibDir;
   co.onlyContract = name;
+  co.defaultClass = contractClass;
   std::optional<ir::Module> module = driver::loadContracts(co, *out.sm, out.diags);
   if (!module)
     return std::nullopt;
   std::vector<std::string> defined;
   for (size_t i = 0; i < module->contracts.size(); ++i) {
-    if (module->contracts[i].name == name)
-      return LoadedContract{std::move(*module), i};
-    defined.push_back(module->contracts[i].name);
+    if (module->contracts[i].name != name) {
+      defined.push_back(module->contracts[i].name);
+      continue;
+    }
+    const auto &own = module->contracts[i].body.compute.class_;
+    std::string is = own ? own->value : "guaranteed";
+    if (!contractClass.empty() && is != contractClass) {
+      out.os << etcd::Status::make(etcd::ErrorCode::ERR_CLUSTER_023, {name, contractClass, "the contract says class = " + is})
+                    .str()
+             << "\n";
+      return std::nullopt;
+    }
+    return LoadedContract{std::move(*module), i};
   }
   std::string why = "the source defines no contract '" + name + "'";
   why += defined.empty() ? " (it defines none)" : " (it defines " + llvm::join(defined, ", ") + ")";

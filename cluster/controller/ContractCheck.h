@@ -44,12 +44,15 @@ struct ContractSourceOptions {
 // The module of `source`, compiled for contract `name` only, and that contract in it. The source is
 // read from memory as "<name>.msc", the name its diagnostics give it. nullopt with the diagnostics
 // in `out` when the source does not compile, or (ERR_CLUSTER_007 in `out`) defines no contract `name`.
+// `contractClass` (Submission::contractClass) is the class it takes without a class line of its own;
+// one of its own that says otherwise is ERR_CLUSTER_023 in `out`.
 struct LoadedContract {
   ir::Module module;
   size_t index = 0; // of the contract `name` in module.contracts
   const ir::Contract &contract() const { return module.contracts[index]; }
 };
 std::optional<LoadedContract> loadSubmittedContract(const std::string &name, const std::string &source,
-                                                    const ContractSourceOptions &options, CapturedDiagnostics &out);
+                                                    const ContractSourceOptions &options, CapturedDiagnostics &out,
+                                                    const std::string &contractClass = {});
 
 } // namespace msc::cluster

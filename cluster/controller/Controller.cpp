@@ -109,6 +109,8 @@ etcd::Status Controller::lead(const etcd::LeaderKey &leader, etcd::LeaseKeepAliv
       options_.log("drain: " + d);
     for (const std::string &u : report->unreadableDrains)
       options_.log("moving nothing off a node: " + u);
+    for (const std::string &u : report->unreadableLending)
+      options_.log("placing no borrower on a node: " + u);
     for (const std::string &r : report->released)
       options_.log("released " + r + ": it cannot be placed whole again, so it runs nowhere until it can");
     for (const std::string &w : report->withdrawn)

@@ -45,18 +45,22 @@ public:
     s.source = request->source();
     s.command.assign(request->command().begin(), request->command().end());
     s.environment.insert(request->environment().begin(), request->environment().end());
+    s.contractClass = request->contract_class();
     std::string why;
+    if (!isSubmittedClass(s.contractClass))
+      return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                    etcd::Status::make(ErrorCode::ERR_CLUSTER_023, {s.contract, s.contractClass, "the class is not guaranteed or opportunistic"}));
     if (!checkSubmission(s, why))
       return refuse(grpc::StatusCode::INVALID_ARGUMENT, etcd::Status::make(ErrorCode::ERR_CLUSTER_006, {s.contract, why}));
     std::optional<etcd::Fencing> term = controller_.currentTerm();
     if (!term)
       return notLeader();
     CapturedDiagnostics check;
-    std::optional<LoadedContract> loaded = loadSubmittedContract(s.contract, s.source, sources_, check);
+    std::optional<LoadedContract> loaded = loadSubmittedContract(s.contract, s.source, sources_, check, s.contractClass);
     check.done();
     if (!loaded) {
       // The frontend's own diagnostics follow the coded refusal (unless it is the refusal itself).
-      if (check.text.rfind("error[ERR_CLUSTER_007]", 0) == 0)
+      if (check.text.rfind("error[ERR_CLUSTER_007]", 0) == 0 || check.text.rfind("error[ERR_CLUSTER_023]", 0) == 0)
         return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, check.text);
       return refuse(grpc::StatusCode::INVALID_ARGUMENT,
                     etcd::Status::make(ErrorCode::ERR_CLUSTER_007, {s.contract, "its source does not compile"}),

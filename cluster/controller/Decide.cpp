@@ -1,6 +1,7 @@
 #include "cluster/controller/Decide.h"
 
 #include "cluster/controller/ApplyConfig.h"
+#include "cluster/controller/Borrowers.h"
 #include "cluster/controller/Drain.h"
 #include "cluster/controller/NodeFaults.h"
 #include "cluster/controller/Rendezvous.h"
@@ -58,7 +59,8 @@ const ReconcileMemory::CompiledSubmission &compiled(const std::string &name, con
   if (!entry.submission)
     load.os << etcd::Status::make(etcd::ErrorCode::ERR_CLUSTER_006, {name, why}).str() << "\n";
   else
-    entry.loaded = loadSubmittedContract(name, entry.submission->source, {options.stdlibDir}, load);
+    entry.loaded = loadSubmittedContract(name, entry.submission->source, {options.stdlibDir}, load,
+                                         entry.submission->contractClass);
   load.done();
   entry.diagnostics = load.text;
   return entry;
@@ -143,6 +145,7 @@ Decision decide(const ClusterState &state, ReconcileMemory &memory, const Clock 
   report.unreadableNodes = state.unreadableNodes;
   report.unreadableHealth = state.unreadableHealthNew;
   report.unreadableFaults = state.unreadableFaultsNew;
+  report.unreadableLending = state.unreadableLendingNew;
   FreshFaults fresh;
   for (const auto &[node, statuses] : state.statuses)
     if (!state.unreadableFaults.count(node))
@@ -189,19 +192,27 @@ Decision decide(const ClusterState &state, ReconcileMemory &memory, const Clock 
   if (config.config && options.policyDrains)
     decidePolicyDrains(state, *config.config, memory, clock, options, leaderRevision, out);
   // A drained node's jobs move once they stopped at a snapshot boundary (Drain.h).
-  std::set<std::string> staying;
+  // Borrowers are not drained: they leave a draining node at once, as they leave one that lends no
+  // more what they ask (Borrowers.h).
+  std::set<std::string> staying, borrowing;
   for (const auto &[name, list] : state.assigned)
     if (state.contracts.count(name) && !toPlace.count(name))
-      staying.insert(name);
+      (list.front().borrower() ? borrowing : staying).insert(name);
   const std::map<std::string, std::string> drained = decideDrains(state, staying, clock, options, leaderRevision, out);
   for (const auto &[name, cause] : drained)
+    toPlace.insert(name);
+  LentCapacity lent(state);
+  const std::map<std::string, std::string> reclaimed = borrowersToMove(state, borrowing, lent);
+  for (const auto &[name, cause] : reclaimed)
     toPlace.insert(name);
   // A contract that stays, or waits out the grace, holds its live nodes' resources.
   for (const auto &[name, list] : state.assigned) {
     if (toPlace.count(name) || !state.contracts.count(name))
       continue;
     for (const AssignedPlan &a : list)
-      if (std::optional<plan::Plan> p = plan::decodePlan(a.assignment.plan, a.key, setup.diags))
+      if (a.borrower())
+        continue; // it holds nothing: a guaranteed job never waits for a borrower
+      else if (std::optional<plan::Plan> p = plan::decodePlan(a.assignment.plan, a.key, setup.diags))
         registry.admit(a.node, std::move(*p), "an assignment", setup.diags);
   }
 
@@ -235,8 +246,11 @@ Decision decide(const ClusterState &state, ReconcileMemory &memory, const Clock 
     const std::vector<AssignedPlan> &previous = had == state.assigned.end() ? kNone : had->second;
     bool replacing = had != state.assigned.end();
     auto causeOf = [&](const std::string &contract) {
-      auto moved = drained.find(contract);
-      return moved != drained.end() ? moved->second : lostText(previous, registry);
+      if (auto moved = drained.find(contract); moved != drained.end())
+        return moved->second;
+      if (auto taken = reclaimed.find(contract); taken != reclaimed.end())
+        return taken->second;
+      return lostText(previous, registry);
     };
     for (const AssignedPlan &a : previous)
       if (!registry.find(a.node) && !state.unreadableFaults.count(a.node))
@@ -246,9 +260,16 @@ Decision decide(const ClusterState &state, ReconcileMemory &memory, const Clock 
     CapturedDiagnostics decision(submitted.sources);
     decision.os << submitted.diagnostics;
     PlacementResult placed;
+    BorrowerPlacement lenders; // a borrower's placement points into its own view of the nodes
     std::string defaults; // what the config filled in, for the status and the log
+    const std::optional<BorrowerAsk> ask =
+        submitted.loaded ? borrowerAsk(submitted.loaded->contract()) : std::optional<BorrowerAsk>();
     if (submitted.loaded && config.published && !config.config) {
       decision.os << config.error;
+    } else if (ask) {
+      lenders = placeBorrower(submitted.loaded->contract(), *ask, state, registry, lent, options.compilerVersion,
+                              decision.diags);
+      placed = std::move(lenders.result);
     } else if (submitted.loaded) {
       ir::Contract contract = submitted.loaded->contract();
       if (config.config)
@@ -290,20 +311,22 @@ Decision decide(const ClusterState &state, ReconcileMemory &memory, const Clock 
       // A job a drain moves is placed as planned, not after a loss: "placed train -> n2,n3 (drain of
       // n1: stopped after step 60)".
       std::string why = defaults;
-      if (auto moved = drained.find(name); moved != drained.end())
-        why = llvm::StringRef(moved->second).rtrim(": ").str() + (defaults.empty() ? "" : "; " + defaults);
-      (replacing && !drained.count(name) ? report.replaced : report.placed)
+      if (drained.count(name) || reclaimed.count(name))
+        why = llvm::StringRef(causeOf(name)).rtrim(": ").str() + (defaults.empty() ? "" : "; " + defaults);
+      (replacing && !drained.count(name) && !reclaimed.count(name) ? report.replaced : report.placed)
           .push_back(name + " -> " + nodes + (why.empty() ? "" : " (" + why + ")"));
     } else {
       status = "refused leader-rev " + rev + "\n" + (defaults.empty() ? "" : defaults + "\n") + decision.text;
-      event = (replacing ? causeOf(name) : std::string()) + "refused: " + decision.firstLine() +
-              (replacing ? " (its workers on the nodes left stop)" : "");
+      // A borrower waits for a node that lends (its worker elsewhere stopped, its snapshots kept).
+      event = (replacing ? causeOf(name) : std::string()) +
+              (ask ? "waits for a node that lends what it asks: " : "refused: ") + decision.firstLine() +
+              (replacing && !ask ? " (its workers on the nodes left stop)" : "");
       // A job that cannot be placed whole again does not run in part: its workers on the nodes that
       // are left stop too (their snapshots stay on the shared disk). It is placed again, and resumes,
       // once the cluster can take it whole.
       for (const AssignedPlan &a : previous)
         ops.push_back(etcd::TxnOp::remove(a.key));
-      if (replacing)
+      if (replacing && !ask)
         report.released.push_back(name);
       report.refused.push_back(name + ": " + decision.firstLine());
     }

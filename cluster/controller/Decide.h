@@ -24,6 +24,8 @@
 //     The config's health.lemon cordons a node, by policy, once its history holds that many faults
 //     within its window, the faults as the reason.
 //   - A drained node's jobs move at a snapshot boundary (Drain.h).
+//   - Borrowers (class = opportunistic) are placed where other contracts lend, and move when the
+//     loan is taken back for good (Borrowers.h).
 #pragma once
 
 #include "cluster/controller/ClusterState.h"
@@ -63,6 +65,7 @@ struct ReconcileReport {
   std::vector<std::string> unreadableFaults; // ERR_CLUSTER_019 lines, once per value
   std::vector<std::string> drains;          // "node: what the drain did this round" (Drain.h)
   std::vector<std::string> unreadableDrains; // ERR_CLUSTER_021 lines, once per value
+  std::vector<std::string> unreadableLending; // ERR_CLUSTER_022 lines, once per value
   bool draining = false;                     // a drain is under way: look again before its deadline
   int64_t revision = 0;              // the store revision the reconciliation read
 };

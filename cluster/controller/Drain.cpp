@@ -85,7 +85,8 @@ std::vector<std::string> jobsToDrain(const ClusterState &state, const std::strin
     if (!state.contracts.count(contract))
       continue; // withdrawn: its assignments go anyway
     auto here = std::find_if(list.begin(), list.end(), [&](const AssignedPlan &a) { return a.node == node; });
-    if (here != list.end() && !ended(statusOf(state, *here, contract)))
+    // A borrower is not drained: it leaves at once, ended there (Borrowers.h).
+    if (here != list.end() && !here->borrower() && !ended(statusOf(state, *here, contract)))
       jobs.push_back(contract);
   }
   return jobs;

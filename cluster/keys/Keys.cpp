@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <set>
 #include <sstream>
 
 namespace msc::cluster {
@@ -382,6 +383,50 @@ std::optional<Drain> decodeDrain(const std::string &value, std::string &why) {
   return d;
 }
 
+std::string encodeLending(const LendingRecord &r) {
+  return "owners " + std::to_string(r.owners) + "\ncpus " + std::to_string(r.cpus) + "\ngpu-units " +
+         std::to_string(r.gpuUnits) + "\nshare-permille " + std::to_string(r.sharePermille) + "\nlent-cpus " +
+         std::to_string(r.lentCpus) + "\n";
+}
+
+std::optional<LendingRecord> decodeLending(const std::string &value, std::string &why) {
+  LendingRecord r;
+  const std::pair<const char *, uint32_t *> fields[] = {{"owners", &r.owners},
+                                                        {"cpus", &r.cpus},
+                                                        {"gpu-units", &r.gpuUnits},
+                                                        {"share-permille", &r.sharePermille},
+                                                        {"lent-cpus", &r.lentCpus}};
+  std::set<std::string> seen;
+  std::istringstream in(value);
+  for (std::string line; std::getline(in, line);) {
+    size_t space = line.find(' ');
+    std::string field = line.substr(0, space), rest = space == std::string::npos ? "" : line.substr(space + 1);
+    auto known = std::find_if(std::begin(fields), std::end(fields), [&](const auto &f) { return field == f.first; });
+    if (known == std::end(fields) || !number(rest, *known->second) || std::to_string(*known->second) != rest) {
+      why = "the line '" + line + "' does not read";
+      return std::nullopt;
+    }
+    if (!seen.insert(field).second) {
+      why = "the '" + field + "' line is there twice";
+      return std::nullopt;
+    }
+  }
+  for (const auto &[name, field] : fields)
+    if (!seen.count(name)) {
+      why = std::string("no '") + name + " N' line";
+      return std::nullopt;
+    }
+  if (r.sharePermille > 1000) {
+    why = "a share of " + std::to_string(r.sharePermille) + " permille is more than the whole";
+    return std::nullopt;
+  }
+  if (r.owners == 0 && (r.cpus || r.gpuUnits)) {
+    why = "it lends " + std::to_string(r.cpus) + " CPUs and " + std::to_string(r.gpuUnits) + " GPU units with no owner";
+    return std::nullopt;
+  }
+  return r;
+}
+
 bool isContractName(const std::string &name, std::string &why) {
   auto letter = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
   auto digit = [](char c) { return c >= '0' && c <= '9'; };
@@ -397,9 +442,17 @@ bool isContractName(const std::string &name, std::string &why) {
   return true;
 }
 
+bool isSubmittedClass(const std::string &name) {
+  return name.empty() || name == "guaranteed" || name == "opportunistic";
+}
+
 bool checkSubmission(const Submission &s, std::string &why) {
   if (!isContractName(s.contract, why))
     return false;
+  if (!isSubmittedClass(s.contractClass)) {
+    why = "class '" + oneLine(s.contractClass) + "' is not guaranteed or opportunistic";
+    return false;
+  }
   if (s.source.find_first_not_of(" \t\r\n") == std::string::npos) {
     why = "the source is empty";
     return false;
@@ -439,6 +492,7 @@ std::string encodeSubmission(const Submission &s) {
     m.add_command(arg);
   for (const auto &[k, v] : s.environment)
     (*m.mutable_environment())[k] = v;
+  m.set_contract_class(s.contractClass);
   return deterministicBytes(m);
 }
 
@@ -458,6 +512,7 @@ std::optional<Submission> decodeSubmission(const std::string &value, std::string
   s.source = m.source();
   s.command.assign(m.command().begin(), m.command().end());
   s.environment.insert(m.environment().begin(), m.environment().end());
+  s.contractClass = m.contract_class();
   if (!checkSubmission(s, why))
     return std::nullopt;
   return s;

@@ -203,6 +203,24 @@ std::string encodeDrain(const Drain &d);
 // nullopt with `why` when a line is missing or does not read, or the deadline is before the start.
 std::optional<Drain> decodeDrain(const std::string &value, std::string &why);
 
+// /mscale/lending/<node>: what the owners on a node lend (contracts with phases), published by its
+// agent under its lease (gone with the agent) and rewritten only when it changes, so that the leader
+// places borrowers (class = opportunistic) where lendable capacity is. Lines "owners N", "cpus N"
+// (what the owners lend at their most, summed: the largest borrower the node admits), "gpu-units N"
+// (the most GPU units one owner lends on one GPU), "share-permille N" (of the agent's last window,
+// the share of time those CPUs were lendable, as the owners' phase rhythm gives it; 0 when they lend
+// none), "lent-cpus N" (lent to borrowers as the window ended).
+inline constexpr const char *kLendingPrefix = "/mscale/lending/";
+inline std::string lendingKey(const std::string &node) { return kLendingPrefix + node; }
+struct LendingRecord {
+  uint32_t owners = 0, cpus = 0, gpuUnits = 0, sharePermille = 0, lentCpus = 0;
+  bool operator==(const LendingRecord &) const = default;
+};
+std::string encodeLending(const LendingRecord &r);
+// nullopt with `why` when a line is missing, there twice or does not read, the share is above 1000,
+// or a node without owners says it lends something.
+std::optional<LendingRecord> decodeLending(const std::string &value, std::string &why);
+
 struct PublishedConfig {
   std::string writtenBy; // "controller 'A' (leader-rev 17)"
   std::string yaml;      // the config as given to mscale-deploy
@@ -242,7 +260,12 @@ struct Submission {
   std::string source;
   std::vector<std::string> command;
   std::map<std::string, std::string> environment;
+  // `mscale-cli cluster submit --class`: "", "guaranteed" or "opportunistic", the class a contract
+  // without a class line of its own takes (FrontendOptions::defaultClass); one of its own must agree.
+  std::string contractClass = {};
 };
+// Whether `name` is a contract class a submission may give ("" stands for none).
+bool isSubmittedClass(const std::string &name);
 // The name must be a contract identifier of the language ([A-Za-z_][A-Za-z0-9_]*, at most 128
 // characters): it is a key component and a name in diagnostics. False with `why` otherwise.
 bool isContractName(const std::string &name, std::string &why);

@@ -7,6 +7,7 @@
 #include <llvm/ADT/StringExtras.h>
 
 #include <algorithm>
+#include <climits>
 #include <map>
 #include <optional>
 #include <set>
@@ -103,7 +104,7 @@ using TurnedAway = std::map<std::string, std::vector<const NodeState *>>; // by 
 // Best fit first (it keeps whole nodes free for the jobs that need them), the registry's name order
 // breaking ties; the nodes turned away go to `turnedAway`.
 std::vector<Candidate> candidatesFor(const JobShape &shape, const NodeRegistry &registry, TurnedAway &turnedAway,
-                                     PlacementResult &result) {
+                                     PlacementResult &result, const std::map<std::string, unsigned, std::less<>> &preference) {
   std::vector<Candidate> candidates;
   for (const NodeState *node : registry.nodes()) {
     // A node out of placement (cordoned, failed) is never a candidate, whatever it has free.
@@ -116,8 +117,12 @@ std::vector<Candidate> candidatesFor(const JobShape &shape, const NodeRegistry &
     }
     candidates.push_back({node, node->capacity.freeGpus - shape.anyGpus, node->capacity.freeCores - shape.localCores});
   }
-  std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate &a, const Candidate &b) {
-    return std::tie(a.spareGpus, a.spareCores) < std::tie(b.spareGpus, b.spareCores);
+  auto rank = [&](const Candidate &c) {
+    auto it = preference.find(c.node->name);
+    return it == preference.end() ? UINT_MAX : it->second;
+  };
+  std::stable_sort(candidates.begin(), candidates.end(), [&](const Candidate &a, const Candidate &b) {
+    return std::make_tuple(rank(a), a.spareGpus, a.spareCores) < std::make_tuple(rank(b), b.spareGpus, b.spareCores);
   });
   return candidates;
 }
@@ -249,7 +254,7 @@ PlacementResult Placer::place(const ir::Contract &contract, DiagnosticEngine &di
   }
 
   TurnedAway turnedAway;
-  std::vector<Candidate> candidates = candidatesFor(shape, registry_, turnedAway, result);
+  std::vector<Candidate> candidates = candidatesFor(shape, registry_, turnedAway, result, preference_);
   Search search(pipeline_, version_, diags, result);
   std::vector<Refusal> refused;
   // Every role in one PCIe domain first; then, for a compute-heavy job, the nodes that could not keep

@@ -21,6 +21,7 @@
 #include "plan/plan.pb.h"
 #include "support/Diagnostic.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -56,11 +57,16 @@ public:
   // ERR_PLACE_001 (naming the node that came closest, with a note per other node) when fewer
   // than N can honour it. Warnings of the chosen nodes' checks are reported once each.
   PlacementResult place(const ir::Contract &contract, DiagnosticEngine &diags);
+  // A caller's order of preference, tried before best fit: nodes with a lower rank first; a node
+  // not ranked comes after every ranked one. A borrower goes where the most is lent
+  // (cluster/controller/Borrowers.h), which the registry's counts of what is held cannot say.
+  void setPreference(std::map<std::string, unsigned, std::less<>> rank) { preference_ = std::move(rank); }
 
 private:
   const NodeRegistry &registry_;
   std::string version_;
   passes::PassManager pipeline_;
+  std::map<std::string, unsigned, std::less<>> preference_;
 };
 
 } // namespace msc::cluster

@@ -475,6 +475,25 @@ uint64_t NodeLending::lentGpuUnitNs() {
   return ns;
 }
 
+LendingOffer NodeLending::offer() {
+  LendingOffer o;
+  o.owners = unsigned(owners_.size());
+  for (const auto &[owner, most] : mostLent_)
+    o.cpus += most;
+  for (const auto &[owner, most] : mostLentGpu_)
+    o.gpuUnits = std::max(o.gpuUnits, most);
+  o.atNs = clock_.monotonicNs();
+  if (loop_)
+    loop_->withNode([&](LendingNode &n) {
+      o.lendableCpus = n.lendableCores();
+      o.lendableCoreNs = n.lendableCoreNs();
+      o.lentCoreNs = n.lentCoreNs();
+      for (const lending::Loan &l : n.loans())
+        o.lentCpus += unsigned(l.cpus.size());
+    });
+  return o;
+}
+
 uint64_t NodeLending::lentCoreNs() {
   uint64_t ns = 0;
   if (loop_)

@@ -44,6 +44,19 @@ struct OwnerGpu {
   std::vector<std::pair<int, SliceId>> slices; // plan.gpu_slices() index, the backend's slice
 };
 
+// What the node lends, as the cluster's placement of borrowers reads it (cluster/agent's
+// LendingReporter publishes it): the most its owners lend, what they could lend and what is lent
+// now, and the core-time lendable so far on the lending's monotonic clock.
+struct LendingOffer {
+  unsigned owners = 0;
+  unsigned cpus = 0;     // the CPUs the owners lend at their most, summed (the largest borrower admitted)
+  unsigned gpuUnits = 0; // the most GPU units one owner lends on one GPU
+  unsigned lendableCpus = 0, lentCpus = 0; // as of the lending's last tick
+  uint64_t lendableCoreNs = 0;             // LendingNode::lendableCoreNs
+  uint64_t lentCoreNs = 0;                 // LendingNode::lentCoreNs
+  uint64_t atNs = 0;                       // when it was read (monotonic)
+};
+
 class NodeLending {
 public:
   // `simulated`: the host backend is `sim` (a recorded node served on this machine): loans are
@@ -94,6 +107,7 @@ public:
   std::vector<lending::Loan> loans();
   // Core-nanoseconds lent since this lending started, over every owner.
   uint64_t lentCoreNs();
+  LendingOffer offer();
   // GPU unit-nanoseconds lent since this lending started, over every owner.
   uint64_t lentGpuUnitNs();
   // What it did over time (LendingNode::timeline), with each owner's CPUs and phase names, and the

@@ -363,6 +363,7 @@ TickResult LendingNode::tick() {
   if (lastTickNs_ && now > lastTickNs_) {
     lentCoreNs_ += lentCount * (now - lastTickNs_);
     lentGpuUnitNs_ += lentUnits * (now - lastTickNs_);
+    lendableCoreNs_ += uint64_t(lendableCores_) * (now - lastTickNs_);
   }
   lastTickNs_ = now;
 
@@ -405,6 +406,11 @@ TickResult LendingNode::tick() {
       borrowers.back().cpuCores = 0; // nothing runs there any more: lent nothing until removed
   }
   Decision d = decide(owners, borrowers, now);
+  lendableCores_ = 0;
+  for (const Owner &o : owners) {
+    auto kept = d.kept.find(o.contract);
+    lendableCores_ += unsigned(o.cpus.size() - (kept == d.kept.end() ? 0 : kept->second.size()));
+  }
   for (const std::string &device : d.throttledDevices)
     ioKeptAtNs_[device] = now;
   std::erase_if(ioKeptAtNs_, [&](const auto &kept) { return now - kept.second >= options_.ioHoldNs; });

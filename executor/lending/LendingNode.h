@@ -128,6 +128,12 @@ public:
   uint64_t lentCoreNs() const { return lentCoreNs_; }
   // GPU unit-nanoseconds lent so far, over every owner.
   uint64_t lentGpuUnitNs() const { return lentGpuUnitNs_; }
+  // Core-nanoseconds the owners could have lent so far (their CPUs outside what they kept, whether a
+  // borrower took them or not): over a window, against the window times what they lend at their
+  // most, the share of time that capacity was there, as the cluster's placement of borrowers reads it.
+  uint64_t lendableCoreNs() const { return lendableCoreNs_; }
+  // The CPUs the owners could lend as of the last tick.
+  unsigned lendableCores() const { return lendableCores_; }
   uint64_t reclaimCostNs() const { return reclaimCostNs_; }
   const YieldStats &yieldStats() const { return yieldStats_; }
 
@@ -200,7 +206,8 @@ private:
   std::vector<BorrowerState> borrowers_;
   ReclaimLedger ledger_;
   uint64_t reclaimCostNs_ = 0; // smoothed cost of one shrink or freeze, for lead = auto
-  uint64_t lastTickNs_ = 0, lentCoreNs_ = 0, lentGpuUnitNs_ = 0;
+  uint64_t lastTickNs_ = 0, lentCoreNs_ = 0, lentGpuUnitNs_ = 0, lendableCoreNs_ = 0;
+  unsigned lendableCores_ = 0;
   YieldStats yieldStats_;
   std::map<unsigned, uint64_t> homeAtNs_; // per CPU: when its last take-back returned
   std::map<std::string, uint64_t> ioKeptAtNs_; // per throttled device: when an owner last kept it

@@ -1,6 +1,6 @@
 // mscale-cli cluster nodes [--json] | show NODE [--matrix] | topology [NODE] | status [CONTRACT] [--json]
 //                   logs CONTRACT [--rank R] [--attempt N] [-f]
-//                   submit FILE.msc [--contract NAME] [--env K=V]... [-- WORKER COMMAND...]
+//                   submit FILE.msc [--contract NAME] [--class CLASS] [--env K=V]... [-- WORKER COMMAND...]
 //                   withdraw CONTRACT
 //                   cordon NODE --reason TEXT | uncordon NODE
 //                   drain NODE [--deadline D] [--force] [--no-wait]
@@ -25,6 +25,7 @@
 #include "hal/TopologyYaml.h"
 #include "support/Quantity.h"
 
+#include <llvm/Support/Path.h>
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/ADT/StringRef.h>
 #include <llvm/Support/FormatVariadic.h>
@@ -51,6 +52,9 @@ cl::list<std::string> Args(cl::Positional,
                            cl::OneOrMore, cl::sub(ClusterCmd));
 cl::opt<std::string> ContractName("contract", cl::desc("submit: the contract of the file (default: its only one)"),
                                   cl::sub(ClusterCmd));
+cl::opt<std::string> Class("class", cl::desc("submit: the contract's class when it says none: guaranteed or "
+                                             "opportunistic (a borrower, placed where other contracts lend)"),
+                           cl::value_desc("CLASS"), cl::sub(ClusterCmd));
 cl::list<std::string> Env("env", cl::desc("submit: an environment variable of the worker"), cl::value_desc("NAME=VALUE"),
                           cl::sub(ClusterCmd));
 cl::opt<std::string> Reason("reason", cl::desc("cordon: why the node takes no new placement (one line)"),
@@ -235,6 +239,14 @@ int submit(etcd::EtcdClient &client, cli::Diagnostics &diagnostics, const std::s
   driver::CompileOptions co;
   co.inputs = {file};
   co.onlyContract = ContractName;
+  co.defaultClass = Class;
+  // Before the file is compiled: a class that is none would make the check below say the wrong thing.
+  if (!cluster::isSubmittedClass(Class)) {
+    diags.report(DiagCode::ERR_CLUSTER_023)
+        << (ContractName.empty() ? llvm::sys::path::stem(file).str() : ContractName.getValue()) << Class.getValue()
+        << "the class is not guaranteed or opportunistic";
+    return 2;
+  }
   std::optional<ir::Module> module = driver::loadContracts(co, diagnostics.sourceMgr(), diags);
   if (!module)
     return 1;
@@ -245,7 +257,13 @@ int submit(etcd::EtcdClient &client, cli::Diagnostics &diagnostics, const std::s
                               " contracts; name the one to submit with --contract");
     contract = module->contracts.front().name;
   }
-  cluster::Submission s{contract, (*buffer)->getBuffer().str(), std::move(command), {}};
+  for (const ir::Contract &c : module->contracts)
+    if (c.name == contract && !Class.empty() && (c.body.compute.class_ ? c.body.compute.class_->value : "guaranteed") != Class) {
+      diags.report(DiagCode::ERR_CLUSTER_023) << contract << Class.getValue()
+                                              << "the contract says class = " + c.body.compute.class_->value;
+      return 1;
+    }
+  cluster::Submission s{contract, (*buffer)->getBuffer().str(), std::move(command), {}, Class};
   for (const std::string &kv : Env) {
     size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0)

@@ -90,6 +90,9 @@ etcd::Result<std::string> throughLeader(etcd::EtcdClient &etcd, const std::strin
 etcd::Result<WriteOutcome> submitContract(etcd::EtcdClient &etcd, const Submission &submission,
                                           const WriteOptions &options) {
   std::string why;
+  if (!isSubmittedClass(submission.contractClass))
+    return etcd::Status::make(ErrorCode::ERR_CLUSTER_023, {submission.contract, submission.contractClass,
+                                                          "the class is not guaranteed or opportunistic"});
   if (!checkSubmission(submission, why))
     return etcd::Status::make(ErrorCode::ERR_CLUSTER_006, {submission.contract, why});
   proto::SubmitRequest request;
@@ -99,6 +102,7 @@ etcd::Result<WriteOutcome> submitContract(etcd::EtcdClient &etcd, const Submissi
     request.add_command(arg);
   for (const auto &[k, v] : submission.environment)
     (*request.mutable_environment())[k] = v;
+  request.set_contract_class(submission.contractClass);
   proto::SubmitReply reply;
   auto leader = throughLeader(etcd, "Submit of contract '" + submission.contract + "'", options,
                               [&](proto::Controller::Stub &stub, grpc::ClientContext &context) {

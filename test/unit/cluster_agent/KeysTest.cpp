@@ -325,6 +325,47 @@ TEST(ClusterKeys, TheAgentsAnswerToAStopRoundTripsInItsStatus) {
   EXPECT_FALSE(decodeStatus(zero));
 }
 
+TEST(ClusterKeys, LendingRecordRoundTripAndMalformedRecords) {
+  EXPECT_EQ(lendingKey("node1"), "/mscale/lending/node1");
+  for (LendingRecord r : {LendingRecord{}, LendingRecord{2, 6, 3, 640, 1}, LendingRecord{1, 4, 0, 1000, 4}}) {
+    std::string why;
+    std::optional<LendingRecord> back = decodeLending(encodeLending(r), why);
+    ASSERT_TRUE(back) << why;
+    EXPECT_EQ(*back, r);
+  }
+  const std::string good = encodeLending({1, 4, 0, 500, 0});
+  std::string why;
+  EXPECT_FALSE(decodeLending("", why));
+  EXPECT_EQ(why, "no 'owners N' line");
+  EXPECT_FALSE(decodeLending(good + "cpus 4\n", why));
+  EXPECT_EQ(why, "the 'cpus' line is there twice");
+  EXPECT_FALSE(decodeLending(good + "color blue\n", why));
+  EXPECT_EQ(why, "the line 'color blue' does not read");
+  for (const char *bad : {"cpus -1", "cpus +4", "cpus 04", "cpus 4 ", "cpus 99999999999"}) {
+    std::string value = good;
+    value.replace(value.find("cpus 4"), 6, bad);
+    EXPECT_FALSE(decodeLending(value, why)) << bad;
+  }
+  EXPECT_FALSE(decodeLending(encodeLending({1, 4, 0, 1001, 0}), why));
+  EXPECT_EQ(why, "a share of 1001 permille is more than the whole");
+  EXPECT_FALSE(decodeLending(encodeLending({0, 4, 0, 0, 0}), why));
+  EXPECT_EQ(why, "it lends 4 CPUs and 0 GPU units with no owner");
+}
+
+TEST(ClusterKeys, ASubmissionCarriesItsClass) {
+  for (const char *cls : {"", "guaranteed", "opportunistic"}) {
+    Submission s{"infer", "contract infer { cpu_cores = 1; }", {}, {}, cls};
+    std::string why;
+    std::optional<Submission> back = decodeSubmission(encodeSubmission(s), why);
+    ASSERT_TRUE(back) << why;
+    EXPECT_EQ(back->contractClass, cls);
+  }
+  std::string why;
+  EXPECT_FALSE(isSubmittedClass("borrower"));
+  EXPECT_FALSE(checkSubmission({"infer", "contract infer {}", {}, {}, "borrower"}, why));
+  EXPECT_EQ(why, "class 'borrower' is not guaranteed or opportunistic");
+}
+
 TEST(ClusterKeys, DrainRoundTripAndMalformedDrains) {
   EXPECT_EQ(drainKey("node1"), "/mscale/drains/node1");
   for (bool force : {false, true})

@@ -7,6 +7,7 @@
 #include "cluster/controller/Drain.h"
 
 #include "test/unit/RecordedNodes.h"
+#include "test/unit/cluster_controller/MemoryStore.h"
 
 #include <gtest/gtest.h>
 #include <llvm/ADT/StringRef.h>
@@ -32,36 +33,7 @@ ReconcileOptions options() {
   return o; // drainLead: its default, 3000 ms
 }
 
-// The keys under /mscale/ as a store holds them, each with the revision it was last written at: a
-// drain's id is its record's mod revision, so it must not move when other keys are written.
-struct Store {
-  struct Value {
-    std::string value;
-    int64_t modRevision = 0;
-  };
-  std::map<std::string, Value> keys;
-  int64_t revision = 40;
-  int64_t put(const std::string &key, const std::string &value) {
-    keys[key] = {value, ++revision};
-    return revision;
-  }
-  void remove(const std::string &key) {
-    if (keys.erase(key))
-      ++revision;
-  }
-  ClusterState read(ReconcileMemory &memory) const {
-    std::vector<etcd::KeyValue> kvs;
-    for (const auto &[k, v] : keys) {
-      etcd::KeyValue kv;
-      kv.key = k;
-      kv.value = v.value;
-      kv.modRevision = v.modRevision;
-      kv.lease = llvm::StringRef(k).starts_with(kNodesPrefix) ? 0x51 : 0; // the agents' leases
-      kvs.push_back(kv);
-    }
-    return clusterStateFrom(kvs, revision, memory);
-  }
-};
+using Store = test::MemoryStore;
 
 // Three recorded machines n1..n3 and the two-node job "pair", placed on n1 and n2 by a first round
 // (the nodes in name order, as DecideTest shows) with its workers running there.

@@ -1,0 +1,132 @@
+#include "cluster/controller/Borrowers.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace msc::cluster {
+
+std::optional<BorrowerAsk> borrowerAsk(const ir::Contract &contract) {
+  const ir::ComputeFields &c = contract.body.compute;
+  if (!c.class_ || c.class_->value != "opportunistic")
+    return std::nullopt;
+  return BorrowerAsk{c.cpu_cores ? unsigned(c.cpu_cores->value) : 0u,
+                     c.gpu_sm_slices ? unsigned(c.gpu_sm_slices->value) : 0u};
+}
+
+BorrowerAsk borrowerAsk(const AssignedPlan &assigned) {
+  if (!assigned.borrow)
+    return {};
+  return {assigned.borrow->cpu_cores(), assigned.borrow->gpu_sm_slices()};
+}
+
+LentCapacity::LentCapacity(const ClusterState &state) : state_(state) {}
+
+std::string LentCapacity::shortfall(const std::string &node, const BorrowerAsk &ask) const {
+  if (state_.unreadableLending.count(node))
+    return "its lending record does not read (ERR_CLUSTER_022)";
+  auto record = state_.lending.find(node);
+  if (record == state_.lending.end())
+    return "its agent publishes no lending";
+  const LendingRecord &r = record->second;
+  if (r.owners == 0)
+    return "no contract there lends";
+  auto asked = asked_.find(node);
+  BorrowerAsk taken = asked == asked_.end() ? BorrowerAsk{} : asked->second;
+  auto left = [](unsigned has, unsigned taken) { return has > taken ? has - taken : 0u; };
+  std::string borrowed = taken.cpus || taken.gpuUnits ? " not asked by the borrowers there" : "";
+  if (left(r.cpus, taken.cpus) < ask.cpus)
+    return "it lends " + std::to_string(left(r.cpus, taken.cpus)) + " CPUs" + borrowed + ", the borrower asks " +
+           std::to_string(ask.cpus);
+  if (left(r.gpuUnits, taken.gpuUnits) < ask.gpuUnits)
+    return "it lends " + std::to_string(left(r.gpuUnits, taken.gpuUnits)) + " GPU units on one GPU" + borrowed +
+           ", the borrower asks " + std::to_string(ask.gpuUnits);
+  return {};
+}
+
+void LentCapacity::take(const std::string &node, const BorrowerAsk &ask) {
+  BorrowerAsk &a = asked_[node];
+  a.cpus += ask.cpus;
+  a.gpuUnits += ask.gpuUnits;
+}
+
+uint64_t LentCapacity::spare(const std::string &node) const {
+  auto record = state_.lending.find(node);
+  if (record == state_.lending.end())
+    return 0;
+  auto asked = asked_.find(node);
+  unsigned taken = asked == asked_.end() ? 0 : asked->second.cpus;
+  unsigned left = record->second.cpus > taken ? record->second.cpus - taken : 0;
+  return uint64_t(left) * record->second.sharePermille;
+}
+
+namespace {
+
+// Whether `node` has a drain in force (not timed out): its borrowers leave at once.
+bool draining(const ClusterState &state, const std::string &node) {
+  auto d = state.drains.find(node);
+  return d != state.drains.end() && !d->second.drain.timedOut;
+}
+
+} // namespace
+
+std::map<std::string, std::string> borrowersToMove(const ClusterState &state, const std::set<std::string> &staying,
+                                                   LentCapacity &lent) {
+  std::map<std::string, std::string> moves;
+  for (const auto &[contract, list] : state.assigned) {
+    if (!staying.count(contract) || list.empty() || !list.front().borrower())
+      continue;
+    std::string cause;
+    for (const AssignedPlan &a : list) {
+      if (draining(state, a.node)) {
+        cause = "drain of " + a.node + ": ";
+        break;
+      }
+      if (std::string why = lent.shortfall(a.node, borrowerAsk(a)); !why.empty()) {
+        cause = "node " + a.node + " lends no more what it asks (" + why + "): ";
+        break;
+      }
+    }
+    if (!cause.empty()) {
+      moves[contract] = cause;
+      continue;
+    }
+    for (const AssignedPlan &a : list)
+      lent.take(a.node, borrowerAsk(a));
+  }
+  return moves;
+}
+
+BorrowerPlacement placeBorrower(const ir::Contract &contract, const BorrowerAsk &ask, const ClusterState &state,
+                              const NodeRegistry &registry, LentCapacity &lent, const std::string &compilerVersion,
+                              DiagnosticEngine &diags) {
+  // The borrower's own registry: it holds nothing, so what the node's plans hold does not matter;
+  // what the node lends does, and each node that cannot take it says why in the refusal's notes.
+  BorrowerPlacement out{std::make_unique<NodeRegistry>(), {}};
+  NodeRegistry &lenders = *out.lenders;
+  std::vector<std::pair<uint64_t, std::string>> ranked;
+  for (const NodeState *node : registry.nodes()) {
+    lenders.add(node->name, node->topology, diags);
+    std::string why = node->notPlaceable;
+    if (why.empty() && draining(state, node->name))
+      why = "draining";
+    if (why.empty())
+      if (std::string shortfall = lent.shortfall(node->name, ask); !shortfall.empty())
+        why = "lends too little for a borrower: " + shortfall;
+    if (!why.empty())
+      lenders.exclude(node->name, why, diags);
+    else
+      ranked.push_back({lent.spare(node->name), node->name});
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto &a, const auto &b) { return a.first > b.first; });
+  std::map<std::string, unsigned, std::less<>> preference;
+  for (unsigned i = 0; i < ranked.size(); ++i)
+    preference[ranked[i].second] = i;
+  Placer placer(lenders, compilerVersion);
+  placer.setPreference(std::move(preference));
+  out.result = placer.place(contract, diags);
+  for (const NodePlacement &p : out.result.nodes)
+    lent.take(p.node->name, ask);
+  return out;
+}
+
+} // namespace msc::cluster
