@@ -27,6 +27,7 @@ struct Read {
   std::map<std::pair<std::string, std::string>, std::string> statuses; // (contract, node) -> value
   std::map<std::string, Cordon> cordons;
   std::map<std::string, etcd::KeyValue> drains;
+  std::map<std::string, etcd::KeyValue> lending;
 };
 
 std::string after(llvm::StringRef key, const char *prefix) { return key.drop_front(llvm::StringRef(prefix).size()).str(); }
@@ -123,6 +124,8 @@ ClusterStatusView statusOf(const std::vector<etcd::KeyValue> &kvs) {
       r.cordons[after(key, kCordonsPrefix)] = c ? *c : Cordon{"unknown", "its cordon does not read (" + why + ")", 0, 0};
     } else if (key.starts_with(kDrainsPrefix)) {
       r.drains[after(key, kDrainsPrefix)] = kv;
+    } else if (key.starts_with(kLendingPrefix)) {
+      r.lending[after(key, kLendingPrefix)] = kv;
     }
   }
 
@@ -163,6 +166,16 @@ ClusterStatusView statusOf(const std::vector<etcd::KeyValue> &kvs) {
       n.drain = *d;
     if (!n.ready && n.notReady.empty())
       n.notReady = "its registration is gone: the agent stopped or its lease expired";
+  }
+  // Only a registered node lends: its record goes with its agent's lease.
+  for (const auto &[node, kv] : r.lending) {
+    auto n = r.nodes.find(node);
+    if (n == r.nodes.end() || !n->second.ready)
+      continue;
+    if (std::optional<LendingRecord> l = decodeLending(kv.value, n->second.lendingUnreadable); l && kv.lease)
+      n->second.lending = *l;
+    else if (l)
+      n->second.lendingUnreadable = "it is under no lease";
   }
   for (auto &[name, n] : r.nodes) {
     if (const NodeState *state = n.ready ? registry.find(name) : nullptr) {
@@ -343,12 +356,23 @@ std::string drainStatus(const NodeView &n) {
   return n.drain->timedOut ? ",DrainTimedOut" : ",Draining";
 }
 
+// What a node lends, one word: "2cpu@64%" (its owners lend 2 CPUs at their most, lendable 64% of
+// the time), "2cpu+3gpu@64%" with GPU units on one GPU; "-" when nothing is lent, "unreadable".
+std::string lendsText(const NodeView &n) {
+  if (!n.lendingUnreadable.empty())
+    return "unreadable";
+  if (!n.lending || (!n.lending->cpus && !n.lending->gpuUnits))
+    return "-";
+  return std::to_string(n.lending->cpus) + "cpu" +
+         (n.lending->gpuUnits ? "+" + std::to_string(n.lending->gpuUnits) + "gpu" : std::string()) + "@" +
+         std::to_string(n.lending->sharePermille / 10) + "%";
+}
 } // namespace
 
 void printNodes(const ClusterStatusView &view, llvm::raw_ostream &os) {
   std::vector<std::vector<std::string>> rows = {
       {"NODE", "STATUS", "HEALTH", "GPUS", "USED", "CORES", "USED", "RDMA", "NVME", "NUMA", "AGENT", "ADDRESS",
-       "CONTRACTS"}};
+       "LENDS", "CONTRACTS"}};
   for (const NodeView &n : view.nodes) {
     std::string contracts = n.contracts.empty() ? "-" : llvm::join(n.contracts, ",");
     // kubectl's convention: "Ready,SchedulingDisabled"; the reason follows the contracts.
@@ -362,9 +386,9 @@ void printNodes(const ClusterStatusView &view, llvm::raw_ostream &os) {
       rows.push_back({n.name, "Ready" + cordoned, health, std::to_string(n.gpus), std::to_string(n.gpusUsed),
                       std::to_string(n.cores), std::to_string(n.coresUsed), std::to_string(n.rdma),
                       std::to_string(n.nvme), std::to_string(n.numaNodes), n.agentVersion,
-                      n.address.empty() ? "-" : n.address, contracts + why});
+                      n.address.empty() ? "-" : n.address, lendsText(n), contracts + why});
     else
-      rows.push_back({n.name, "NotReady" + cordoned, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-",
+      rows.push_back({n.name, "NotReady" + cordoned, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-",
                       contracts + "  (" + n.notReady + ")" + why});
   }
   std::vector<size_t> width(rows.front().size(), 0);
@@ -401,6 +425,14 @@ llvm::json::Value nodesJson(const ClusterStatusView &view) {
                                       {"deadline_unix_ms", n.drain->deadlineUnixMs}};
     else if (!n.drainUnreadable.empty())
       o["drain"] = llvm::json::Object{{"id", n.drainId}, {"state", "unreadable"}, {"why", n.drainUnreadable}};
+    if (n.lending)
+      o["lending"] = llvm::json::Object{{"owners", int64_t(n.lending->owners)},
+                                        {"cpus", int64_t(n.lending->cpus)},
+                                        {"gpu_units", int64_t(n.lending->gpuUnits)},
+                                        {"share_permille", int64_t(n.lending->sharePermille)},
+                                        {"lent_cpus", int64_t(n.lending->lentCpus)}};
+    else if (!n.lendingUnreadable.empty())
+      o["lending"] = llvm::json::Object{{"state", "unreadable"}, {"why", n.lendingUnreadable}};
     if (n.ready) {
       o["agent_version"] = n.agentVersion;
       if (!n.address.empty())

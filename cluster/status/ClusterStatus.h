@@ -7,7 +7,8 @@
 //   - A node: ready (registered) or not ready (its assignments are still there, its registration is
 //     gone: the agent stopped or its lease expired), its GPUs and cores and how many the admitted
 //     plans hold, the contracts assigned to it; its health verdict and reasons; whether it is
-//     cordoned, by whom and why (a cordoned node takes no new placement); whether it is drained.
+//     cordoned, by whom and why (a cordoned node takes no new placement); whether it is drained;
+//     what the contracts with phases there lend to borrowers.
 #pragma once
 
 #include "cluster/etcd/EtcdClient.h"
@@ -58,6 +59,8 @@ struct NodeView {
   std::optional<Drain> drain;   // set while a drain is recorded (Drain.h), with its id (the record's revision)
   int64_t drainId = 0;
   std::string drainUnreadable;  // why its drain record does not read (then `drain` is unset)
+  std::optional<LendingRecord> lending; // what its owners lend, as its agent publishes it
+  std::string lendingUnreadable;        // why its lending record does not read (then `lending` is unset)
 };
 
 struct ClusterStatusView {

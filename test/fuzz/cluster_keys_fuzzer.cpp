@@ -1,7 +1,7 @@
 // Fuzzes what node agents and controllers decode from etcd values that any etcd client can write:
 // an assignment and a submission (protobuf), a node's registration (a header line, then topology YAML, which the
 // topology_yaml fuzzer covers), the cluster config (a header line, then YAML, which the cluster_config
-// fuzzer covers), a status with its answer to a planned stop, a cordon and a drain (text lines). None of it may crash or hang; whatever
+// fuzzer covers), a status with its answer to a planned stop, a cordon, a drain and a node's lending record (text lines). None of it may crash or hang; whatever
 // decodes must encode again to a value that decodes to the same thing.
 #include "cluster/keys/Keys.h"
 
@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (std::optional<Submission> sub = decodeSubmission(value, why)) {
     std::optional<Submission> again = decodeSubmission(encodeSubmission(*sub), why);
     if (!again || again->contract != sub->contract || again->source != sub->source || again->command != sub->command ||
-        again->environment != sub->environment)
+        again->environment != sub->environment || again->contractClass != sub->contractClass)
       std::abort();
   }
   if (std::optional<Registration> r = decodeRegistration(value, why)) {
@@ -50,6 +50,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (std::optional<Drain> d = decodeDrain(value, why)) {
     std::optional<Drain> again = decodeDrain(encodeDrain(*d), why);
     if (!again || *again != *d)
+      std::abort();
+  }
+  if (std::optional<LendingRecord> l = decodeLending(value, why)) {
+    std::optional<LendingRecord> again = decodeLending(encodeLending(*l), why);
+    if (!again || *again != *l)
       std::abort();
   }
   (void)contractOfKey(value, kAssignmentsPrefix);

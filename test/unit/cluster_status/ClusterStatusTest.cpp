@@ -31,7 +31,8 @@ struct Store {
     for (const auto &[k, v] : keys) {
       etcd::KeyValue kv;
       kv.key = k, kv.value = v, kv.modRevision = 1;
-      kv.lease = llvm::StringRef(k).starts_with(kNodesPrefix) && !unleased.count(k) ? 0x51 : 0; // agents' leases
+      bool agents = llvm::StringRef(k).starts_with(kNodesPrefix) || llvm::StringRef(k).starts_with(kLendingPrefix);
+      kv.lease = agents && !unleased.count(k) ? 0x51 : 0; // agents' leases
       out.push_back(kv);
     }
     return out;
@@ -248,6 +249,44 @@ TEST(ClusterStatus, NodesShowTheirHealthAndWhetherTheyAreCordonedAndWhy) {
   EXPECT_EQ(*(*first->getObject("health")->getArray("reasons"))[0].getAsObject()->getString("code"), "ERR_HEALTH_001");
   const llvm::json::Object *second = (*json.getAsObject()->getArray("nodes"))[1].getAsObject();
   EXPECT_EQ(second->getBoolean("cordoned"), false);
+}
+
+TEST(ClusterStatus, NodesShowWhatTheirOwnersLend) {
+  Store s;
+  for (const char *n : {"n1", "n2", "n3", "n4", "n5"})
+    s.keys[std::string(kNodesPrefix) + n] = encodeRegistration({"0.9", machineYaml()});
+  s.keys[lendingKey("n1")] = encodeLending({1, 2, 0, 640, 1});
+  s.keys[lendingKey("n2")] = encodeLending({2, 6, 3, 1000, 0});
+  s.keys[lendingKey("n3")] = encodeLending({});
+  s.keys[lendingKey("n4")] = "owners 1\ncpus 2\n";
+  s.keys[lendingKey("n5")] = encodeLending({1, 2, 0, 500, 0});
+  s.unleased.insert(lendingKey("n5"));
+  ClusterStatusView view = statusOf(s.kvs());
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  printNodes(view, os);
+  auto lends = [&](const std::string &node) { // the LENDS column, the 13th word
+    size_t at = text.find("\n" + node + " ");
+    std::istringstream line(at == std::string::npos ? "" : text.substr(at + 1, text.find('\n', at + 1) - at - 1));
+    std::vector<std::string> words;
+    for (std::string w; line >> w;)
+      words.push_back(w);
+    return words.size() > 12 ? words[12] : std::string();
+  };
+  EXPECT_NE(text.find("  ADDRESS  LENDS "), std::string::npos) << text;
+  EXPECT_EQ(lends("n1"), "2cpu@64%");
+  EXPECT_EQ(lends("n2"), "6cpu+3gpu@100%");
+  EXPECT_EQ(lends("n3"), "-");
+  EXPECT_EQ(lends("n4"), "unreadable");
+  EXPECT_EQ(lends("n5"), "unreadable");
+  EXPECT_EQ(view.nodes[4].lendingUnreadable, "it is under no lease");
+  llvm::json::Value json = nodesJson(view);
+  const llvm::json::Object *n1 = (*json.getAsObject()->getArray("nodes"))[0].getAsObject();
+  const llvm::json::Object *lending = n1->getObject("lending");
+  ASSERT_TRUE(lending);
+  EXPECT_EQ(lending->getInteger("cpus"), 2);
+  EXPECT_EQ(lending->getInteger("share_permille"), 640);
+  EXPECT_EQ(lending->getInteger("lent_cpus"), 1);
 }
 
 TEST(ClusterStatus, NodesShowTheirDrainAndADrainWaitsForTheJobsStillThere) {

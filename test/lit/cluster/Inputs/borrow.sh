@@ -37,6 +37,7 @@ echo "A lends: $(ectl get --print-value-only /mscale/lending/$a | sed -n 's/^cpu
 until_ok 30 bash -c "(( \$(etcdctl --endpoints=$ETCD_ENDPOINTS get --print-value-only /mscale/lending/$a | sed -n 's/^share-permille //p') > 0 ))" \
   || fail "$a lends no share of its time: $(ectl get /mscale/lending/$a)"
 echo "A lends part of its time: yes"
+mscale-cli cluster nodes | awk -v n="$a" '$1 == n { sub(/@[0-9]+%$/, "@N%", $13); print "cluster nodes: A lends " $13 }'
 
 mscale-cli cluster submit "$work/infer.msc" --class opportunistic -- "$(command -v mscale-train-sim)" --data "$shared/data" \
   --steps "$steps" --snapshot-dir "$shared/infer.snap" --snapshot-every 10 --no-memory-tier \
