@@ -89,6 +89,27 @@ TEST_F(LendingNodeTest, APhaseLendsWhatItDoesNotKeepAndItsEntryIsReclaimedWithin
   EXPECT_FALSE(wakes(page, 2));
 }
 
+TEST_F(LendingNodeTest, LendableCoreTimeCountsWhatThePhasesDoNotKeepBorrowedOrNot) {
+  // What the cluster's placement of borrowers reads (cluster/agent's LendingReporter): the CPUs
+  // the owner could lend over time, whether a borrower took them or not.
+  node.addOwner(trainer(), &page);
+  node.tick(); // between phases: it keeps all six
+  EXPECT_EQ(node.lendableCores(), 0u);
+  clock.advance(10 * kMs);
+  enter(page, 1, clock.monotonicNs()); // decode keeps 0,1: 2..5 lendable
+  node.tick();
+  EXPECT_EQ(node.lendableCores(), 4u);
+  EXPECT_EQ(node.lendableCoreNs(), 0u) << "nothing was lendable during the first 10 ms";
+  clock.advance(6 * kMs);
+  enter(page, 2, clock.monotonicNs()); // compute keeps 2,3: 0,1,4,5 lendable
+  node.tick();
+  EXPECT_EQ(node.lendableCoreNs(), 4 * 6 * kMs);
+  EXPECT_EQ(node.lentCoreNs(), 0u) << "no borrower: nothing lent, though it was lendable";
+  clock.advance(4 * kMs);
+  node.tick();
+  EXPECT_EQ(node.lendableCoreNs(), 4 * 10 * kMs);
+}
+
 TEST_F(LendingNodeTest, AReclaimSlowerThanTheBoundIsAMissedDeadline) {
   node.addOwner(trainer(), &page);
   node.addBorrower("prep", 8);
