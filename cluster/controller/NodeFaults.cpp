@@ -29,6 +29,8 @@ std::vector<NodeFault> workerFaults(const std::string &node, const ClusterState 
     auto here = llvm::find_if(assigned->second, [&](const AssignedPlan &a) { return a.node == node; });
     if (here == assigned->second.end() || here->assignment.leaderRevision != status.leaderRevision)
       continue; // a status of an assignment gone or replaced: its faults were counted while it was
+    if (here->borrower())
+      continue;
     const std::string prefix = "worker:" + contract + ":" + std::to_string(status.leaderRevision) + ":";
     for (int64_t n = 1; n <= status.faults; ++n) {
       std::string id = prefix + std::to_string(n);
@@ -47,7 +49,7 @@ std::vector<NodeFault> workerFaults(const std::string &node, const ClusterState 
 std::optional<NodeFault> lostFault(const std::string &contract, const AssignedPlan &a, const ClusterState &state,
                                    int64_t nowUnixMs) {
   std::string id = "lost:" + contract + ":" + std::to_string(a.assignment.leaderRevision);
-  if (recorded(a.node, id, state))
+  if (a.borrower() || recorded(a.node, id, state))
     return std::nullopt;
   return NodeFault{nowUnixMs, std::move(id), contract + ": node lost (its workers with it)"};
 }

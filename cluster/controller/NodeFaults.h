@@ -3,7 +3,8 @@
 // interruptions per host): a worker fault its agent's supervisor recorded (a crash, a hang, a lost
 // device; a restart included), or the node lost under an assignment. Each has an ID (Keys.h,
 // kNodeFaultsPrefix) so that a leader after a failover, reading the same statuses again, adds
-// nothing that the one before it recorded.
+// nothing that the one before it recorded. A borrower's faults are not the node's: it is frozen,
+// ended and moved by design, and one that crashes or outgrows its loan says nothing of the hardware.
 #pragma once
 
 #include "cluster/config/ClusterConfig.h"
@@ -19,7 +20,7 @@ namespace msc::cluster {
 // only a status of the contract's assignment there now (its leader revision) counts.
 std::vector<NodeFault> workerFaults(const std::string &node, const ClusterState &state, int64_t nowUnixMs);
 
-// The fault of `a`'s node lost under it, unless its history has it already.
+// The fault of `a`'s node lost under it, unless its history has it already or `a` borrows.
 std::optional<NodeFault> lostFault(const std::string &contract, const AssignedPlan &a, const ClusterState &state,
                                    int64_t nowUnixMs);
 

@@ -179,6 +179,28 @@ TEST(Borrowers, NeverKeepAGuaranteedJobWaiting) {
   EXPECT_EQ(c.nodesOf("infer"), Nodes{"n1"}); // still lent there: the owner's loans are the node's business
 }
 
+TEST(Borrowers, FaultsOfABorrowerAreNotTheNodes) {
+  // Frozen, ended and moved by design, or crashing on its own: no fault in the node's history, so
+  // that a lemon rule never cordons a healthy node for a borrower.
+  Cluster c;
+  c.lends("n1", 4, 800);
+  c.submit("infer", kInfer);
+  c.round();
+  ASSERT_EQ(c.nodesOf("infer"), Nodes{"n1"});
+  AssignmentStatus crashed{"applied", "", kLeaderRev, "exited", 4242, 1, {"fault worker-crashed at step 3"}};
+  crashed.faults = 2;
+  c.store.put(statusKey("n1", "infer"), encodeStatus(crashed));
+  EXPECT_TRUE(c.round().faults.empty());
+  c.store.remove(std::string(kNodesPrefix) + "n1"); // lost, with its borrower
+  c.lends("n2", 4, 800);
+  ManualClock lost(10'000'000'000, kWallUs), afterGrace(13'000'000'000, kWallUs);
+  EXPECT_TRUE(decide(c.store.read(c.memory), c.memory, lost, options(), kLeaderRev).faults.empty());
+  Decision d = decide(c.store.read(c.memory), c.memory, afterGrace, options(), kLeaderRev);
+  EXPECT_TRUE(d.faults.empty());
+  ASSERT_EQ(d.report.replaced.size(), 1u);
+  EXPECT_EQ(d.report.replaced[0], "infer -> n2");
+}
+
 TEST(Borrowers, ALendingRecordThatDoesNotReadLendsNothingAndIsSaidOnce) {
   Cluster c;
   c.lends("n1", 4, 800);
