@@ -7,6 +7,20 @@
 #include <llvm/ADT/StringRef.h>
 
 namespace msc::cluster {
+namespace {
+
+// `line` into `fresh` once per value of a node's key: not again while its mod revision is the one
+// it was said at (a reconciliation runs on every change of the cluster).
+void sayOnce(std::map<std::string, int64_t> &saidAt, const std::string &node, int64_t modRevision, std::string line,
+             std::vector<std::string> &fresh) {
+  auto [at, first] = saidAt.try_emplace(node, modRevision);
+  if (first || at->second != modRevision) {
+    at->second = modRevision;
+    fresh.push_back(std::move(line));
+  }
+}
+
+} // namespace
 
 ClusterState clusterStateFrom(const std::vector<etcd::KeyValue> &kvs, int64_t revision, ReconcileMemory &memory) {
   ClusterState state;
@@ -63,11 +77,8 @@ ClusterState clusterStateFrom(const std::vector<etcd::KeyValue> &kvs, int64_t re
         continue;
       }
       // Nothing is moved on a drain that does not read; its cordon (written with it) still stands.
-      std::string line = etcd::Status::make(etcd::ErrorCode::ERR_CLUSTER_021, {node, why}).str();
-      if (auto [at, fresh] = memory.unreadableDrainsAt.try_emplace(node, kv.modRevision); fresh || at->second != kv.modRevision) {
-        at->second = kv.modRevision;
-        state.unreadableDrainsNew.push_back(line);
-      }
+      sayOnce(memory.unreadableDrainsAt, node, kv.modRevision,
+              etcd::Status::make(etcd::ErrorCode::ERR_CLUSTER_021, {node, why}).str(), state.unreadableDrainsNew);
       state.unreadableDrains.insert(node);
     } else if (key.starts_with(kLendingPrefix)) {
       std::string node = key.drop_front(llvm::StringRef(kLendingPrefix).size()).str(), why;
@@ -78,11 +89,8 @@ ClusterState clusterStateFrom(const std::vector<etcd::KeyValue> &kvs, int64_t re
         state.lending[node] = *record;
         continue;
       }
-      std::string line = etcd::Status::make(etcd::ErrorCode::ERR_CLUSTER_022, {node, why}).str();
-      if (auto [at, fresh] = memory.unreadableLendingAt.try_emplace(node, kv.modRevision); fresh || at->second != kv.modRevision) {
-        at->second = kv.modRevision;
-        state.unreadableLendingNew.push_back(line);
-      }
+      sayOnce(memory.unreadableLendingAt, node, kv.modRevision,
+              etcd::Status::make(etcd::ErrorCode::ERR_CLUSTER_022, {node, why}).str(), state.unreadableLendingNew);
       state.unreadableLending.insert(node);
     } else if (key.starts_with(kNodeFaultsPrefix)) {
       std::string node = key.drop_front(llvm::StringRef(kNodeFaultsPrefix).size()).str(), why;
@@ -92,10 +100,7 @@ ClusterState clusterStateFrom(const std::vector<etcd::KeyValue> &kvs, int64_t re
       }
       std::string line = etcd::Status::make(etcd::ErrorCode::ERR_CLUSTER_019, {node, why}).str();
       state.unreadableFaults[node] = line;
-      if (auto [at, fresh] = memory.unreadableFaultsAt.try_emplace(node, kv.modRevision); fresh || at->second != kv.modRevision) {
-        at->second = kv.modRevision;
-        state.unreadableFaultsNew.push_back(line);
-      }
+      sayOnce(memory.unreadableFaultsAt, node, kv.modRevision, line, state.unreadableFaultsNew);
     } else if (key.starts_with(kStatusPrefix)) {
       std::string rest = key.drop_front(llvm::StringRef(kStatusPrefix).size()).str();
       size_t slash = rest.find('/');

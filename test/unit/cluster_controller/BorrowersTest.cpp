@@ -71,6 +71,16 @@ struct Cluster {
 
 using Nodes = std::vector<std::string>;
 
+// n1 lends 4 CPUs 80% of the time, and infer borrows 3 of them.
+struct BorrowingOnN1 : Cluster {
+  BorrowingOnN1() {
+    lends("n1", 4, 800);
+    submit("infer", kInfer);
+    round();
+    EXPECT_EQ(nodesOf("infer"), Nodes{"n1"});
+  }
+};
+
 TEST(Borrowers, WaitWhereNothingIsLentAndArePlacedOnceANodeLends) {
   Cluster c;
   c.submit("infer", kInfer);
@@ -151,12 +161,8 @@ TEST(Borrowers, MoveWhenTheLoanIsTakenBackForGoodAndWaitWhenNoNodeLends) {
 }
 
 TEST(Borrowers, LeaveADrainedNodeAtOnceAndDoNotHoldTheDrain) {
-  Cluster c;
-  c.lends("n1", 4, 800);
+  BorrowingOnN1 c;
   c.lends("n2", 4, 500);
-  c.submit("infer", kInfer);
-  c.round();
-  ASSERT_EQ(c.nodesOf("infer"), Nodes{"n1"});
   c.store.put(cordonKey("n1"), encodeCordon({"operator", "draining", kLeaderRev, kWallUs / 1000}));
   c.store.put(drainKey("n1"), encodeDrain({kLeaderRev, kWallUs / 1000, kWallUs / 1000 + 600'000, false, false}));
   EXPECT_EQ(jobsToDrain(c.store.read(c.memory), "n1"), std::vector<std::string>{});
@@ -167,12 +173,8 @@ TEST(Borrowers, LeaveADrainedNodeAtOnceAndDoNotHoldTheDrain) {
 
 TEST(Borrowers, NeverKeepAGuaranteedJobWaiting) {
   // A cordon on n3 leaves the two-node job exactly n1 and n2; a borrower on n1 changes nothing.
-  Cluster c;
+  BorrowingOnN1 c;
   c.store.put(cordonKey("n3"), encodeCordon({"operator", "repair", kLeaderRev, 1000}));
-  c.lends("n1", 4, 800);
-  c.submit("infer", kInfer);
-  c.round();
-  ASSERT_EQ(c.nodesOf("infer"), Nodes{"n1"});
   c.submit("pair", kPair);
   c.round();
   EXPECT_EQ(c.nodesOf("pair"), (Nodes{"n1", "n2"}));
@@ -182,11 +184,7 @@ TEST(Borrowers, NeverKeepAGuaranteedJobWaiting) {
 TEST(Borrowers, FaultsOfABorrowerAreNotTheNodes) {
   // Frozen, ended and moved by design, or crashing on its own: no fault in the node's history, so
   // that a lemon rule never cordons a healthy node for a borrower.
-  Cluster c;
-  c.lends("n1", 4, 800);
-  c.submit("infer", kInfer);
-  c.round();
-  ASSERT_EQ(c.nodesOf("infer"), Nodes{"n1"});
+  BorrowingOnN1 c;
   AssignmentStatus crashed{"applied", "", kLeaderRev, "exited", 4242, 1, {"fault worker-crashed at step 3"}};
   crashed.faults = 2;
   c.store.put(statusKey("n1", "infer"), encodeStatus(crashed));
@@ -202,11 +200,7 @@ TEST(Borrowers, FaultsOfABorrowerAreNotTheNodes) {
 }
 
 TEST(Borrowers, ALendingRecordThatDoesNotReadLendsNothingAndIsSaidOnce) {
-  Cluster c;
-  c.lends("n1", 4, 800);
-  c.submit("infer", kInfer);
-  c.round();
-  ASSERT_EQ(c.nodesOf("infer"), Nodes{"n1"});
+  BorrowingOnN1 c;
   c.store.put(lendingKey("n1"), "owners 1\ncpus 4\ngpu-units 0\nshare-permille 1500\nlent-cpus 0\n");
   Decision d = c.round();
   ASSERT_EQ(d.report.unreadableLending.size(), 1u);
