@@ -134,13 +134,10 @@ void ClusterAgent::judgeHealth() {
 void ClusterAgent::publishLending(exec::NodeLedger &ledger) {
   if (!lending_ || !registration_ || !registration_->registered())
     return;
-  if (lending_->due()) {
-    exec::LendingOffer offer;
-    if (exec::NodeLending *lending = ledger.lending())
-      offer = lending->offer();
-    if (lending_->sample(offer))
+  exec::NodeLending *lending = ledger.lending();
+  if (lending_->due() || lending_->movesOwners(lending ? lending->most() : exec::LendingOffer{}))
+    if (lending_->sample(lending ? lending->offer() : exec::LendingOffer{}))
       lendingUnpublished_ = true;
-  }
   const int64_t lease = registration_->leaseId();
   if (lending_->published() && lease != lendingLease_)
     lendingUnpublished_ = true;

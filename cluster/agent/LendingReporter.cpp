@@ -12,8 +12,13 @@ bool LendingReporter::due() const {
          clock_.monotonicNs() - *sampledAtNs_ >= uint64_t(std::chrono::nanoseconds(options_.interval).count());
 }
 
+bool LendingReporter::movesOwners(const exec::LendingOffer &most) const {
+  return published_ && (published_->owners != most.owners || published_->cpus != most.cpus ||
+                        published_->gpuUnits != most.gpuUnits);
+}
+
 std::optional<LendingRecord> LendingReporter::sample(const exec::LendingOffer &offer) {
-  if (!due())
+  if (!due() && !movesOwners(offer))
     return std::nullopt;
   sampledAtNs_ = clock_.monotonicNs();
   LendingRecord r{offer.owners, offer.cpus, offer.gpuUnits, 0, 0};

@@ -4,7 +4,9 @@
 // over each window the share of time its owners' CPUs were lendable (their phase rhythm) and the
 // CPUs lent on average are worked out. Only a change is handed on: who lends and how much at most at
 // once, and the share or the CPUs lent when they moved by at least `shareStep` / one CPU. Phases
-// change every few milliseconds; the cluster needs their rhythm, not each of them.
+// change every few milliseconds; the cluster needs their rhythm, not each of them. A change of who
+// lends, or of their most, is sampled at once (movesOwners): a borrower on a node whose owner left
+// must not wait for the next window to be moved.
 #pragma once
 
 #include "cluster/keys/Keys.h"
@@ -28,9 +30,12 @@ public:
 
   // Whether a sample is due (the first one is due at once).
   bool due() const;
+  // Whether `most` (NodeLending::most()) says otherwise than the record returned last about who
+  // lends or how much at their most: a sample is due now.
+  bool movesOwners(const exec::LendingOffer &most) const;
   // Takes the sample `offer` (NodeLending::offer(), or an empty one for a node that lends nothing)
   // and returns the record when it differs from the one returned last; nullopt when nothing is due
-  // or nothing changed enough.
+  // (neither the interval passed nor the owners moved) or nothing changed enough.
   std::optional<LendingRecord> sample(const exec::LendingOffer &offer);
   // The record a fresh registration publishes again (its lease is new: the old key went with the
   // old lease); nullopt before the first sample.

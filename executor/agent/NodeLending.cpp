@@ -475,13 +475,18 @@ uint64_t NodeLending::lentGpuUnitNs() {
   return ns;
 }
 
-LendingOffer NodeLending::offer() {
+LendingOffer NodeLending::most() const {
   LendingOffer o;
   o.owners = unsigned(owners_.size());
   for (const auto &[owner, most] : mostLent_)
     o.cpus += most;
   for (const auto &[owner, most] : mostLentGpu_)
     o.gpuUnits = std::max(o.gpuUnits, most);
+  return o;
+}
+
+LendingOffer NodeLending::offer() {
+  LendingOffer o = most();
   o.atNs = clock_.monotonicNs();
   if (loop_)
     loop_->withNode([&](LendingNode &n) {

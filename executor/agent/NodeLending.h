@@ -108,6 +108,9 @@ public:
   // Core-nanoseconds lent since this lending started, over every owner.
   uint64_t lentCoreNs();
   LendingOffer offer();
+  // Of offer(), who lends and how much at their most (owners, cpus, gpuUnits): what the agent's
+  // thread keeps itself, read without stopping the lending loop, so that a change is seen at once.
+  LendingOffer most() const;
   // GPU unit-nanoseconds lent since this lending started, over every owner.
   uint64_t lentGpuUnitNs();
   // What it did over time (LendingNode::timeline), with each owner's CPUs and phase names, and the

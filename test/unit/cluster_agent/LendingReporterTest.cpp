@@ -45,8 +45,11 @@ TEST(LendingReporter, PublishesTheShareOfTimeLendableAndOnlyChanges) {
   std::optional<LendingRecord> slower = r.sample(offer(3 * kSecond, 4 * 1430 * kMs, 3 * kSecond));
   ASSERT_TRUE(slower);
   EXPECT_EQ(slower->sharePermille, 200u);
-  // The owner left: said at once, whatever the share.
-  clock.advance(kSecond);
+  // The owner left: said at once, before the interval is over.
+  clock.advance(kSecond / 10);
+  EXPECT_FALSE(r.due());
+  EXPECT_TRUE(r.movesOwners(exec::LendingOffer{}));
+  EXPECT_FALSE(r.movesOwners(offer(0, 0)));
   std::optional<LendingRecord> gone = r.sample(exec::LendingOffer{});
   ASSERT_TRUE(gone);
   EXPECT_EQ(*gone, LendingRecord{});
