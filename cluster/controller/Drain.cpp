@@ -21,9 +21,12 @@ const AssignmentStatus *statusOf(const ClusterState &state, const AssignedPlan &
 }
 
 // Whether the job's worker on `a`'s node ended there by itself (exited or killed, not at a planned
-// stop): a job that is over is not moved.
-bool ended(const AssignmentStatus *s) {
-  return s && (s->worker == "exited" || s->worker == "killed") && !(s->stop && s->stop->stoppedAt);
+// stop), as the status of that very assignment says (one of an earlier assignment of the job there,
+// not yet rewritten by the agent, says nothing of this one): a job that is over is not moved.
+bool ended(const ClusterState &state, const AssignedPlan &a, const std::string &contract) {
+  const AssignmentStatus *s = statusOf(state, a, contract);
+  return s && s->leaderRevision == a.assignment.leaderRevision && (s->worker == "exited" || s->worker == "killed") &&
+         !(s->stop && s->stop->stoppedAt);
 }
 
 // The assignments of `list` written again with `stop` (none: withdrawn), as this leader's.
@@ -86,7 +89,7 @@ std::vector<std::string> jobsToDrain(const ClusterState &state, const std::strin
       continue; // withdrawn: its assignments go anyway
     auto here = std::find_if(list.begin(), list.end(), [&](const AssignedPlan &a) { return a.node == node; });
     // A borrower is not drained: it leaves at once, ended there (Borrowers.h).
-    if (here != list.end() && !here->borrower() && !ended(statusOf(state, *here, contract)))
+    if (here != list.end() && !here->borrower() && !ended(state, *here, contract))
       jobs.push_back(contract);
   }
   return jobs;
@@ -130,7 +133,7 @@ std::map<std::string, std::string> decideDrains(const ClusterState &state, const
     const ClusterState::DrainRecord *record = drainOf(list, active, node);
     bool asked = std::any_of(list.begin(), list.end(), [](const AssignedPlan &a) { return a.assignment.stop.has_value(); });
     auto here = std::find_if(list.begin(), list.end(), [&](const AssignedPlan &a) { return a.node == node; });
-    if (!record || ended(statusOf(state, *here, contract))) {
+    if (!record || ended(state, *here, contract)) {
       // No drain (any more) for this job: an ask left from one that went or timed out is withdrawn.
       if (asked) {
         out.actions.push_back(stopAction(contract, list, std::nullopt, leaderRevision));

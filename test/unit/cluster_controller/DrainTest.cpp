@@ -431,6 +431,19 @@ TEST(Drain, AJobWhoseWorkerExitedByItselfIsNotMoved) {
   EXPECT_TRUE(late.drains.empty());
 }
 
+// The status of an earlier assignment of the job on the node (its agent has not rewritten it for
+// this one yet) says nothing of this one: an old "exited" does not make the job over.
+TEST(Drain, AnExitOfAnEarlierAssignmentDoesNotEndTheJob) {
+  Cluster cluster;
+  AssignmentStatus old;
+  old.state = "applied";
+  old.leaderRevision = kLeaderRev - 4;
+  old.worker = "exited";
+  cluster.store.put(statusKey("n1", "pair"), encodeStatus(old));
+  cluster.drain("n1");
+  EXPECT_EQ(jobsToDrain(cluster.store.read(cluster.memory), "n1"), std::vector<std::string>{"pair"});
+}
+
 // A job that holds the node's resources without a worker command has no step to stop at: moved at
 // once, in the first round.
 TEST(Drain, AJobHoldingResourcesWithoutAWorkerIsMovedAtOnce) {
