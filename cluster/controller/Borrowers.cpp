@@ -14,9 +14,9 @@ std::optional<BorrowerAsk> borrowerAsk(const ir::Contract &contract) {
 }
 
 BorrowerAsk borrowerAsk(const AssignedPlan &assigned) {
-  if (!assigned.borrow)
+  if (!assigned.borrower())
     return {};
-  return {assigned.borrow->cpu_cores(), assigned.borrow->gpu_sm_slices()};
+  return {assigned.decoded->borrow().cpu_cores(), assigned.decoded->borrow().gpu_sm_slices()};
 }
 
 LentCapacity::LentCapacity(const ClusterState &state) : state_(state) {}
@@ -96,37 +96,29 @@ std::map<std::string, std::string> borrowersToMove(const ClusterState &state, co
   return moves;
 }
 
-BorrowerPlacement placeBorrower(const ir::Contract &contract, const BorrowerAsk &ask, const ClusterState &state,
+PlacementResult placeBorrower(const ir::Contract &contract, const BorrowerAsk &ask, const ClusterState &state,
                               const NodeRegistry &registry, LentCapacity &lent, const std::string &compilerVersion,
                               DiagnosticEngine &diags) {
-  // The borrower's own registry: it holds nothing, so what the node's plans hold does not matter;
-  // what the node lends does, and each node that cannot take it says why in the refusal's notes.
-  BorrowerPlacement out{std::make_unique<NodeRegistry>(), {}};
-  NodeRegistry &lenders = *out.lenders;
+  Placer::Steering steering;
+  steering.veto = [&](const NodeState &node) -> std::string {
+    if (draining(state, node.name))
+      return "no new placement (draining)";
+    std::string shortfall = lent.shortfall(node.name, ask);
+    return shortfall.empty() ? shortfall : "lends too little for a borrower: " + shortfall;
+  };
   std::vector<std::pair<uint64_t, std::string>> ranked;
-  for (const NodeState *node : registry.nodes()) {
-    lenders.add(node->name, node->topology, diags);
-    std::string why = node->notPlaceable;
-    if (why.empty() && draining(state, node->name))
-      why = "draining";
-    if (why.empty())
-      if (std::string shortfall = lent.shortfall(node->name, ask); !shortfall.empty())
-        why = "lends too little for a borrower: " + shortfall;
-    if (!why.empty())
-      lenders.exclude(node->name, why, diags);
-    else
+  for (const NodeState *node : registry.nodes())
+    if (node->notPlaceable.empty() && steering.veto(*node).empty())
       ranked.push_back({lent.spare(node->name), node->name});
-  }
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto &a, const auto &b) { return a.first > b.first; });
-  std::map<std::string, unsigned, std::less<>> preference;
   for (unsigned i = 0; i < ranked.size(); ++i)
-    preference[ranked[i].second] = i;
-  Placer placer(lenders, compilerVersion);
-  placer.setPreference(std::move(preference));
-  out.result = placer.place(contract, diags);
-  for (const NodePlacement &p : out.result.nodes)
+    steering.rank[ranked[i].second] = i;
+  Placer placer(registry, compilerVersion);
+  placer.steer(std::move(steering));
+  PlacementResult placed = placer.place(contract, diags);
+  for (const NodePlacement &p : placed.nodes)
     lent.take(p.node->name, ask);
-  return out;
+  return placed;
 }
 
 } // namespace msc::cluster

@@ -20,7 +20,6 @@
 #include "ir/IR.h"
 
 #include <map>
-#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -58,14 +57,10 @@ private:
 std::map<std::string, std::string> borrowersToMove(const ClusterState &state, const std::set<std::string> &staying,
                                                    LentCapacity &lent);
 
-// Places `contract` (a borrower) on the nodes that lend what it asks; `registry` says which nodes
-// are out of placement and why. The asks of the nodes chosen are taken from `lent`. The result's
-// nodes point into `lenders`, the borrower's own view of the nodes.
-struct BorrowerPlacement {
-  std::unique_ptr<NodeRegistry> lenders;
-  PlacementResult result;
-};
-BorrowerPlacement placeBorrower(const ir::Contract &contract, const BorrowerAsk &ask, const ClusterState &state,
+// Places `contract` (a borrower) on the nodes of `registry` that lend what it asks, the most spare
+// first; each node that cannot take it says why in a refusal's notes. The asks of the nodes chosen
+// are taken from `lent`. What the registry's nodes hold does not matter: a borrower holds nothing.
+PlacementResult placeBorrower(const ir::Contract &contract, const BorrowerAsk &ask, const ClusterState &state,
                               const NodeRegistry &registry, LentCapacity &lent, const std::string &compilerVersion,
                               DiagnosticEngine &diags);
 

@@ -123,14 +123,13 @@ ClusterState clusterStateFrom(const std::vector<etcd::KeyValue> &kvs, int64_t re
       std::optional<Assignment> a = decodeAssignment(kv.value, why);
       if (slash == std::string::npos || !a)
         continue;
-      // A plan that does not decode is the agent's to refuse; here it is what it asks for.
+      // A plan that does not decode is the agent's to refuse; here it holds nothing.
       CollectingConsumer sink;
       DiagnosticEngine quiet(nullptr, sink);
-      std::optional<plan::Plan> plan = plan::decodePlan(a->plan, kv.key, quiet);
-      std::optional<plan::Borrow> borrow;
-      if (plan && plan->has_borrow())
-        borrow = plan->borrow();
-      state.assigned[rest.substr(slash + 1)].push_back({rest.substr(0, slash), kv.key, std::move(*a), std::move(borrow)});
+      std::shared_ptr<const plan::Plan> decoded;
+      if (std::optional<plan::Plan> plan = plan::decodePlan(a->plan, kv.key, quiet))
+        decoded = std::make_shared<const plan::Plan>(std::move(*plan));
+      state.assigned[rest.substr(slash + 1)].push_back({rest.substr(0, slash), kv.key, std::move(*a), std::move(decoded)});
     }
   }
   std::erase_if(memory.nodes, [&](const auto &entry) { return !state.nodes.count(entry.first); });

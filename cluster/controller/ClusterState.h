@@ -24,10 +24,11 @@ struct AssignedPlan {
   std::string node;
   std::string key; // /mscale/assignments/<node>/<contract>
   Assignment assignment;
-  // What its plan asks to borrow (class = opportunistic): it holds nothing of the node. None for a
-  // plan that holds what it asks for.
-  std::optional<plan::Borrow> borrow = {};
-  bool borrower() const { return borrow.has_value(); }
+  // The plan decoded once per read (null when it does not decode: the agent refuses it), shared by
+  // the copies of the state a round makes.
+  std::shared_ptr<const plan::Plan> decoded = {};
+  // Its plan borrows (class = opportunistic): it holds nothing of the node.
+  bool borrower() const { return decoded && decoded->has_borrow(); }
 };
 
 struct ClusterState {

@@ -1,4 +1,5 @@
 #include "cluster/controller/ContractCheck.h"
+#include "cluster/keys/Keys.h"
 
 #include "cluster/etcd/Status.h"
 #include "driver/Compile.h"
@@ -34,11 +35,8 @@ std::optional<LoadedContract> loadSubmittedContract(const std::string &name, con
       continue;
     }
     const auto &own = module->contracts[i].body.compute.class_;
-    std::string is = own ? own->value : "guaranteed";
-    if (!contractClass.empty() && is != contractClass) {
-      out.os << etcd::Status::make(etcd::ErrorCode::ERR_CLUSTER_023, {name, contractClass, "the contract says class = " + is})
-                    .str()
-             << "\n";
+    if (std::string problem = submittedClassProblem(contractClass, own ? own->value : std::string()); !problem.empty()) {
+      out.os << etcd::Status::make(etcd::ErrorCode::ERR_CLUSTER_023, {name, contractClass, problem}).str() << "\n";
       return std::nullopt;
     }
     return LoadedContract{std::move(*module), i};

@@ -47,9 +47,9 @@ public:
     s.environment.insert(request->environment().begin(), request->environment().end());
     s.contractClass = request->contract_class();
     std::string why;
-    if (!isSubmittedClass(s.contractClass))
+    if (std::string problem = submittedClassProblem(s.contractClass); !problem.empty())
       return refuse(grpc::StatusCode::INVALID_ARGUMENT,
-                    etcd::Status::make(ErrorCode::ERR_CLUSTER_023, {s.contract, s.contractClass, "the class is not guaranteed or opportunistic"}));
+                    etcd::Status::make(ErrorCode::ERR_CLUSTER_023, {s.contract, s.contractClass, problem}));
     if (!checkSubmission(s, why))
       return refuse(grpc::StatusCode::INVALID_ARGUMENT, etcd::Status::make(ErrorCode::ERR_CLUSTER_006, {s.contract, why}));
     std::optional<etcd::Fencing> term = controller_.currentTerm();

@@ -210,10 +210,8 @@ Decision decide(const ClusterState &state, ReconcileMemory &memory, const Clock 
     if (toPlace.count(name) || !state.contracts.count(name))
       continue;
     for (const AssignedPlan &a : list)
-      if (a.borrower())
-        continue; // it holds nothing: a guaranteed job never waits for a borrower
-      else if (std::optional<plan::Plan> p = plan::decodePlan(a.assignment.plan, a.key, setup.diags))
-        registry.admit(a.node, std::move(*p), "an assignment", setup.diags);
+      if (a.decoded && !a.borrower()) // a borrower holds nothing: a guaranteed job never waits for one
+        registry.admit(a.node, *a.decoded, "an assignment", setup.diags);
   }
 
   const std::string rev = std::to_string(leaderRevision);
@@ -260,16 +258,14 @@ Decision decide(const ClusterState &state, ReconcileMemory &memory, const Clock 
     CapturedDiagnostics decision(submitted.sources);
     decision.os << submitted.diagnostics;
     PlacementResult placed;
-    BorrowerPlacement lenders; // a borrower's placement points into its own view of the nodes
     std::string defaults; // what the config filled in, for the status and the log
     const std::optional<BorrowerAsk> ask =
         submitted.loaded ? borrowerAsk(submitted.loaded->contract()) : std::optional<BorrowerAsk>();
     if (submitted.loaded && config.published && !config.config) {
       decision.os << config.error;
     } else if (ask) {
-      lenders = placeBorrower(submitted.loaded->contract(), *ask, state, registry, lent, options.compilerVersion,
-                              decision.diags);
-      placed = std::move(lenders.result);
+      placed = placeBorrower(submitted.loaded->contract(), *ask, state, registry, lent, options.compilerVersion,
+                             decision.diags);
     } else if (submitted.loaded) {
       ir::Contract contract = submitted.loaded->contract();
       if (config.config)

@@ -446,6 +446,14 @@ bool isSubmittedClass(const std::string &name) {
   return name.empty() || name == "guaranteed" || name == "opportunistic";
 }
 
+std::string submittedClassProblem(const std::string &submitted, const std::string &own) {
+  if (!isSubmittedClass(submitted))
+    return "the class is not guaranteed or opportunistic";
+  if (!submitted.empty() && !own.empty() && own != submitted)
+    return "the contract says class = " + own;
+  return {};
+}
+
 bool checkSubmission(const Submission &s, std::string &why) {
   if (!isContractName(s.contract, why))
     return false;

@@ -266,6 +266,10 @@ struct Submission {
 };
 // Whether `name` is a contract class a submission may give ("" stands for none).
 bool isSubmittedClass(const std::string &name);
+// Why a submission cannot give its contract the class `submitted` when the contract says `own` (its
+// class as compiled with `submitted` for a default: FrontendOptions::defaultClass; "" for none):
+// ERR_CLUSTER_023's last words, the same in the CLI, the client and the leader. Empty when it can.
+std::string submittedClassProblem(const std::string &submitted, const std::string &own = {});
 // The name must be a contract identifier of the language ([A-Za-z_][A-Za-z0-9_]*, at most 128
 // characters): it is a key component and a name in diagnostics. False with `why` otherwise.
 bool isContractName(const std::string &name, std::string &why);

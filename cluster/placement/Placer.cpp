@@ -101,15 +101,19 @@ std::string nameList(const std::vector<const NodeState *> &nodes) {
 using TurnedAway = std::map<std::string, std::vector<const NodeState *>>; // by the prefilter's reason
 
 // The prefilter: counts only, so that the full check runs on a handful of nodes, not all of them.
-// Best fit first (it keeps whole nodes free for the jobs that need them), the registry's name order
-// breaking ties; the nodes turned away go to `turnedAway`.
+// The caller's rank first (Placer::Steering), then best fit (it keeps whole nodes free for the jobs
+// that need them), the registry's name order breaking ties; the nodes turned away go to `turnedAway`.
 std::vector<Candidate> candidatesFor(const JobShape &shape, const NodeRegistry &registry, TurnedAway &turnedAway,
-                                     PlacementResult &result, const std::map<std::string, unsigned, std::less<>> &preference) {
+                                     PlacementResult &result, const Placer::Steering &steering) {
   std::vector<Candidate> candidates;
   for (const NodeState *node : registry.nodes()) {
-    // A node out of placement (cordoned, failed) is never a candidate, whatever it has free.
-    std::string why = node->notPlaceable.empty() ? prefilter(shape, node->capacity)
-                                                 : "no new placement (" + node->notPlaceable + ")";
+    // A node out of placement (cordoned, failed), or one the caller turns away, is never a
+    // candidate, whatever it has free.
+    std::string why = !node->notPlaceable.empty() ? "no new placement (" + node->notPlaceable + ")"
+                      : steering.veto                ? steering.veto(*node)
+                                                     : std::string();
+    if (why.empty())
+      why = prefilter(shape, node->capacity);
     if (!why.empty()) {
       turnedAway[why].push_back(node);
       ++result.prefiltered;
@@ -118,8 +122,8 @@ std::vector<Candidate> candidatesFor(const JobShape &shape, const NodeRegistry &
     candidates.push_back({node, node->capacity.freeGpus - shape.anyGpus, node->capacity.freeCores - shape.localCores});
   }
   auto rank = [&](const Candidate &c) {
-    auto it = preference.find(c.node->name);
-    return it == preference.end() ? UINT_MAX : it->second;
+    auto it = steering.rank.find(c.node->name);
+    return it == steering.rank.end() ? UINT_MAX : it->second;
   };
   std::stable_sort(candidates.begin(), candidates.end(), [&](const Candidate &a, const Candidate &b) {
     return std::make_tuple(rank(a), a.spareGpus, a.spareCores) < std::make_tuple(rank(b), b.spareGpus, b.spareCores);
@@ -254,7 +258,7 @@ PlacementResult Placer::place(const ir::Contract &contract, DiagnosticEngine &di
   }
 
   TurnedAway turnedAway;
-  std::vector<Candidate> candidates = candidatesFor(shape, registry_, turnedAway, result, preference_);
+  std::vector<Candidate> candidates = candidatesFor(shape, registry_, turnedAway, result, steering_);
   Search search(pipeline_, version_, diags, result);
   std::vector<Refusal> refused;
   // Every role in one PCIe domain first; then, for a compute-heavy job, the nodes that could not keep

@@ -21,6 +21,7 @@
 #include "plan/plan.pb.h"
 #include "support/Diagnostic.h"
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -57,16 +58,22 @@ public:
   // ERR_PLACE_001 (naming the node that came closest, with a note per other node) when fewer
   // than N can honour it. Warnings of the chosen nodes' checks are reported once each.
   PlacementResult place(const ir::Contract &contract, DiagnosticEngine &diags);
-  // A caller's order of preference, tried before best fit: nodes with a lower rank first; a node
-  // not ranked comes after every ranked one. A borrower goes where the most is lent
-  // (cluster/controller/Borrowers.h), which the registry's counts of what is held cannot say.
-  void setPreference(std::map<std::string, unsigned, std::less<>> rank) { preference_ = std::move(rank); }
+  // What a caller knows of the nodes that the registry's counts of what is held cannot say: a
+  // borrower goes only where enough is lent, the most spare first (cluster/controller/Borrowers.h).
+  struct Steering {
+    // Nodes with a lower rank first, before best fit; a node not ranked comes after every ranked one.
+    std::map<std::string, unsigned, std::less<>> rank;
+    // Why a node takes not this job (empty: it may). Such a node is turned away before the
+    // prefilter, and a refusal names it with the reason, as it names a cordoned one.
+    std::function<std::string(const NodeState &)> veto;
+  };
+  void steer(Steering steering) { steering_ = std::move(steering); }
 
 private:
   const NodeRegistry &registry_;
   std::string version_;
   passes::PassManager pipeline_;
-  std::map<std::string, unsigned, std::less<>> preference_;
+  Steering steering_;
 };
 
 } // namespace msc::cluster

@@ -283,20 +283,16 @@ bool NodeLending::addBorrower(const plan::Plan &plan, std::string &error) {
     error = "it asks for no CPU (cpu_cores): a borrower runs on lent CPUs";
     return false;
   }
-  unsigned mostUnits = 0;
-  for (const auto &[owner, most] : mostLentGpu_)
-    mostUnits = std::max(mostUnits, most);
-  if (units > mostUnits) {
+  // What the node says it lends (offer(): the cluster places borrowers by it) is what it admits.
+  const LendingOffer lends = most();
+  if (units > lends.gpuUnits) {
     error = "it asks for " + std::to_string(units) + " GPU units on one GPU; the contracts here lend at most " +
-            std::to_string(mostUnits);
+            std::to_string(lends.gpuUnits);
     return false;
   }
-  unsigned lendable = 0;
-  for (const auto &[owner, most] : mostLent_)
-    lendable += most;
-  if (lendable < asked) {
+  if (lends.cpus < asked) {
     error = "it asks for " + std::to_string(asked) + " CPUs; the contracts here lend at most " +
-            std::to_string(lendable) + (owners_.empty() ? " (none lends)" : "");
+            std::to_string(lends.cpus) + (owners_.empty() ? " (none lends)" : "");
     return false;
   }
   if (cgroups_) {

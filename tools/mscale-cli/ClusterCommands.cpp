@@ -241,10 +241,10 @@ int submit(etcd::EtcdClient &client, cli::Diagnostics &diagnostics, const std::s
   co.onlyContract = ContractName;
   co.defaultClass = Class;
   // Before the file is compiled: a class that is none would make the check below say the wrong thing.
-  if (!cluster::isSubmittedClass(Class)) {
+  if (std::string problem = cluster::submittedClassProblem(Class); !problem.empty()) {
     diags.report(DiagCode::ERR_CLUSTER_023)
         << (ContractName.empty() ? llvm::sys::path::stem(file).str() : ContractName.getValue()) << Class.getValue()
-        << "the class is not guaranteed or opportunistic";
+        << problem;
     return 2;
   }
   std::optional<ir::Module> module = driver::loadContracts(co, diagnostics.sourceMgr(), diags);
@@ -258,9 +258,9 @@ int submit(etcd::EtcdClient &client, cli::Diagnostics &diagnostics, const std::s
     contract = module->contracts.front().name;
   }
   for (const ir::Contract &c : module->contracts)
-    if (c.name == contract && !Class.empty() && (c.body.compute.class_ ? c.body.compute.class_->value : "guaranteed") != Class) {
-      diags.report(DiagCode::ERR_CLUSTER_023) << contract << Class.getValue()
-                                              << "the contract says class = " + c.body.compute.class_->value;
+    if (std::string problem = cluster::submittedClassProblem(Class, c.body.compute.class_ ? c.body.compute.class_->value : "");
+        c.name == contract && !problem.empty()) {
+      diags.report(DiagCode::ERR_CLUSTER_023) << contract << Class.getValue() << problem;
       return 1;
     }
   cluster::Submission s{contract, (*buffer)->getBuffer().str(), std::move(command), {}, Class};

@@ -90,9 +90,8 @@ etcd::Result<std::string> throughLeader(etcd::EtcdClient &etcd, const std::strin
 etcd::Result<WriteOutcome> submitContract(etcd::EtcdClient &etcd, const Submission &submission,
                                           const WriteOptions &options) {
   std::string why;
-  if (!isSubmittedClass(submission.contractClass))
-    return etcd::Status::make(ErrorCode::ERR_CLUSTER_023, {submission.contract, submission.contractClass,
-                                                          "the class is not guaranteed or opportunistic"});
+  if (std::string problem = submittedClassProblem(submission.contractClass); !problem.empty())
+    return etcd::Status::make(ErrorCode::ERR_CLUSTER_023, {submission.contract, submission.contractClass, problem});
   if (!checkSubmission(submission, why))
     return etcd::Status::make(ErrorCode::ERR_CLUSTER_006, {submission.contract, why});
   proto::SubmitRequest request;
