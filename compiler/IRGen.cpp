@@ -4,6 +4,8 @@
 #include "compiler/Frontend.h"
 #include "compiler/IRValues.h"
 #include "ir/FieldDefaults.h"
+#include "ir/ValueFormat.h"
+#include "ir/WorldSize.h"
 
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/ADT/StringExtras.h>
@@ -93,6 +95,7 @@ private:
   // declares only what a borrower can.
   void checkPhasesAgainstRoles(const ir::Contract &c);
   void checkBorrower(const ir::Contract &c, const ast::Declaration &decl);
+  void checkWorldSizes(const ir::Contract &c);
   const ir::Body *resolveProfile(const std::string &name);
   void checkContractComplete(const ir::Contract &c, const ast::Declaration &decl);
 
@@ -365,10 +368,41 @@ const ir::Body *IRGen::resolveProfile(const std::string &name) {
   return &(resolved_[name] = std::move(body));
 }
 
+// A job's global batch is split over its ranks at every size it may run at (ir/WorldSize.h): a
+// contract none of whose sizes can split it would never be placed.
+void IRGen::checkWorldSizes(const ir::Contract &c) {
+  const ir::ComputeFields &f = c.body.compute;
+  if (f.micro_batch && !f.global_batch) {
+    diags_.report(DiagCode::ERR_SEM_017, f.micro_batch->origin.fieldRange)
+            .note(Location::none(), "micro_batch splits each rank's share of the global batch")
+        << c.name << "global_batch, which micro_batch needs";
+    return;
+  }
+  if (!f.global_batch)
+    return;
+  const ir::WorldSizes sizes = ir::worldSizesOf(f);
+  if (!ir::allowedSizes(sizes).empty())
+    return;
+  const std::string range = f.nodes ? ir::formatValue(f.nodes->value) : std::string("1");
+  const std::string how = sizes.microBatch ? "into whole micro-batches of micro_batch = " +
+                                                 std::to_string(sizes.microBatch) + " samples per rank"
+                                           : std::string("evenly over its ranks");
+  DiagBuilder d = diags_.report(DiagCode::ERR_SEM_025, f.global_batch->origin.range);
+  d << range << static_cast<uint64_t>(sizes.globalBatch) << how;
+  if (f.nodes)
+    d.note(Location{f.nodes->origin.range, {}, 0}, "nodes = " + range + " set here");
+  // Every size says why, up to a few: a range of hundreds of sizes would bury the reason.
+  unsigned said = 0;
+  for (unsigned size = sizes.max; size >= sizes.min && size > 0 && said < 4; --size, ++said)
+    d.note(Location::none(), "at " + std::to_string(size) + (size == 1 ? " node: " : " nodes: ") +
+                                 ir::whyNotAllowed(sizes, size));
+}
+
 void IRGen::checkContractComplete(const ir::Contract &c, const ast::Declaration &decl) {
   if (c.body.compute.class_ && c.body.compute.class_->value == "opportunistic")
     return checkBorrower(c, decl);
   checkPhasesAgainstRoles(c);
+  checkWorldSizes(c);
   if (c.body.roles.empty()) {
     diags_.report(DiagCode::ERR_SEM_017, decl.nameRange) << c.name << "io_topology roles (what should it hold?)";
     return;

@@ -571,6 +571,41 @@ std::optional<ir::LeadTime> ValueConverter::convert<FieldKind::Lead>(const ast::
   return std::nullopt;
 }
 
+template <>
+std::optional<ir::CountRange> ValueConverter::convert<FieldKind::Count>(const ast::Value &v, const FieldInfo &f) {
+  if (v.kind != ast::Value::Kind::Range) {
+    auto n = convert<FieldKind::Int>(v, f);
+    return n ? std::optional<ir::CountRange>(ir::CountRange{*n, *n}) : std::nullopt;
+  }
+  if (!v.lowUnit.empty() || !v.highUnit.empty()) {
+    bool low = !v.lowUnit.empty();
+    diags_.report(DiagCode::ERR_SEM_006, low ? v.lowUnitRange : v.highUnitRange)
+        << (low ? v.lowUnit : v.highUnit) << ("'" + f.name.str() + "'");
+    return std::nullopt;
+  }
+  auto lo = integer(v, v.lowText, v.lowRange, f);
+  if (!lo || !inRange(*lo, f, v.lowRange))
+    return std::nullopt;
+  auto hi = integer(v, v.highText, v.highRange, f);
+  if (!hi || !inRange(*hi, f, v.highRange))
+    return std::nullopt;
+  if (*hi < *lo) {
+    diags_.report(DiagCode::ERR_SEM_014, v.range) << *lo << *hi;
+    return std::nullopt;
+  }
+  return ir::CountRange{*lo, *hi};
+}
+
+template <>
+std::optional<int64_t> ValueConverter::convert<FieldKind::Samples>(const ast::Value &v, const FieldInfo &f) {
+  auto n = quantity(v, f, Dimension::Samples);
+  if (!n)
+    return std::nullopt;
+  if (*n > uint64_t(INT64_MAX) || !inRange(int64_t(*n), f, v.range))
+    return std::nullopt;
+  return int64_t(*n);
+}
+
 std::optional<ir::PhaseWhen> ValueConverter::phaseWhen(const ast::Value &v, const std::string &phase) {
   auto refuse = [&](llvm::SMRange at, const std::string &why) {
     diags_.report(DiagCode::ERR_SEM_022, at) << phase << why;

@@ -24,6 +24,8 @@ llvm::StringRef fieldKindName(FieldKind kind) {
   case FieldKind::StringList: return "a list of names";
   case FieldKind::Choice: return "one of the listed names";
   case FieldKind::Lead: return "a duration (e.g. 500us), or auto";
+  case FieldKind::Count: return "a count, or a range MIN..MAX (e.g. 4, or 2..4)";
+  case FieldKind::Samples: return "a number of samples (e.g. 256 samples)";
   }
   return "a value";
 }

@@ -32,7 +32,7 @@ using msc::formatTemperature;
 
 enum class FieldKind {
   Int, Bool, String, Size, Duration, Temperature, Percent, Bandwidth, Real,
-  CpuList, PciBus, GpuRef, RdmaPort, HugepagePool, RecoveryPoint, StringList, Choice, Lead
+  CpuList, PciBus, GpuRef, RdmaPort, HugepagePool, RecoveryPoint, StringList, Choice, Lead, Count, Samples
 };
 llvm::StringRef fieldKindName(FieldKind kind); // "an integer", "a size", ... for diagnostics
 
@@ -84,6 +84,15 @@ struct LeadTime {
   bool operator==(const LeadTime &) const = default;
 };
 
+// A count the job takes at any size of: `4` (min = max) or `2..4` (an elastic job, the largest size
+// the cluster can give). MIN/MAX of the field's row bound both ends.
+struct CountRange {
+  int64_t min = 1;
+  int64_t max = 1;
+  bool elastic() const { return min < max; }
+  bool operator==(const CountRange &) const = default;
+};
+
 // Fields.def names fields as C++ does: a trailing '_' escapes a keyword the language spells plainly.
 inline llvm::StringRef fieldSpelling(llvm::StringRef name) { return name.endswith("_") ? name.drop_back() : name; }
 
@@ -106,6 +115,8 @@ template <> struct KindType<FieldKind::RecoveryPoint> { using type = RecoveryPoi
 template <> struct KindType<FieldKind::StringList> { using type = std::vector<std::string>; };
 template <> struct KindType<FieldKind::Choice> { using type = std::string; };
 template <> struct KindType<FieldKind::Lead> { using type = LeadTime; };
+template <> struct KindType<FieldKind::Count> { using type = CountRange; };
+template <> struct KindType<FieldKind::Samples> { using type = int64_t; };
 
 // Where a value came from: the declaration that set it and the source range of the value.
 struct Origin {

@@ -28,14 +28,16 @@ private:
   llvm::raw_ostream &line(unsigned indent) { return os_.indent(indent); }
 
   template <typename T>
-  void printField(llvm::StringRef name, const std::optional<Field<T>> &field, unsigned indent, bool bareWord) {
+  void printField(llvm::StringRef name, const std::optional<Field<T>> &field, unsigned indent, FieldKind kind) {
     if (!field)
       return;
     std::string value;
     if constexpr (std::is_same_v<T, std::string>)
-      value = bareWord ? field->value : formatValue(field->value);
+      value = kind == FieldKind::Choice ? field->value : formatValue(field->value); // a bare word
     else
       value = formatValue(field->value);
+    if (kind == FieldKind::Samples) // a plain integer underneath, written with its unit
+      value += " samples";
     std::string text = name.str() + " = " + value;
     line(indent) << text;
     // Origins line up in a column so that FileCheck patterns and people read them easily.
@@ -44,7 +46,7 @@ private:
   }
 
 #define MSC_PRINT_FIELD(NAME, KIND, ...)                                                          \
-  printField(fieldSpelling(#NAME), fields.NAME, indent, FieldKind::KIND == FieldKind::Choice);
+  printField(fieldSpelling(#NAME), fields.NAME, indent, FieldKind::KIND);
   void printFields(const ComputeFields &fields, unsigned indent) {
 #define COMPUTE_FIELD MSC_PRINT_FIELD
 #include "ir/Fields.def"

@@ -43,6 +43,8 @@ llvm::StringRef fieldKindId(FieldKind kind) {
   case FieldKind::StringList: return "names";
   case FieldKind::Choice: return "name";
   case FieldKind::Lead: return "lead";
+  case FieldKind::Count: return "count";
+  case FieldKind::Samples: return "samples";
   }
   return "raw";
 }
@@ -59,6 +61,7 @@ std::string formatDefault(const FieldSchema &f) {
   case FieldKind::Percent: return formatPercent({v});
   case FieldKind::Bandwidth: return formatBandwidth({v});
   case FieldKind::Lead: return f.defaultValue < 0 ? "auto" : formatDuration({v});
+  case FieldKind::Samples: return std::to_string(f.defaultValue) + " samples";
   default: return std::to_string(f.defaultValue);
   }
 }

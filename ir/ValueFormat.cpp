@@ -91,6 +91,9 @@ std::string formatValue(const std::vector<std::string> &v) {
   return out + "]";
 }
 
+std::string formatValue(const CountRange &v) {
+  return v.elastic() ? std::to_string(v.min) + ".." + std::to_string(v.max) : std::to_string(v.min);
+}
 std::string formatValue(const LeadTime &v) { return v.automatic ? "auto" : formatDuration(v.fixed); }
 
 std::string formatValue(const PhaseWhen &v) {

@@ -25,6 +25,7 @@ std::string formatValue(const HugepagePool &v);
 std::string formatValue(const RecoveryPoint &v);
 std::string formatValue(const std::vector<std::string> &v);
 std::string formatValue(const LeadTime &v);  // "auto" or the duration
+std::string formatValue(const CountRange &v); // "4", or "2..4"
 std::string formatValue(const PhaseWhen &v); // "worker", "every(500 steps, for = 20 steps)", "37min..42min"
 
 } // namespace msc::ir

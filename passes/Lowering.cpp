@@ -89,8 +89,12 @@ plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement,
   prov->set_profile(contract.profile);
   for (const std::string &p : contract.chain)
     prov->add_profile_chain(p);
-  if (contract.body.compute.nodes)
-    prov->set_nodes(static_cast<uint32_t>(contract.body.compute.nodes->value));
+  if (contract.body.compute.nodes) {
+    const ir::CountRange &nodes = contract.body.compute.nodes->value;
+    prov->set_nodes(static_cast<uint32_t>(nodes.max));
+    if (nodes.elastic())
+      prov->set_min_nodes(static_cast<uint32_t>(nodes.min));
+  }
 
   const ir::ComputeFields &compute = contract.body.compute;
   if (compute.cpu_weight)

@@ -53,7 +53,9 @@ void dumpPlan(const Plan &plan, llvm::raw_ostream &os) {
   os << "  compiler   " << p.compiler_version() << "\n";
   os << "  topology   " << (p.topology_name().empty() ? "(unnamed)" : p.topology_name()) << " "
      << llvm::format_hex(p.topology_fingerprint(), 18) << "\n";
-  if (p.nodes() > 1)
+  if (p.min_nodes() && p.min_nodes() < p.nodes())
+    os << "  nodes      " << p.min_nodes() << ".." << p.nodes() << " (elastic; this plan is one node's)\n";
+  else if (p.nodes() > 1)
     os << "  nodes      " << p.nodes() << " (this plan is one node's)\n";
   if (!p.profile().empty()) {
     os << "  profile    " << p.profile();

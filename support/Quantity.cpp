@@ -43,6 +43,8 @@ const UnitInfo kUnits[] = {
     {"Tbps", Dimension::Bandwidth, 1000000000000ull},
     {"steps", Dimension::Steps, 1},
     {"step", Dimension::Steps, 1},
+    {"samples", Dimension::Samples, 1},
+    {"sample", Dimension::Samples, 1},
 };
 
 const UnitInfo *findUnit(llvm::StringRef unit) {
@@ -69,7 +71,8 @@ llvm::ArrayRef<llvm::StringRef> unitsOf(Dimension dimension) {
       {"C"},
       {"%"},
       {"bps", "Kbps", "Mbps", "Gbps", "Tbps"},
-      {"steps"}};
+      {"steps"},
+      {"samples"}};
   return byDimension[static_cast<size_t>(dimension)];
 }
 
@@ -82,6 +85,7 @@ llvm::StringRef dimensionName(Dimension dimension) {
   case Dimension::Percent: return "a percentage";
   case Dimension::Bandwidth: return "a bandwidth";
   case Dimension::Steps: return "a step count";
+  case Dimension::Samples: return "a number of samples";
   }
   return "a number";
 }

@@ -11,7 +11,7 @@
 
 namespace msc {
 
-enum class Dimension { None, Size, Duration, Temperature, Percent, Bandwidth, Steps };
+enum class Dimension { None, Size, Duration, Temperature, Percent, Bandwidth, Steps, Samples };
 
 // The dimension a unit suffix measures, or nullopt for an unknown suffix.
 std::optional<Dimension> dimensionOfUnit(llvm::StringRef unit);
@@ -22,7 +22,7 @@ llvm::StringRef dimensionName(Dimension dimension); // "a size", "a duration", .
 enum class QuantityError { None, Malformed, Overflow, Inexact };
 
 // Converts `number` (digits, optionally ".digits") in `unit` to the dimension's base unit
-// (bytes, ns, millidegrees C, ppm, bits/s, steps), exactly: 1.5KiB is 1536, 0.5B is Inexact.
+// (bytes, ns, millidegrees C, ppm, bits/s, steps, samples), exactly: 1.5KiB is 1536, 0.5B is Inexact.
 // A number without unit is converted with factor 1.
 std::optional<uint64_t> toBaseUnits(llvm::StringRef number, llvm::StringRef unit, QuantityError &error);
 

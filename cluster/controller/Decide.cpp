@@ -294,11 +294,19 @@ Decision decide(const ClusterState &state, ReconcileMemory &memory, const Clock 
         a.environment = submitted.submission->environment;
         for (auto &[key, value] : rendezvousEnvironment(rank, unsigned(placed.nodes.size()), masterAddress, masterPort))
           a.environment[key] = std::move(value); // the placement's, whatever the submission said
+        for (auto &[key, value] : batchEnvironment(placed.shape.sizes, unsigned(placed.nodes.size())))
+          a.environment[key] = std::move(value);
         ops.push_back(etcd::TxnOp::put(assignmentKey(p.node->name, name), encodeAssignment(a)));
         nodes += (nodes.empty() ? "" : ",") + p.node->name;
       }
-      status = "placed " + nodes + " leader-rev " + rev + "\n" + (defaults.empty() ? "" : defaults + "\n");
-      event = replacing ? causeOf(name) + "placed again on " + nodes : "placed on " + nodes;
+      // An elastic job says the size it got, which may be less than its most.
+      const ir::WorldSizes &sizes = placed.shape.sizes;
+      const std::string size = sizes.elastic() ? " (world size " + std::to_string(placed.nodes.size()) + " of " +
+                                                     std::to_string(sizes.min) + ".." + std::to_string(sizes.max) + ")"
+                                               : std::string();
+      status = "placed " + nodes + " leader-rev " + rev + "\n" + (defaults.empty() ? "" : defaults + "\n") +
+               (size.empty() ? "" : "world size " + std::to_string(placed.nodes.size()) + "\n");
+      event = (replacing ? causeOf(name) + "placed again on " + nodes : "placed on " + nodes) + size;
       // The old set goes, live nodes included (placed whole); a node chosen again gets its new
       // assignment by the put above (etcd refuses a key twice in one transaction).
       for (const AssignedPlan &a : previous)

@@ -9,7 +9,9 @@
 //   - A contract with an assignment on a node that is gone waits `lostNodeGrace` (its agent stops
 //     the workers when it finds its lease gone, which can be a little after etcd expired it), then
 //     is placed again, whole; refused, its assignments left are removed too: a job does not run in
-//     part.
+//     part. An elastic job (`nodes = MIN..MAX`) is placed, and placed again, at the largest size
+//     the cluster can give it whole, so a lost node with no spare shrinks it; every rank is told
+//     the size and its share of the global batch (Rendezvous.h).
 //   - A withdrawn contract's assignments, status and events go.
 //   - Each placement and refusal is an event of the contract (Keys.h: kContractEventsPrefix), said
 //     once: a refusal for the same reason round after round is one event.

@@ -43,4 +43,14 @@ std::map<std::string, std::string> rendezvousEnvironment(unsigned nodeRank, unsi
           {"MASTER_PORT", std::to_string(masterPort)}};
 }
 
+std::map<std::string, std::string> batchEnvironment(const ir::WorldSizes &sizes, unsigned worldSize) {
+  std::optional<ir::BatchSplit> split = ir::splitAt(sizes, worldSize);
+  if (!split)
+    return {};
+  return {{"MSCALE_GLOBAL_BATCH", std::to_string(sizes.globalBatch)},
+          {"MSCALE_RANK_BATCH", std::to_string(split->rankBatch)},
+          {"MSCALE_MICRO_BATCH", std::to_string(split->microBatch)},
+          {"MSCALE_ACCUMULATION_STEPS", std::to_string(split->accumulation)}};
+}
+
 } // namespace msc::cluster

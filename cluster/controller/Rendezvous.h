@@ -6,6 +6,7 @@
 #pragma once
 
 #include "cluster/controller/ClusterState.h"
+#include "ir/WorldSize.h"
 
 #include <cstdint>
 #include <map>
@@ -26,5 +27,11 @@ uint16_t rendezvousPort(const std::string &contract, const std::vector<AssignedP
 // `masterAddress`:`masterPort`.
 std::map<std::string, std::string> rendezvousEnvironment(unsigned nodeRank, unsigned nodes,
                                                          const std::string &masterAddress, uint16_t masterPort);
+
+// What each rank's share of the job's global batch is at the size placed (ir/WorldSize.h):
+// MSCALE_GLOBAL_BATCH, MSCALE_RANK_BATCH (samples per rank per step), MSCALE_MICRO_BATCH and
+// MSCALE_ACCUMULATION_STEPS (micro-batches per rank per step). Empty for a job that sets no
+// global batch.
+std::map<std::string, std::string> batchEnvironment(const ir::WorldSizes &sizes, unsigned worldSize);
 
 } // namespace msc::cluster

@@ -7,8 +7,8 @@ namespace msc::cluster {
 JobShape shapeOf(const ir::Contract &contract) {
   JobShape s;
   const ir::Body &body = contract.body;
-  if (body.compute.nodes && body.compute.nodes->value > 0)
-    s.nodes = static_cast<unsigned>(body.compute.nodes->value);
+  s.sizes = ir::worldSizesOf(body.compute);
+  s.nodes = s.sizes.max;
   for (const ir::Role &role : body.roles) {
     const ir::RoleFields &f = role.fields;
     // A role of `gpus = N` is checked as N roles of `gpu = any`, each with the role's other fields.

@@ -5,13 +5,15 @@
 
 #include "cluster/placement/NodeRegistry.h"
 #include "ir/IR.h"
+#include "ir/WorldSize.h"
 
 #include <string>
 
 namespace msc::cluster {
 
 struct JobShape {
-  unsigned nodes = 1;      // the contract's `nodes`
+  unsigned nodes = 1;      // the most nodes the job runs on (the contract's `nodes`, or its range's MAX)
+  ir::WorldSizes sizes;    // the sizes it may run at, and its global batch (ir/WorldSize.h)
   unsigned gpus = 0;       // roles with a GPU (named or `any`): a role holds a GPU of its own or slices of it
   unsigned anyGpus = 0;    // of those, `gpu = any`; a role of `gpus = N` counts as N
   unsigned localCores = 0; // sum of `cpu_cores = N local`, once per copy of a `gpus = N` role

@@ -1,6 +1,7 @@
 #include "cluster/placement/Placer.h"
 
 #include "passes/GpuCount.h"
+#include "ir/ValueFormat.h"
 #include "passes/Lowering.h"
 
 #include <llvm/ADT/STLExtras.h>
@@ -98,6 +99,14 @@ std::string nameList(const std::vector<const NodeState *> &nodes) {
   return text;
 }
 
+// What a refusal says the job needs: "4" (nodes), or for an elastic job "at least 2 of 2..4".
+std::string needText(const JobShape &shape, unsigned fewest) {
+  if (!shape.sizes.elastic())
+    return std::to_string(shape.nodes);
+  return "at least " + std::to_string(fewest) + " of " + std::to_string(shape.sizes.min) + ".." +
+         std::to_string(shape.sizes.max);
+}
+
 using TurnedAway = std::map<std::string, std::vector<const NodeState *>>; // by the prefilter's reason
 
 // The prefilter: counts only, so that the full check runs on a handful of nodes, not all of them.
@@ -191,7 +200,8 @@ private:
 // ERR_PLACE_001: fewer than `wanted` nodes could take the job. Names the node that came closest
 // (the checked node with the fewest errors, the first among equals; a node the prefilter turned
 // away is farther than any checked one), then each other refusal and each reason of the prefilter.
-void reportTooFewNodes(const ir::Contract &contract, const JobShape &shape, size_t placed, size_t registered,
+void reportTooFewNodes(const ir::Contract &contract, const JobShape &shape, unsigned fewest, size_t placed,
+                       size_t registered,
                        const std::vector<Refusal> &refused, const TurnedAway &turnedAway, DiagnosticEngine &diags) {
   const Refusal *closest = nullptr;
   for (const Refusal &r : refused)
@@ -216,7 +226,8 @@ void reportTooFewNodes(const ir::Contract &contract, const JobShape &shape, size
     closestWhy = bestWhy;
   }
   DiagBuilder d = diags.report(DiagCode::ERR_PLACE_001, contract.nameRange);
-  d << contract.name << shape.nodes << static_cast<uint64_t>(placed) << static_cast<uint64_t>(registered) << closestName
+  d << contract.name << needText(shape, fewest) << static_cast<uint64_t>(placed) << static_cast<uint64_t>(registered)
+    << closestName
     << closestWhy;
   if (firstAt.hasRange())
     d.note(firstAt, "node '" + closestName + "' fails here");
@@ -247,13 +258,17 @@ PlacementResult Placer::place(const ir::Contract &contract, DiagnosticEngine &di
   PlacementResult result;
   result.shape = shapeOf(contract);
   const JobShape &shape = result.shape;
+  // An elastic job (`nodes = MIN..MAX`) takes the largest allowed size it can place whole; the
+  // frontend refused one that allows none, so the fewest is the last allowed.
+  const std::vector<unsigned> sizes = ir::allowedSizes(shape.sizes);
   const unsigned wanted = shape.nodes;
-  if (wanted > registry_.size()) {
+  const unsigned fewest = sizes.empty() ? wanted : sizes.back();
+  if (fewest > registry_.size()) {
     DiagBuilder d = diags.report(DiagCode::ERR_PLACE_002, contract.nameRange);
-    d << contract.name << wanted << static_cast<uint64_t>(registry_.size());
+    d << contract.name << needText(shape, fewest) << static_cast<uint64_t>(registry_.size());
     if (contract.body.compute.nodes)
       d.note(Location{contract.body.compute.nodes->origin.range, {}, 0},
-             "nodes = " + std::to_string(wanted) + " set here");
+             "nodes = " + ir::formatValue(contract.body.compute.nodes->value) + " set here");
     return result;
   }
 
@@ -277,10 +292,14 @@ PlacementResult Placer::place(const ir::Contract &contract, DiagnosticEngine &di
     }
     refused = std::move(still);
   }
-  if (search.chosen.size() < wanted) {
-    reportTooFewNodes(contract, shape, search.chosen.size(), registry_.size(), refused, turnedAway, diags);
+  // The largest allowed size the nodes taken reach; the nodes past it are the least preferred.
+  auto size = std::find_if(sizes.begin(), sizes.end(), [&](unsigned n) { return n <= search.chosen.size(); });
+  if (search.chosen.size() < fewest || size == sizes.end()) {
+    reportTooFewNodes(contract, shape, fewest, search.chosen.size(), registry_.size(), refused, turnedAway, diags);
     return result;
   }
+  search.chosen.resize(*size);
+  search.chosenDiags.resize(*size);
 
   // The chosen nodes' warnings, each once: the same contract warns the same way on like nodes.
   std::set<std::pair<DiagCode, std::string>> seen;

@@ -1,5 +1,6 @@
 // Placement of a checked contract across the registered nodes: chooses the job's `nodes = N`
-// distinct nodes and produces one plan per node. Each candidate node is decided by exactly the
+// distinct nodes and produces one plan per node; an elastic job (`nodes = MIN..MAX`) gets the largest
+// size allowed by its global batch (ir/WorldSize.h) that it can place whole, MIN at the fewest. Each candidate node is decided by exactly the
 // compiler's pipeline (PassManager::check: binding, placement, claims, the admission rules against
 // what the node holds; then lowerToPlan), so a node accepts here what `mscalec --topology NODE
 // --admitted ...` accepts, and the node agent's re-check agrees.
@@ -42,7 +43,7 @@ struct NodePlacement {
 };
 
 struct PlacementResult {
-  std::vector<NodePlacement> nodes; // the job's N nodes in the order chosen; empty when not placed
+  std::vector<NodePlacement> nodes; // the job's nodes in the order chosen (its world size); empty when not placed
   JobShape shape;
   unsigned checked = 0;     // full checks run (once per class of like nodes and policy variant)
   unsigned prefiltered = 0; // nodes the prefilter turned away
@@ -54,9 +55,9 @@ public:
   explicit Placer(const NodeRegistry &registry, std::string compilerVersion);
 
   // Places `contract` (the frontend's checked IR: parse and resolve it once, e.g. with
-  // driver::loadContracts). ERR_PLACE_002 when the job has more nodes than are registered,
-  // ERR_PLACE_001 (naming the node that came closest, with a note per other node) when fewer
-  // than N can honour it. Warnings of the chosen nodes' checks are reported once each.
+  // driver::loadContracts). ERR_PLACE_002 when the job needs more nodes than are registered (an
+  // elastic job: its fewest), ERR_PLACE_001 (naming the node that came closest, with a note per
+  // other node) when fewer than it needs can honour it. Warnings of the chosen nodes' checks are reported once each.
   PlacementResult place(const ir::Contract &contract, DiagnosticEngine &diags);
   // What a caller knows of the nodes that the registry's counts of what is held cannot say: a
   // borrower goes only where enough is lent, the most spare first (cluster/controller/Borrowers.h).

@@ -72,6 +72,8 @@ EXPECTED = {
     "rdma_port": "an RDMA port such as 'mlx5_0:1'",
     "pool": "'hugepage_2MB' or 'hugepage_1GB' (pages in 'memory_pool_count'), or 'hugepages(2MiB, count = N)'",
     "cadence": "'step_N', an int number of steps, a duration such as '10min', or 'every(...)'",
+    "count": "an int, or a range of ints: (MIN, MAX) or a str such as '2..4'",
+    "samples": "an int number of samples, or a str such as '256 samples'",
     "raw": "a str, int, float or bool",
     "section": "a dict of field names to values",
     "roles": "a dict of role names to dicts of fields",
@@ -254,6 +256,23 @@ def _cadence(value: Any, path: KeyPath) -> str:
     raise _wrong(path, "cadence", value)
 
 
+_SAMPLES = re.compile(r"[0-9]+ *samples?")
+_COUNT_RANGE = re.compile(r"([0-9]+) *\.\. *([0-9]+)")
+
+
+def _count(value: Any, path: KeyPath) -> str:
+    """``nodes``: 4, (2, 4), [2, 4] or '2..4' (the compiler checks the bounds and their order)."""
+    if _is_int(value) and value >= 0:
+        return str(value)
+    if isinstance(value, (tuple, list)) and len(value) == 2 and all(_is_int(v) and v >= 0 for v in value):
+        return "%d..%d" % tuple(value)
+    if isinstance(value, str):
+        m = _COUNT_RANGE.fullmatch(value.strip())
+        if m:
+            return "%s..%s" % m.groups()
+    raise _wrong(path, "count", value)
+
+
 def render_value(field: Field, value: Any, path: KeyPath, role: Optional[Mapping[str, Any]] = None) -> str:
     """``value`` of ``field`` in the language's syntax, or a SpecProblem naming ``path``."""
     kind = field.kind
@@ -295,6 +314,14 @@ def render_value(field: Field, value: Any, path: KeyPath, role: Optional[Mapping
         return _pool(value, (role or {}).get(POOL_COUNT_KEY), path)
     if kind == "cadence":
         return _cadence(value, path)
+    if kind == "count":
+        return _count(value, path)
+    if kind == "samples":
+        if _is_int(value) and value >= 0:
+            return "%d samples" % value
+        if isinstance(value, str) and _SAMPLES.fullmatch(value.strip()):
+            return " ".join(value.split())
+        raise _wrong(path, kind, value)
     # A kind this module does not know yet: numbers, booleans and token-shaped text as written.
     if isinstance(value, bool):
         return "true" if value else "false"

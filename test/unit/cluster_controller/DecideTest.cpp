@@ -283,6 +283,61 @@ TEST(Decide, EachRankOfAPlacementLearnsWhereRankZeroListens) {
       << "a fresh port for the new placement";
 }
 
+// An elastic job (`nodes = 2..3`) runs at the largest size the cluster can give whole: a node lost
+// with no spare shrinks it, every rank told the new world size and its share of the same global
+// batch; below its fewest it runs nowhere.
+TEST(Decide, AnElasticJobShrinksWhenANodeIsLostWithNoSpareAndEachRankLearnsItsShare) {
+  const char *elastic = "import \"profiles/mlvm.msc\";\ncontract pair uses profile mlvm_light {\n"
+                        "  nodes = 2..3; global_batch = 96 samples; micro_batch = 16 samples;\n"
+                        "  io_topology { r0 { gpu = any; rdma_port = nearest; } }\n}\n";
+  Cluster cluster({"n1", "n2", "n3"}, "pair", elastic);
+  Decision first = cluster.decideAt();
+  const ContractAction *a = actionFor(first, "pair");
+  ASSERT_TRUE(a);
+  ASSERT_EQ(a->kind, ContractAction::Kind::Place) << statusOf(*a);
+  EXPECT_EQ(statusOf(*a), "placed n1,n2,n3 leader-rev 7\nworld size 3\n");
+  std::map<std::string, std::string> rank2 = environmentPut(*a, "n3");
+  EXPECT_EQ(rank2["RANK"], "2");
+  EXPECT_EQ(rank2["WORLD_SIZE"], "3");
+  EXPECT_EQ(rank2["MSCALE_GLOBAL_BATCH"], "96");
+  EXPECT_EQ(rank2["MSCALE_RANK_BATCH"], "32");
+  EXPECT_EQ(rank2["MSCALE_MICRO_BATCH"], "16");
+  EXPECT_EQ(rank2["MSCALE_ACCUMULATION_STEPS"], "2");
+  ASSERT_TRUE(eventsPut(first));
+  EXPECT_EQ(eventsPut(first)->back().text, "placed on n1,n2,n3 (world size 3 of 2..3)");
+  cluster.commit(first);
+
+  cluster.lose("n2");
+  cluster.decideAt(10 * kSecond);
+  Decision shrunk = cluster.decideAt(12 * kSecond);
+  a = actionFor(shrunk, "pair");
+  ASSERT_TRUE(a);
+  ASSERT_EQ(a->kind, ContractAction::Kind::Place) << statusOf(*a);
+  EXPECT_EQ(removes(*a), std::vector<std::string>{assignmentKey("n2", "pair")});
+  std::map<std::string, std::string> rank0 = environmentPut(*a, "n1"), rank1 = environmentPut(*a, "n3");
+  EXPECT_EQ(rank1["RANK"], "1");
+  EXPECT_EQ(rank1["WORLD_SIZE"], "2");
+  EXPECT_EQ(rank0["MSCALE_GLOBAL_BATCH"], "96") << "the global batch is the same at every size";
+  EXPECT_EQ(rank0["MSCALE_RANK_BATCH"], "48");
+  EXPECT_EQ(rank0["MSCALE_ACCUMULATION_STEPS"], "3");
+  EXPECT_NE(rank0["MASTER_PORT"], environmentPut(*actionFor(first, "pair"), "n1")["MASTER_PORT"]);
+  ASSERT_TRUE(eventsPut(shrunk));
+  EXPECT_EQ(eventsPut(shrunk)->back().text,
+            "node n2 lost: placed again on n1,n3 (world size 2 of 2..3)");
+  EXPECT_EQ(shrunk.report.replaced, std::vector<std::string>{"pair -> n1,n3"});
+  cluster.commit(shrunk);
+
+  cluster.lose("n3");
+  cluster.decideAt(20 * kSecond);
+  Decision below = cluster.decideAt(22 * kSecond);
+  a = actionFor(below, "pair");
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->kind, ContractAction::Kind::Refuse);
+  EXPECT_NE(statusOf(*a).find("needs at least 2 of 2..3 nodes, only 1 are registered"), std::string::npos)
+      << statusOf(*a);
+  EXPECT_EQ(below.report.released, std::vector<std::string>{"pair"});
+}
+
 // What happened to a contract is kept as its events, stamped by the injected clock's wall time, as
 // `kubectl describe` shows them: each placement and refusal once, with the node lost as the cause.
 TEST(Decide, EachPlacementAndRefusalIsAnEventSaidOnce) {

@@ -80,15 +80,19 @@ inline const char *kJrc0386 = "psmgmt-jrc0386-jurecadc-gpu-4xA100.v1-format.xml"
 
 // `roles` roles of `gpu = any; rdma_port = nearest;`, a job of `nodes` nodes; `policy` is the body
 // of a policy block, empty for none.
-inline std::string jobText(unsigned nodes, unsigned roles, const std::string &policy = "") {
-  std::string text = "import \"profiles/mlvm.msc\";\ncontract job uses profile mlvm_light {\n  nodes = " +
-                     std::to_string(nodes) + ";\n  io_topology {\n";
+// `nodes` as written: "4", or "2..4" and further fields ("2..4; global_batch = 256 samples").
+inline std::string jobText(const std::string &nodes, unsigned roles, const std::string &policy = "") {
+  std::string text =
+      "import \"profiles/mlvm.msc\";\ncontract job uses profile mlvm_light {\n  nodes = " + nodes + ";\n  io_topology {\n";
   for (unsigned r = 0; r < roles; ++r)
     text += "    r" + std::to_string(r) + " { gpu = any; rdma_port = nearest; }\n";
   text += "  }\n";
   if (!policy.empty())
     text += "  policy { " + policy + " }\n";
   return text + "}\n";
+}
+inline std::string jobText(unsigned nodes, unsigned roles, const std::string &policy = "") {
+  return jobText(std::to_string(nodes), roles, policy);
 }
 
 } // namespace msc::cluster::test

@@ -109,6 +109,8 @@ TEST(Units, DimensionOfUnit) {
   EXPECT_EQ(dimensionOfUnit("Gbps"), Dimension::Bandwidth);
   EXPECT_EQ(dimensionOfUnit("steps"), Dimension::Steps);
   EXPECT_EQ(dimensionOfUnit("step"), Dimension::Steps);
+  EXPECT_EQ(dimensionOfUnit("samples"), Dimension::Samples);
+  EXPECT_EQ(dimensionOfUnit("sample"), Dimension::Samples);
   EXPECT_FALSE(dimensionOfUnit("Mib"));
   EXPECT_FALSE(dimensionOfUnit("mb"));
   EXPECT_FALSE(dimensionOfUnit("F"));
@@ -116,7 +118,7 @@ TEST(Units, DimensionOfUnit) {
 
 TEST(Units, UnitsOfEachDimensionAreItsOwn) {
   for (Dimension d : {Dimension::Size, Dimension::Duration, Dimension::Temperature, Dimension::Percent,
-                      Dimension::Bandwidth, Dimension::Steps}) {
+                      Dimension::Bandwidth, Dimension::Steps, Dimension::Samples}) {
     ASSERT_FALSE(unitsOf(d).empty()) << dimensionName(d).str();
     for (llvm::StringRef unit : unitsOf(d))
       EXPECT_EQ(dimensionOfUnit(unit), d) << unit.str();

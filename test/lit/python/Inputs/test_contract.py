@@ -115,6 +115,23 @@ class Values(unittest.TestCase):
                      "target_density = 2.4;", "gpu_memory = 40GiB;"):
             self.assertIn(text, source)
 
+    def test_elastic_world_size_and_global_batch(self):
+        for value, text in ((4, "4"), ((2, 4), "2..4"), ([2, 4], "2..4"), ("2..4", "2..4"), (" 2 .. 4 ", "2..4")):
+            with self.subTest(value=value):
+                c = mscale_contract(nodes=value, name="elastic")
+                self.assertIn("  nodes = %s;\n" % text, c.source())
+        for value, text in ((256, "256 samples"), ("256 samples", "256 samples"), ("8  sample", "8 sample")):
+            with self.subTest(value=value):
+                c = mscale_contract(global_batch=value, name="batch")
+                self.assertIn("  global_batch = %s;\n" % text, c.source())
+        # A range no size of which splits the global batch is the compiler's to refuse, at the argument.
+        c = mscale_contract(io_topology={"patch_embed": GPU0}, nodes=(3, 3), global_batch=256, name="odd",
+                            topology=JURECA)
+        with self.assertRaises(ContractError) as caught:
+            c.check()
+        self.assertEqual([d.code for d in caught.exception.diagnostics], ["ERR_SEM_025"])
+        self.assertEqual(caught.exception.diagnostics[0].location.line, line_of('nodes=(3, 3), global_batch=256'))
+
     def test_the_source_is_deterministic_and_readable(self):
         def make():
             return mscale_contract(compute_profile="mlvm_light", io_topology={"loader": LOADER}, name="same")
@@ -145,6 +162,8 @@ class Errors(unittest.TestCase):
                 ({"io_topology": {"loader": {"cpu_cores": {"a": 1}}}}, "'io_topology.loader.cpu_cores' must be a list"),
                 ({"io_topology": {"loader": [1]}}, "'io_topology.loader' must be a dict of field names"),
                 ({"fault_tolerance": {"stateful_io": "yes"}}, "'fault_tolerance.stateful_io' must be a bool"),
+                ({"nodes": (1, 2, 3)}, "'nodes' must be an int, or a range of ints: (MIN, MAX) or a str such as '2..4'"),
+                ({"global_batch": "256"}, "'global_batch' must be an int number of samples"),
                 ({"io_topology": {"c": {"memory_pool": "hugepage_2MB", "memory_pool_count": "8"}}},
                  "'io_topology.c.memory_pool_count' must be an int")):
             with self.subTest(kwargs=kwargs):
