@@ -10,6 +10,9 @@ This package grows module by module (issue 13):
   state is its step, so a restored job continues the curve exactly.
 * ``mscale.data`` -- ``StatefulSampler`` and ``StatefulDataLoader``: a data order that resumes
   mid-epoch without repeating or skipping a sample, with worker processes.
+* ``mscale.elastic`` -- ``ElasticBatchSampler``: each rank's share of a step's global batch, its
+  position a ledger of the epoch, so a job that resumes at another world size (``nodes = 2..4``)
+  sees every sample of every epoch once.
 * ``mscale.resume`` -- ``ExactResume``: model, optimizer, scheduler, loader position, RNG states and
   loss scale captured at the plan's recovery points into the worker runtime's snapshot store, and
   restored on restart; ``mscale_snapshot()`` / ``mscale_restore()`` for explicit use.
@@ -28,6 +31,7 @@ import os as _os
 from mscale import resume as _resume
 from mscale.contract import ContractError, mscale_contract
 from mscale.data import StatefulDataLoader, StatefulSampler
+from mscale.elastic import ElasticBatchSampler
 from mscale.errors import MScaleError, ResumeError, SnapshotError, UsageError
 from mscale.resume import ExactResume, exit_status_of, mscale_restore, mscale_snapshot
 from mscale.gds import GDSLoader
@@ -41,7 +45,7 @@ from mscale.scheduler import MScaleLRScheduler
 if _os.environ.get("MSCALE_CONTROL_FD"):
     _resume._install_exit_status_hook()
 
-__all__ = ["ContractError", "ExactResume", "GDSLoader", "MScaleError", "MScaleLRScheduler", "ResumeError",
+__all__ = ["ContractError", "ElasticBatchSampler", "ExactResume", "GDSLoader", "MScaleError", "MScaleLRScheduler", "ResumeError",
            "SnapshotError", "StatefulDataLoader", "StatefulSampler", "UringReader", "UsageError",
            "acknowledge_gpu_slices", "current_phase", "exit_status_of", "gpu_slice_update", "mscale_contract", "mscale_restore", "mscale_snapshot", "phase", "pin_to_role",
            "role_worker_init", "wait_for_yield_request", "yield_now", "yield_requested"]
