@@ -166,9 +166,16 @@ TEST_F(BorrowerCgroupTest, AFreezeBehindBusyOwnerThreadsCompletesPromptlyAndLeav
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
   auto start = std::chrono::steady_clock::now();
   ASSERT_TRUE(b->setCpus({}, error)) << error;
-  ASSERT_TRUE(b->waitSettled(error)) << error;
+  // Whether the node's own bound (200 ms) holds is the lending benchmark's to measure: on a noisy
+  // two-vCPU machine the kernel has taken 156 ms, and longer beside another test. What this test
+  // tells apart is a freeze at the default weight (milliseconds, as a rule) from one queued at the
+  // idle class behind the owner (up to a second): it keeps asking past the bound, up to 500 ms.
+  BorrowerCgroup::Settle settled = BorrowerCgroup::Settle::Pending;
+  while ((settled = b->settle(error)) != BorrowerCgroup::Settle::Done &&
+         std::chrono::steady_clock::now() - start < std::chrono::milliseconds(500))
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
   auto freeze = std::chrono::steady_clock::now() - start;
-  EXPECT_LT(freeze, std::chrono::milliseconds(100)) << "queued behind the owner, the freeze waited";
+  ASSERT_EQ(settled, BorrowerCgroup::Settle::Done) << "queued behind the owner, the freeze waited: " << error;
   EXPECT_TRUE(runnableOn(threadsOf(processTree(root)), {0, 1}).empty());
   RecordProperty("freeze_behind_owner_us",
                  std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(freeze).count()));
