@@ -6,13 +6,6 @@
 namespace msc::cluster::test {
 namespace {
 
-std::vector<std::string> names(const PlacementResult &r) {
-  std::vector<std::string> out;
-  for (const NodePlacement &p : r.nodes)
-    out.push_back(p.node->name);
-  return out;
-}
-
 void registerNodes(NodeRegistry &reg, unsigned n, Diags &d) {
   for (unsigned i = 0; i < n; ++i)
     reg.add("n" + std::to_string(i + 1), machine(kJwb), d.engine);

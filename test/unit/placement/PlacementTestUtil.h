@@ -2,6 +2,7 @@
 // recorded 4xA100 machines loaded once.
 #pragma once
 
+#include "cluster/placement/Placer.h"
 #include "driver/Compile.h"
 #include "hal/Loader.h"
 #include "support/Diagnostic.h"
@@ -80,6 +81,14 @@ inline const char *kJrc0386 = "psmgmt-jrc0386-jurecadc-gpu-4xA100.v1-format.xml"
 
 // `roles` roles of `gpu = any; rdma_port = nearest;`, a job of `nodes` nodes; `policy` is the body
 // of a policy block, empty for none.
+// The names of the nodes a placement chose, in its order.
+inline std::vector<std::string> names(const PlacementResult &r) {
+  std::vector<std::string> out;
+  for (const NodePlacement &p : r.nodes)
+    out.push_back(p.node->name);
+  return out;
+}
+
 // `nodes` as written: "4", or "2..4" and further fields ("2..4; global_batch = 256 samples").
 inline std::string jobText(const std::string &nodes, unsigned roles, const std::string &policy = "") {
   std::string text =

@@ -8,13 +8,6 @@
 namespace msc::cluster::test {
 namespace {
 
-std::vector<std::string> names(const PlacementResult &r) {
-  std::vector<std::string> out;
-  for (const NodePlacement &p : r.nodes)
-    out.push_back(p.node->name);
-  return out;
-}
-
 // A plan holding GPU 0 of `file`'s machine, as admitted by an earlier job.
 plan::Plan gpu0Holder(const char *file) {
   Diags d;
