@@ -170,10 +170,10 @@ void AssignmentWatcher::answerStop(exec::NodeLedger &ledger, const std::string &
   }
   const PlannedStop &stop = *a.stop;
   const exec::Supervisor *supervisor = c->supervisor.get();
-  if (!a.answer || a.answer->drain != stop.drain || a.answer->attempt != stop.attempt) {
+  if (!a.answer || a.answer->id != stop.id || a.answer->attempt != stop.attempt) {
     // The first answer to this ask: where the job is and its pace. A job without a worker has
     // neither and nothing to stop; one whose ranks have not all reported a step yet answers later.
-    StopAnswer answer{stop.drain, stop.attempt, 0, 0, 0, 0};
+    StopAnswer answer{stop.id, stop.attempt, 0, 0, 0, 0};
     if (supervisor && c->workerState == exec::NodeLedger::WorkerState::Running) {
       std::optional<uint64_t> step = supervisor->jobStep();
       if (!step)
@@ -182,7 +182,8 @@ void AssignmentWatcher::answerStop(exec::NodeLedger &ledger, const std::string &
       answer.stepMs = (supervisor->stepNs().value_or(0) + 999'999) / 1'000'000;
     }
     a.answer = answer;
-    log_.info(contract, "planned stop asked (drain " + std::to_string(stop.drain) + ", attempt " +
+    log_.info(contract, std::string("planned stop asked (") + (stop.cause == PlannedStop::Cause::Grow ? "grow " : "drain ") +
+                            std::to_string(stop.id) + ", attempt " +
                             std::to_string(stop.attempt) + "): the job is at step " + std::to_string(answer.step) +
                             ", " + std::to_string(answer.stepMs) + " ms a step");
   }

@@ -112,6 +112,10 @@ struct ReconcileMemory {
   // Nodes the cluster config's drain_on would drain but a job there cannot be placed whole elsewhere:
   // said once, not every round.
   std::set<std::string> policyDrainsBlocked;
+  // Grows under way (Grow.h): when this leader first saw each one's ask (monotonic), and the
+  // placements whose grow timed out, not asked again (contract -> its placement).
+  std::map<std::string, uint64_t> growSinceNs;
+  std::map<std::string, std::string> growGivenUp;
 };
 
 // The state in `kvs` (the keys under /mscale/ read at `revision`). Registrations are decoded through

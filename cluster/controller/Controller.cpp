@@ -128,9 +128,9 @@ etcd::Status Controller::lead(const etcd::LeaderKey &leader, etcd::LeaseKeepAliv
     // A contract waiting out the lost-node grace is looked at again when the grace has passed.
     uint64_t graceNs = static_cast<uint64_t>(std::chrono::nanoseconds(options_.reconcile.lostNodeGrace).count());
     uint64_t again = after(options_.clock->monotonicNs(), graceNs);
-    // So is a drain under way, whose deadline passes whether or not anything changes.
-    bool lookAgain = !report->waiting.empty() || report->draining;
-    if (report->draining)
+    // So is a planned stop under way (a drain, a grow), whose deadline passes whether or not anything changes.
+    bool lookAgain = !report->waiting.empty() || report->stopping;
+    if (report->stopping)
       again = after(options_.clock->monotonicNs(), 1'000'000'000);
     while (!stop && !keepAlive.lost() && (!lookAgain || options_.clock->monotonicNs() < again)) {
       auto events = (*watch)->next(lookAgain ? 200ms : 1000ms);

@@ -3,6 +3,7 @@
 #include "cluster/controller/ApplyConfig.h"
 #include "cluster/controller/Borrowers.h"
 #include "cluster/controller/Drain.h"
+#include "cluster/controller/Grow.h"
 #include "cluster/controller/NodeFaults.h"
 #include "cluster/controller/Rendezvous.h"
 #include "cluster/placement/Placer.h"
@@ -200,7 +201,14 @@ Decision decide(const ClusterState &state, ReconcileMemory &memory, const Clock 
       (list.front().borrower() ? borrowing : staying).insert(name);
   const std::map<std::string, std::string> drained = decideDrains(state, staying, clock, options, leaderRevision, out);
   for (const auto &[name, cause] : drained)
-    toPlace.insert(name);
+    toPlace.insert(name), staying.erase(name);
+  // A grow moves what no drain does. Started at the end of the round, once it is known what the
+  // round places and refuses.
+  std::map<std::string, std::string> grown = decideGrowths(state, staying, memory, clock, options, leaderRevision, out);
+  for (const auto &[name, cause] : grown)
+    toPlace.insert(name), staying.erase(name);
+  std::map<std::string, std::string> planned = drained;
+  planned.insert(grown.begin(), grown.end());
   LentCapacity lent(state);
   const std::map<std::string, std::string> reclaimed = borrowersToMove(state, borrowing, lent);
   for (const auto &[name, cause] : reclaimed)
@@ -244,7 +252,7 @@ Decision decide(const ClusterState &state, ReconcileMemory &memory, const Clock 
     const std::vector<AssignedPlan> &previous = had == state.assigned.end() ? kNone : had->second;
     bool replacing = had != state.assigned.end();
     auto causeOf = [&](const std::string &contract) {
-      if (auto moved = drained.find(contract); moved != drained.end())
+      if (auto moved = planned.find(contract); moved != planned.end())
         return moved->second;
       if (auto taken = reclaimed.find(contract); taken != reclaimed.end())
         return taken->second;
@@ -312,12 +320,12 @@ Decision decide(const ClusterState &state, ReconcileMemory &memory, const Clock 
       for (const AssignedPlan &a : previous)
         if (std::none_of(ops.begin(), ops.end(), [&](const etcd::TxnOp &op) { return op.key == a.key; }))
           ops.push_back(etcd::TxnOp::remove(a.key));
-      // A job a drain moves is placed as planned, not after a loss: "placed train -> n2,n3 (drain of
-      // n1: stopped after step 60)".
+      // A job a drain or a grow moves is placed as planned, not after a loss: "placed train -> n2,n3
+      // (drain of n1: stopped after step 60)".
       std::string why = defaults;
-      if (drained.count(name) || reclaimed.count(name))
+      if (planned.count(name) || reclaimed.count(name))
         why = llvm::StringRef(causeOf(name)).rtrim(": ").str() + (defaults.empty() ? "" : "; " + defaults);
-      (replacing && !drained.count(name) && !reclaimed.count(name) ? report.replaced : report.placed)
+      (replacing && !planned.count(name) && !reclaimed.count(name) ? report.replaced : report.placed)
           .push_back(name + " -> " + nodes + (why.empty() ? "" : " (" + why + ")"));
     } else {
       status = "refused leader-rev " + rev + "\n" + (defaults.empty() ? "" : defaults + "\n") + decision.text;
@@ -352,6 +360,8 @@ Decision decide(const ClusterState &state, ReconcileMemory &memory, const Clock 
     out.faults.push_back({node, read == state.faults.end() ? 0 : read->second.modRevision,
                           etcd::TxnOp::put(nodeFaultsKey(node), encodeFaults(historyWith(node, state, fresh)))});
   }
+  if (options.growElastic)
+    startGrowths(state, staying, memory, clock, options, leaderRevision, out);
   return out;
 }
 

@@ -26,6 +26,8 @@
 //     The config's health.lemon cordons a node, by policy, once its history holds that many faults
 //     within its window, the faults as the reason.
 //   - A drained node's jobs move at a snapshot boundary (Drain.h).
+//   - An elastic job below its most grows back at a snapshot boundary when the cluster can give it
+//     more, taking nothing a waiting job could run on (Grow.h).
 //   - Borrowers (class = opportunistic) are placed where other contracts lend, and move when the
 //     loan is taken back for good (Borrowers.h).
 #pragma once
@@ -45,12 +47,16 @@ struct ReconcileOptions {
   std::string stdlibDir;       // for the contracts' imports; empty: the driver's default
   std::string compilerVersion; // stamped into the plans
   std::chrono::milliseconds lostNodeGrace{2000};
-  // How far ahead of the newest step answered a drain's planned stop is (Drain.h), as time: it
-  // covers the answers' age and the ask's way to every rank. Steps of unknown length: kDrainLeadSteps.
-  std::chrono::milliseconds drainLead{3000};
+  // How far ahead of the newest step answered a planned stop is (PlannedStops.h), as time: it
+  // covers the answers' age and the ask's way to every rank.
+  std::chrono::milliseconds stopLead{3000};
   // Whether the cluster config's health.drain_on drains nodes this round (off inside drainBlockers'
   // own look at a drained cluster, which must not drain anything itself).
   bool policyDrains = true;
+  // Whether elastic jobs below their most start growing this round (Grow.h; off inside its own
+  // look), and how long a grow waits for the job to stop at a snapshot boundary.
+  bool growElastic = true;
+  std::chrono::milliseconds growTimeout{60000};
 };
 
 struct ReconcileReport {
@@ -68,7 +74,8 @@ struct ReconcileReport {
   std::vector<std::string> drains;          // "node: what the drain did this round" (Drain.h)
   std::vector<std::string> unreadableDrains; // ERR_CLUSTER_021 lines, once per value
   std::vector<std::string> unreadableLending; // ERR_CLUSTER_022 lines, once per value
-  bool draining = false;                     // a drain is under way: look again before its deadline
+  // A planned stop is under way (a drain, a grow): look again before its deadline.
+  bool stopping = false;
   int64_t revision = 0;              // the store revision the reconciliation read
 };
 
@@ -78,7 +85,7 @@ struct ContractAction {
     Withdraw, // applied only while the contract is still withdrawn (a new submission is placed anew)
     Place,    // applied only while the contract is as read (changed since: the next round redoes it)
     Refuse,   // as Place: its status says why, and any assignments it had are removed
-    Stop,     // as Place: a planned stop asked of (or withdrawn from) its assignments (Drain.h)
+    Stop,     // as Place: a planned stop asked of (or withdrawn from) its assignments (PlannedStops.h)
   };
   Kind kind = Kind::Place;
   std::string contract;

@@ -1,5 +1,7 @@
 #include "cluster/controller/Drain.h"
 
+#include "cluster/controller/PlannedStops.h"
+
 #include <llvm/ADT/StringExtras.h>
 
 #include <algorithm>
@@ -7,65 +9,11 @@
 namespace msc::cluster {
 namespace {
 
-// Steps a planned stop is ahead of the newest step answered when no agent knows how long a step takes.
-constexpr uint64_t kDrainLeadSteps = 5;
-// Never fewer: the step after the newest answered may already be under way on some rank.
-constexpr uint64_t kMinLeadSteps = 2;
-
-const AssignmentStatus *statusOf(const ClusterState &state, const AssignedPlan &a, const std::string &contract) {
-  auto node = state.statuses.find(a.node);
-  if (node == state.statuses.end())
-    return nullptr;
-  auto s = node->second.find(contract);
-  return s == node->second.end() ? nullptr : &s->second;
-}
-
-// Whether the job's worker on `a`'s node ended there by itself (exited or killed, not at a planned
-// stop), as the status of that very assignment says (one of an earlier assignment of the job there,
-// not yet rewritten by the agent, says nothing of this one): a job that is over is not moved.
-bool ended(const ClusterState &state, const AssignedPlan &a, const std::string &contract) {
-  const AssignmentStatus *s = statusOf(state, a, contract);
-  return s && s->leaderRevision == a.assignment.leaderRevision && (s->worker == "exited" || s->worker == "killed") &&
-         !(s->stop && s->stop->stoppedAt);
-}
-
-// The assignments of `list` written again with `stop` (none: withdrawn), as this leader's.
-ContractAction stopAction(const std::string &contract, const std::vector<AssignedPlan> &list,
-                          std::optional<PlannedStop> stop, int64_t leaderRevision) {
-  ContractAction action{ContractAction::Kind::Stop, contract, {}};
-  for (const AssignedPlan &a : list) {
-    Assignment next = a.assignment;
-    next.stop = stop;
-    // An agent refuses an assignment older than the newest leader it heard from (ERR_CLUSTER_003).
-    next.leaderRevision = leaderRevision;
-    action.ops.push_back(etcd::TxnOp::put(a.key, encodeAssignment(next)));
-  }
-  return action;
-}
-
-// The contract's event, said once (as decide() says its own).
-void addEvent(const ClusterState &state, const std::string &contract, const std::string &text, const Clock &clock,
-              ContractAction &action) {
-  auto stored = state.events.find(contract);
-  std::vector<ContractEvent> events = stored == state.events.end() ? std::vector<ContractEvent>{} : decodeEvents(stored->second);
-  if (!events.empty() && events.back().text == text)
-    return;
-  events.push_back({clock.unixMs(), text});
-  action.ops.push_back(etcd::TxnOp::put(std::string(kContractEventsPrefix) + contract, encodeEvents(events)));
-}
-
 // Whether every rank of the job stopped after the step its drain `drain` asked: it is at a snapshot
 // boundary, with no worker, and must be placed again whatever the deadline says.
 bool stoppedAtBoundary(const ClusterState &state, const std::string &contract, int64_t drain) {
   auto assigned = state.assigned.find(contract);
-  if (assigned == state.assigned.end())
-    return false;
-  return std::all_of(assigned->second.begin(), assigned->second.end(), [&](const AssignedPlan &a) {
-    const std::optional<PlannedStop> &stop = a.assignment.stop;
-    const AssignmentStatus *s = statusOf(state, a, contract);
-    return stop && stop->drain == drain && stop->afterStep && s && s->stop && s->stop->drain == drain &&
-           s->stop->attempt == stop->attempt && s->stop->stoppedAt == stop->afterStep;
-  });
+  return assigned != state.assigned.end() && readStop(state, contract, assigned->second, drain).stopped();
 }
 
 // The drain a job follows: the first of its nodes (in assignment order) drained now.
@@ -89,7 +37,7 @@ std::vector<std::string> jobsToDrain(const ClusterState &state, const std::strin
       continue; // withdrawn: its assignments go anyway
     auto here = std::find_if(list.begin(), list.end(), [&](const AssignedPlan &a) { return a.node == node; });
     // A borrower is not drained: it leaves at once, ended there (Borrowers.h).
-    if (here != list.end() && !here->borrower() && !ended(state, *here, contract))
+    if (here != list.end() && !here->borrower() && !endedByItself(state, *here, contract))
       jobs.push_back(contract);
   }
   return jobs;
@@ -123,7 +71,7 @@ std::map<std::string, std::string> decideDrains(const ClusterState &state, const
       continue;
     }
     active[node] = &record;
-    out.report.draining = true;
+    out.report.stopping = true;
   }
 
   for (const auto &[contract, list] : state.assigned) {
@@ -131,11 +79,10 @@ std::map<std::string, std::string> decideDrains(const ClusterState &state, const
       continue;
     std::string node;
     const ClusterState::DrainRecord *record = drainOf(list, active, node);
-    bool asked = std::any_of(list.begin(), list.end(), [](const AssignedPlan &a) { return a.assignment.stop.has_value(); });
     auto here = std::find_if(list.begin(), list.end(), [&](const AssignedPlan &a) { return a.node == node; });
-    if (!record || ended(state, *here, contract)) {
+    if (!record || endedByItself(state, *here, contract)) {
       // No drain (any more) for this job: an ask left from one that went or timed out is withdrawn.
-      if (asked) {
+      if (stopAsked(list, PlannedStop::Cause::Drain)) {
         out.actions.push_back(stopAction(contract, list, std::nullopt, leaderRevision));
         out.report.drains.push_back(contract + ": planned stop withdrawn (its drain is over)");
       }
@@ -143,33 +90,15 @@ std::map<std::string, std::string> decideDrains(const ClusterState &state, const
     }
     const std::string cause = "drain of " + node + ": ";
     const int64_t drain = record->modRevision; // the drain's id
-
-    // Where the asks stand: the attempt every assignment was asked (0: not all asked the same).
-    uint32_t attempt = list.front().assignment.stop && list.front().assignment.stop->drain == drain
-                           ? list.front().assignment.stop->attempt : 0;
-    uint64_t afterStep = attempt ? list.front().assignment.stop->afterStep : 0;
-    for (const AssignedPlan &a : list)
-      if (!a.assignment.stop || a.assignment.stop->drain != drain || a.assignment.stop->attempt != attempt ||
-          a.assignment.stop->afterStep != afterStep)
-        attempt = 0;
-    std::vector<const StopAnswer *> answers;
-    bool noWorker = true;
-    for (const AssignedPlan &a : list) {
-      const AssignmentStatus *s = statusOf(state, a, contract);
-      noWorker &= s && s->worker == "none" && s->state != "not-applied";
-      answers.push_back(s && s->stop && s->stop->drain == drain && s->stop->attempt == attempt && attempt ? &*s->stop
-                                                                                                         : nullptr);
-    }
-    bool allAnswered = std::all_of(answers.begin(), answers.end(), [](const StopAnswer *a) { return a != nullptr; });
-
-    if (noWorker) {
+    const StopProgress progress = readStop(state, contract, list, drain);
+    if (progress.noWorker) {
       moves[contract] = cause; // it holds resources only: nothing to stop
       continue;
     }
-    if (afterStep && allAnswered &&
-        std::all_of(answers.begin(), answers.end(), [&](const StopAnswer *a) { return a->stoppedAt == afterStep; })) {
-      moves[contract] = cause + "stopped after step " + std::to_string(afterStep) + ": ";
-      out.report.drains.push_back(node + ": " + contract + " stopped after step " + std::to_string(afterStep) +
+    if (progress.stopped()) {
+      const std::string step = std::to_string(progress.afterStep);
+      moves[contract] = cause + "stopped after step " + step + ": ";
+      out.report.drains.push_back(node + ": " + contract + " stopped after step " + step +
                                   "; placing it again, whole, off the node");
       continue;
     }
@@ -180,36 +109,9 @@ std::map<std::string, std::string> decideDrains(const ClusterState &state, const
       out.report.drains.push_back(node + ": " + contract + " not stopped by the deadline; moved (--force)");
       continue;
     }
-    if (!attempt) {
-      uint32_t next = 1;
-      for (const AssignedPlan &a : list)
-        if (a.assignment.stop && a.assignment.stop->drain == drain)
-          next = std::max(next, a.assignment.stop->attempt);
-      out.actions.push_back(stopAction(contract, list, PlannedStop{drain, next, 0}, leaderRevision));
-      continue;
-    }
-    if (std::any_of(answers.begin(), answers.end(), [](const StopAnswer *a) { return a && a->missedAt; })) {
-      ContractAction again = stopAction(contract, list, PlannedStop{drain, attempt + 1, 0}, leaderRevision);
-      addEvent(state, contract, cause + "a rank went past step " + std::to_string(afterStep) + " before it was asked; asking again",
-               clock, again);
-      out.actions.push_back(std::move(again));
-      continue;
-    }
-    if (afterStep || !allAnswered)
-      continue; // on its way to the step, or waiting for the answers
-    uint64_t newest = 0, stepMs = 0;
-    for (const StopAnswer *a : answers) {
-      newest = std::max(newest, a->step);
-      if (a->stepMs && (!stepMs || a->stepMs < stepMs))
-        stepMs = a->stepMs; // the quickest rank's pace: the most steps the lead time can hold
-    }
-    uint64_t leadMs = uint64_t(std::max<int64_t>(0, options.drainLead.count()));
-    uint64_t lead = stepMs ? (leadMs + stepMs - 1) / stepMs : kDrainLeadSteps;
-    uint64_t stopAfter = newest + std::max(lead, kMinLeadSteps);
-    ContractAction ask = stopAction(contract, list, PlannedStop{drain, attempt, stopAfter}, leaderRevision);
-    addEvent(state, contract, cause + "asked to stop after step " + std::to_string(stopAfter), clock, ask);
-    out.actions.push_back(std::move(ask));
-    out.report.drains.push_back(node + ": " + contract + " asked to stop after step " + std::to_string(stopAfter));
+    if (uint64_t chosen = advanceStop(state, contract, list, progress, PlannedStop::Cause::Drain, drain, cause, clock,
+                                      options, leaderRevision, out))
+      out.report.drains.push_back(node + ": " + contract + " asked to stop after step " + std::to_string(chosen));
   }
   return moves;
 }
@@ -234,7 +136,7 @@ void decidePolicyDrains(const ClusterState &state, const ClusterConfig &config, 
     Drain drain{leaderRevision, now, now + int64_t(config.drainDeadlineNs / 1000000), false, false};
     out.drains.push_back({node, 0, etcd::TxnOp::put(drainKey(node), encodeDrain(drain))});
     out.report.drains.push_back(node + ": drained by policy (health " + healthLevelName(health.level) + ")");
-    out.report.draining = true;
+    out.report.stopping = true;
   }
   memory.policyDrainsBlocked = std::move(blocked);
 }

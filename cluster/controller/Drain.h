@@ -1,14 +1,7 @@
 // What the leader does about drained nodes (`mscale-cli cluster drain`, Keys.h: Drain), decided
 // purely as the rest of Decide.h. Each job with a worker running on a draining node is moved at a
-// snapshot boundary, in rounds that each read what the agents answered:
-//   1. ask every assignment of the job for a planned stop, step not chosen (PlannedStop);
-//   2. once every agent answered the job's step and step time, choose the step S every rank stops
-//      after: the newest step answered plus the steps the lead time covers (the ask must reach every
-//      rank before any gets there: ranks in lockstep that stopped at different steps would wait for
-//      each other in the next step's collective);
-//   3. once every rank stopped after S with its snapshot, place the job again, whole, on nodes other
-//      than the drained one: it resumes from S, replaying no step.
-// A rank that went past S before the ask reached it ("stop-missed") is asked again (a new attempt).
+// snapshot boundary (PlannedStops.h: ask, choose the step S, every rank stopped after S), then
+// placed again, whole, on nodes other than the drained one: it resumes from S, replaying no step.
 // At the drain's deadline, a forced drain moves what is left as a lost node's jobs move (from their
 // newest snapshot); one without force times out: the asks are withdrawn and the jobs run on, on the
 // cordoned node. A job that ended there (its workers exited) is not moved; one that holds resources

@@ -298,7 +298,9 @@ std::string encodeAssignment(const Assignment &a) {
   for (const auto &[k, v] : a.environment)
     (*m.mutable_environment())[k] = v;
   if (a.stop) {
-    m.mutable_stop()->set_drain(a.stop->drain);
+    m.mutable_stop()->set_id(a.stop->id);
+    m.mutable_stop()->set_cause(a.stop->cause == PlannedStop::Cause::Grow ? proto::PlannedStop::GROW
+                                                                          : proto::PlannedStop::DRAIN);
     m.mutable_stop()->set_attempt(a.stop->attempt);
     m.mutable_stop()->set_after_step(a.stop->afterStep);
   }
@@ -330,12 +332,18 @@ std::optional<Assignment> decodeAssignment(const std::string &value, std::string
   a.command.assign(m.command().begin(), m.command().end());
   a.environment.insert(m.environment().begin(), m.environment().end());
   if (m.has_stop()) {
-    if (m.stop().drain() <= 0 || m.stop().attempt() == 0) {
-      why = "its planned stop names drain " + std::to_string(m.stop().drain()) + " attempt " +
+    if (m.stop().id() <= 0 || m.stop().attempt() == 0) {
+      why = "its planned stop names id " + std::to_string(m.stop().id()) + " attempt " +
             std::to_string(m.stop().attempt()) + " (both must be positive)";
       return std::nullopt;
     }
-    a.stop = PlannedStop{m.stop().drain(), m.stop().attempt(), m.stop().after_step()};
+    if (!proto::PlannedStop::Cause_IsValid(m.stop().cause())) {
+      why = "its planned stop has cause " + std::to_string(m.stop().cause()) + ", which this agent does not know";
+      return std::nullopt;
+    }
+    a.stop = PlannedStop{m.stop().id(), m.stop().attempt(), m.stop().after_step(),
+                         m.stop().cause() == proto::PlannedStop::GROW ? PlannedStop::Cause::Grow
+                                                                      : PlannedStop::Cause::Drain};
   }
   return a;
 }
@@ -541,7 +549,7 @@ std::string encodeStatus(const AssignmentStatus &s) {
     out += "last-fault " + oneLine(s.lastFault) + "\n";
   }
   if (s.stop) {
-    out += "stop-asked " + std::to_string(s.stop->drain) + " " + std::to_string(s.stop->attempt) + "\n";
+    out += "stop-asked " + std::to_string(s.stop->id) + " " + std::to_string(s.stop->attempt) + "\n";
     out += "stop-step " + std::to_string(s.stop->step) + "\nstop-step-ms " + std::to_string(s.stop->stepMs) + "\n";
     if (s.stop->stoppedAt)
       out += "stopped-at " + std::to_string(s.stop->stoppedAt) + "\n";
@@ -584,8 +592,8 @@ std::optional<AssignmentStatus> decodeStatus(const std::string &value) {
     else if (field == "stop-asked") {
       StopAnswer &a = s.stop.emplace();
       size_t space = rest.find(' ');
-      ok = space != std::string::npos && number(rest.substr(0, space), a.drain) &&
-           number(rest.substr(space + 1), a.attempt) && a.drain > 0 && a.attempt > 0;
+      ok = space != std::string::npos && number(rest.substr(0, space), a.id) &&
+           number(rest.substr(space + 1), a.attempt) && a.id > 0 && a.attempt > 0;
     } else if (field == "stop-step" || field == "stop-step-ms" || field == "stopped-at" || field == "stop-missed") {
       // The answer's lines follow its "stop-asked" line.
       ok = s.stop && number(rest, field == "stop-step"      ? s.stop->step

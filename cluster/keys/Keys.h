@@ -230,15 +230,19 @@ std::string encodeConfig(const PublishedConfig &c);
 std::optional<PublishedConfig> decodeConfig(const std::string &value, std::string &why);
 
 // A planned stop of a contract's workers, asked by the leader while it drains a node (`mscale-cli
-// cluster drain`): every rank stops after the same step with that step's snapshot on the disk
+// cluster drain`) or to grow an elastic job (cluster/controller/Grow.h): every rank stops after the same step with that step's snapshot on the disk
 // tier, so the job resumes elsewhere replaying no step. Asked in two rounds: first with no step
 // (each agent answers the step its job is at and how long a step takes: AssignmentStatus::stop),
 // then with the step the leader chose from the answers, far enough ahead that the ask reaches
 // every rank before it gets there (ranks in lockstep must not stop at different steps).
 struct PlannedStop {
-  int64_t drain = 0;      // the drain's id: the revision its record was written at (drainKey)
+  enum class Cause { Drain, Grow };
+  // The stop's id, a store revision: a drain's is the revision its record was written at
+  // (drainKey), a grow's the revision of the read that decided it. The agent answers an id.
+  int64_t id = 0;
   uint32_t attempt = 1;   // a new attempt when a worker passed the step before the ask reached it
   uint64_t afterStep = 0; // 0: not chosen yet
+  Cause cause = Cause::Drain;
   bool operator==(const PlannedStop &) const = default;
 };
 
@@ -281,13 +285,13 @@ std::string encodeSubmission(const Submission &s);
 // or one that fails checkSubmission.
 std::optional<Submission> decodeSubmission(const std::string &value, std::string &why);
 
-// The agent's answer to a planned stop (Assignment::stop), lines of the status: "stop-asked DRAIN
+// The agent's answer to a planned stop (Assignment::stop), lines of the status: "stop-asked ID
 // ATTEMPT" once it has answered that ask, with "stop-step N" (the step every rank had completed)
 // and "stop-step-ms M" (the job's recent time a step, 0 unknown); "stopped-at S" once every rank
 // stopped after step S with its snapshot and exited; "stop-missed N" when the job went past the
 // step asked (at step N) without stopping, so that the leader asks again.
 struct StopAnswer {
-  int64_t drain = 0;
+  int64_t id = 0; // PlannedStop::id
   uint32_t attempt = 0;
   uint64_t step = 0;
   uint64_t stepMs = 0;

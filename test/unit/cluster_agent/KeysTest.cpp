@@ -289,16 +289,27 @@ TEST(ClusterKeys, APlannedStopTravelsInTheAssignmentAndChangesNothingElse) {
   std::optional<Assignment> back = decodeAssignment(encodeAssignment(a), why);
   ASSERT_TRUE(back) << why;
   ASSERT_TRUE(back->stop);
-  EXPECT_EQ(back->stop->drain, 17);
+  EXPECT_EQ(back->stop->id, 17);
   EXPECT_EQ(back->stop->attempt, 2u);
   EXPECT_EQ(back->stop->afterStep, 60u);
+  EXPECT_EQ(back->stop->cause, PlannedStop::Cause::Drain);
+  a.stop = PlannedStop{18, 1, 0, PlannedStop::Cause::Grow};
+  back = decodeAssignment(encodeAssignment(a), why);
+  ASSERT_TRUE(back && back->stop) << why;
+  EXPECT_EQ(*back->stop, *a.stop) << "a grow's stop reads back as a grow's";
   back->stop.reset();
   EXPECT_EQ(encodeAssignment(*back), unstopped); // the same bytes once the stop is taken out
   a.stop = PlannedStop{0, 1, 0};
   EXPECT_FALSE(decodeAssignment(encodeAssignment(a), why));
-  EXPECT_NE(why.find("planned stop names drain 0 attempt 1"), std::string::npos) << why;
+  EXPECT_NE(why.find("planned stop names id 0 attempt 1"), std::string::npos) << why;
   a.stop = PlannedStop{3, 0, 0};
   EXPECT_FALSE(decodeAssignment(encodeAssignment(a), why));
+  // A cause this agent does not know (from a newer leader): the stop's field 6 again, with cause 7,
+  // which protobuf merges into the stop already there.
+  a.stop = PlannedStop{3, 1, 0};
+  std::string unknownCause = encodeAssignment(a) + std::string("\x32\x02\x20\x07", 4);
+  EXPECT_FALSE(decodeAssignment(unknownCause, why));
+  EXPECT_NE(why.find("cause 7"), std::string::npos) << why;
 }
 
 TEST(ClusterKeys, TheAgentsAnswerToAStopRoundTripsInItsStatus) {

@@ -30,7 +30,7 @@ ReconcileOptions options() {
   ReconcileOptions o;
   o.stdlibDir = std::string(MSC_SOURCE_DIR) + "/stdlib";
   o.compilerVersion = "test";
-  return o; // drainLead: its default, 3000 ms
+  return o; // stopLead: its default, 3000 ms
 }
 
 using Store = test::MemoryStore;
@@ -197,7 +197,7 @@ TEST(Drain, AJobRunningOnADrainedNodeIsFirstAskedOnEveryNodeNotMoved) {
   }
   std::string why;
   EXPECT_EQ(decodeAssignment(planBefore, why)->plan, assignmentPut(*a, "n1")->plan);
-  EXPECT_TRUE(d.report.draining);
+  EXPECT_TRUE(d.report.stopping);
   EXPECT_TRUE(d.drains.empty());
   EXPECT_TRUE(d.report.placed.empty() && d.report.replaced.empty());
 
@@ -205,7 +205,7 @@ TEST(Drain, AJobRunningOnADrainedNodeIsFirstAskedOnEveryNodeNotMoved) {
   cluster.commit(d);
   Decision again = cluster.decideAt(1 * kSecond, kNewLeader);
   EXPECT_FALSE(actionFor(again)) << reportOf(again);
-  EXPECT_TRUE(again.report.draining);
+  EXPECT_TRUE(again.report.stopping);
 }
 
 // Round 2: S = the newest step answered + the steps the lead time (3000 ms) covers at the quickest
@@ -247,7 +247,7 @@ TEST(Drain, NoStepIsChosenUntilEveryRankAnswered) {
   cluster.said("n1", "running", StopAnswer{id, 1, 18, 100, 0, 0}); // n2's agent has not answered yet
   Decision d = cluster.decideAt(1 * kSecond);
   EXPECT_FALSE(actionFor(d)) << reportOf(d);
-  EXPECT_TRUE(d.report.draining);
+  EXPECT_TRUE(d.report.stopping);
   EXPECT_EQ(cluster.stopIn("n1"), (PlannedStop{id, 1, 0}));
   // An answer to another drain (an earlier one, say) is no answer to this one.
   cluster.said("n2", "running", StopAnswer{id - 1, 1, 19, 100, 0, 0});
@@ -287,7 +287,7 @@ TEST(Drain, OnceEveryRankStoppedAfterTheStepTheJobIsPlacedAgainWholeOffTheDraine
   cluster.commit(d);
   Decision after = cluster.decideAt(4 * kSecond);
   EXPECT_FALSE(actionFor(after)) << reportOf(after);
-  EXPECT_FALSE(after.report.draining);
+  EXPECT_FALSE(after.report.stopping);
   EXPECT_TRUE(jobsToDrain(cluster.store.read(cluster.memory), "n1").empty());
 }
 
@@ -355,7 +355,7 @@ TEST(Drain, AtTheDeadlineAnUnforcedDrainTimesOutAndItsAsksAreWithdrawn) {
   EXPECT_EQ(*rewritten, (Drain{kLeaderRev, kStartMs, deadline, false, true}));
   EXPECT_TRUE(reportSays(d, "n1: timed out with pair still there; without --force they run on, on the cordoned node"))
       << reportOf(d);
-  EXPECT_FALSE(d.report.draining);
+  EXPECT_FALSE(d.report.stopping);
 
   const ContractAction *a = actionFor(d);
   ASSERT_TRUE(a) << reportOf(d);
@@ -410,7 +410,7 @@ TEST(Drain, AnAskWhoseDrainIsGoneIsWithdrawn) {
     EXPECT_EQ(put->leaderRevision, kLeaderRev);
   }
   EXPECT_TRUE(reportSays(d, "pair: planned stop withdrawn (its drain is over)")) << reportOf(d);
-  EXPECT_FALSE(d.report.draining);
+  EXPECT_FALSE(d.report.stopping);
   cluster.commit(d);
   EXPECT_FALSE(actionFor(cluster.decideAt(3 * kSecond))) << "withdrawn once";
 }
@@ -424,7 +424,7 @@ TEST(Drain, AJobWhoseWorkerExitedByItselfIsNotMoved) {
   EXPECT_TRUE(jobsToDrain(state, "n1").empty());
   Decision d = cluster.decideAt(0);
   EXPECT_FALSE(actionFor(d)) << reportOf(d);
-  EXPECT_FALSE(d.report.draining) << "nothing left to drain";
+  EXPECT_FALSE(d.report.stopping) << "nothing left to drain";
   // Not at the deadline either: a drain with nothing left does not time out.
   Decision late = cluster.decideAt(700 * kSecond);
   EXPECT_FALSE(actionFor(late)) << reportOf(late);
@@ -515,7 +515,7 @@ TEST(Drain, ANodeWhoseVerdictTheConfigDrainsForIsDrainedByPolicy) {
   ASSERT_EQ(d.cordons.size(), 1u) << "drained nodes are cordoned";
   EXPECT_EQ(d.cordons[0].node, "n1");
   EXPECT_TRUE(reportSays(d, "n1: drained by policy (health failed)")) << reportOf(d);
-  EXPECT_TRUE(d.report.draining);
+  EXPECT_TRUE(d.report.stopping);
 
   cluster.commit(d);
   Decision next = cluster.decideAt(kSecond);
