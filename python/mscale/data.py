@@ -34,15 +34,33 @@ from typing import Any, Callable, Dict, List, Optional, Union
 import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset, Sampler, get_worker_info
 
+from mscale.errors import ResumeError, UsageError
+
 try:  # numpy is optional; when present its global generator is reseeded as well.
     import numpy as _np
 except ImportError:  # Debian's python3-torch depends on numpy; pip's torch may not
     _np = None
 
-__all__ = ["StatefulDataLoader", "StatefulSampler", "sample_seed"]
+__all__ = ["DataOrderStateError", "DataOrderUsageError", "StatefulDataLoader", "StatefulSampler", "sample_seed"]
 
 _STATE_VERSION = 1
 _SEED_LIMIT = 1 << 64
+
+
+class DataOrderUsageError(UsageError, ValueError):
+    """An argument a sampler or loader of this module (or ``mscale.elastic``'s) cannot use
+    (ERR_PY_051).  Also a ``ValueError``, as such errors of Python's own are."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__("ERR_PY_051", why)
+
+
+class DataOrderStateError(ResumeError, ValueError):
+    """A saved position a sampler or loader cannot resume from (ERR_PY_052): not its state, or
+    one of another data order; resuming from it would lose or repeat samples."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__("ERR_PY_052", why)
 
 
 def _mix(tag: bytes, *values: int) -> int:
@@ -55,17 +73,17 @@ def _mix(tag: bytes, *values: int) -> int:
 
 def _check_seed(seed: Any) -> int:
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+        raise DataOrderUsageError(f"seed must be an int, got {type(seed).__name__}")
     if not 0 <= seed < _SEED_LIMIT:
-        raise ValueError(f"seed must be in [0, 2**64), got {seed}")
+        raise DataOrderUsageError(f"seed must be in [0, 2**64), got {seed}")
     return seed
 
 
 def _check_epoch(epoch: Any) -> int:
     if isinstance(epoch, bool) or not isinstance(epoch, int):
-        raise TypeError(f"epoch must be an int, got {type(epoch).__name__}")
+        raise DataOrderUsageError(f"epoch must be an int, got {type(epoch).__name__}")
     if epoch < 0:
-        raise ValueError(f"epoch must be >= 0, got {epoch}")
+        raise DataOrderUsageError(f"epoch must be >= 0, got {epoch}")
     return epoch
 
 
@@ -106,16 +124,16 @@ class StatefulSampler(Sampler[int]):
     def __init__(self, data_source_or_len: Union[Sized, int], *, shuffle: bool = True,
                  seed: int = 0) -> None:
         if isinstance(data_source_or_len, bool):
-            raise TypeError("data_source_or_len must be a dataset or an int, got bool")
+            raise DataOrderUsageError("data_source_or_len must be a dataset or an int, got bool")
         if isinstance(data_source_or_len, int):
             length = data_source_or_len
         elif isinstance(data_source_or_len, Sized):
             length = len(data_source_or_len)
         else:
-            raise TypeError("data_source_or_len must be a dataset with len() or an int, got "
-                            f"{type(data_source_or_len).__name__}")
+            raise DataOrderUsageError("data_source_or_len must be a dataset with len() or an int, got "
+                                      f"{type(data_source_or_len).__name__}")
         if length < 0:
-            raise ValueError(f"the length must be >= 0, got {length}")
+            raise DataOrderUsageError(f"the length must be >= 0, got {length}")
         self._length = length
         self._shuffle = bool(shuffle)
         self._seed = _check_seed(seed)
@@ -233,27 +251,27 @@ class StatefulSampler(Sampler[int]):
         a state whose ``order_digest`` differs from this sampler's permutation of that epoch.
         """
         if not isinstance(state_dict, dict):
-            raise TypeError(f"state_dict must be a dict, got {type(state_dict).__name__}")
+            raise DataOrderUsageError(f"state_dict must be a dict, got {type(state_dict).__name__}")
         missing = [key for key in ("epoch", "yielded", "seed", "length", "shuffle")
                    if key not in state_dict]
         if missing:
-            raise ValueError(f"not a StatefulSampler state: missing {', '.join(missing)}")
+            raise DataOrderStateError(f"not a StatefulSampler state: missing {', '.join(missing)}")
         mismatched = [f"{key} {state_dict[key]!r} (this sampler: {mine!r})"
                       for key, mine in (("seed", self._seed), ("length", self._length),
                                         ("shuffle", self._shuffle))
                       if state_dict[key] != mine]
         if mismatched:
-            raise ValueError("the state belongs to a different data order and cannot be resumed: "
-                             + "; ".join(mismatched))
+            raise DataOrderStateError("the state belongs to a different data order and cannot be resumed: "
+                                      + "; ".join(mismatched))
         epoch = _check_epoch(state_dict["epoch"])
         yielded = state_dict["yielded"]
         if isinstance(yielded, bool) or not isinstance(yielded, int) or \
                 not 0 <= yielded <= self._length:
-            raise ValueError(f"yielded must be an int in [0, {self._length}], got {yielded!r}")
+            raise DataOrderStateError(f"yielded must be an int in [0, {self._length}], got {yielded!r}")
         digest = state_dict.get("order_digest")
         if digest is not None and digest != self._order(epoch)[1]:
-            raise ValueError(f"the state's order of epoch {epoch} differs from this sampler's "
-                             "(was torch's randperm changed?); resuming would reorder the samples")
+            raise DataOrderStateError(f"the state's order of epoch {epoch} differs from this sampler's "
+                                      "(was torch's randperm changed?); resuming would reorder the samples")
         self._set_position(epoch, yielded)
 
 
@@ -396,17 +414,17 @@ class StatefulDataLoader:
                  collate_fn: Optional[Callable[[List[Any]], Any]] = None, *,
                  seed_each_sample: bool = True, **dataloader_kwargs: Any) -> None:
         if isinstance(dataset, IterableDataset):
-            raise TypeError("StatefulDataLoader needs a map-style dataset; an IterableDataset has no "
-                            "index to resume at")
+            raise DataOrderUsageError("StatefulDataLoader needs a map-style dataset; an IterableDataset has no "
+                                      "index to resume at")
         if not isinstance(dataset, Sized) or not hasattr(dataset, "__getitem__"):
-            raise TypeError("StatefulDataLoader needs a map-style dataset with __getitem__ and "
-                            f"__len__, got {type(dataset).__name__}")
+            raise DataOrderUsageError("StatefulDataLoader needs a map-style dataset with __getitem__ and "
+                                      f"__len__, got {type(dataset).__name__}")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+            raise DataOrderUsageError(f"batch_size must be an int >= 1, got {batch_size!r}")
         taken = sorted(set(dataloader_kwargs) & {"sampler", "batch_sampler", "generator"})
         if taken:
-            raise TypeError(f"StatefulDataLoader sets {', '.join(taken)} itself: the order and the "
-                            "seeds come from `seed`")
+            raise DataOrderUsageError(f"StatefulDataLoader sets {', '.join(taken)} itself: the order and the "
+                                      "seeds come from `seed`")
         self.dataset = dataset
         self.batch_size = batch_size
         self.drop_last = bool(drop_last)
@@ -518,14 +536,14 @@ class StatefulDataLoader:
         skipped, but the batches are cut anew from there.
         """
         if not isinstance(state_dict, dict):
-            raise TypeError(f"state_dict must be a dict, got {type(state_dict).__name__}")
+            raise DataOrderUsageError(f"state_dict must be a dict, got {type(state_dict).__name__}")
         if state_dict.get("version") != _STATE_VERSION or "sampler" not in state_dict:
-            raise ValueError("not a StatefulDataLoader state (version "
-                             f"{state_dict.get('version')!r}; expected {_STATE_VERSION})")
+            raise DataOrderStateError("not a StatefulDataLoader state (version "
+                                      f"{state_dict.get('version')!r}; expected {_STATE_VERSION})")
         batches_yielded = state_dict.get("batches_yielded", 0)
         if isinstance(batches_yielded, bool) or not isinstance(batches_yielded, int) or \
                 batches_yielded < 0:
-            raise ValueError(f"batches_yielded must be an int >= 0, got {batches_yielded!r}")
+            raise DataOrderStateError(f"batches_yielded must be an int >= 0, got {batches_yielded!r}")
         self.sampler.load_state_dict(state_dict["sampler"])
         self._batches_yielded = batches_yielded if self.sampler.yielded else 0
         self._generation += 1

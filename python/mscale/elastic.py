@@ -18,20 +18,15 @@ The global batch and the rank come, by default, from what the cluster tells each
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sized
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from torch.utils.data import Sampler
 
-from mscale.data import StatefulSampler
+from mscale._environment import env_int
+from mscale.data import DataOrderStateError, DataOrderUsageError, StatefulSampler
 
 __all__ = ["ElasticBatchSampler", "world_from_environment"]
-
-
-def _env_int(name: str) -> Optional[int]:
-    value = os.environ.get(name, "")
-    return int(value) if value.isdigit() else None
 
 
 def world_from_environment() -> Tuple[int, int]:
@@ -43,7 +38,7 @@ def world_from_environment() -> Tuple[int, int]:
             return dist.get_rank(), dist.get_world_size()
     except ImportError:  # a torch built without distributed
         pass
-    rank, world = _env_int("RANK"), _env_int("WORLD_SIZE")
+    rank, world = env_int("RANK"), env_int("WORLD_SIZE")
     if rank is None or world is None:
         return 0, 1
     return rank, world
@@ -51,7 +46,7 @@ def world_from_environment() -> Tuple[int, int]:
 
 def _positive(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        raise DataOrderUsageError(f"{name} must be an int >= 1, got {value!r}")
     return value
 
 
@@ -76,25 +71,25 @@ class ElasticBatchSampler(Sampler[List[int]]):
                  rank: Optional[int] = None, world_size: Optional[int] = None,
                  micro_batch: Optional[int] = None, shuffle: bool = True, seed: int = 0) -> None:
         if global_batch is None:
-            global_batch = _env_int("MSCALE_GLOBAL_BATCH")
+            global_batch = env_int("MSCALE_GLOBAL_BATCH")
             if global_batch is None:
-                raise ValueError("global_batch is not given and MSCALE_GLOBAL_BATCH is not set")
+                raise DataOrderUsageError("global_batch is not given and MSCALE_GLOBAL_BATCH is not set")
         self._global = _positive("global_batch", global_batch)
         if (rank is None) != (world_size is None):
-            raise ValueError("rank and world_size must be given together")
+            raise DataOrderUsageError("rank and world_size must be given together")
         if rank is None:
             rank, world_size = world_from_environment()
         self._world = _positive("world_size", world_size)
         if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < self._world:
-            raise ValueError(f"rank must be an int in [0, {self._world}), got {rank!r}")
+            raise DataOrderUsageError(f"rank must be an int in [0, {self._world}), got {rank!r}")
         self._rank = rank
         if self._global % self._world:
-            raise ValueError(f"a global batch of {self._global} samples does not split evenly over "
-                             f"{self._world} ranks")
+            raise DataOrderUsageError(f"a global batch of {self._global} samples does not split evenly over "
+                                      f"{self._world} ranks")
         self._micro = None if micro_batch is None else _positive("micro_batch", micro_batch)
         if self._micro is not None and (self._global // self._world) % self._micro:
-            raise ValueError(f"{self._global // self._world} samples per rank are no whole number of "
-                             f"{self._micro}-sample micro-batches")
+            raise DataOrderUsageError(f"{self._global // self._world} samples per rank are no whole number of "
+                                      f"{self._micro}-sample micro-batches")
         self._order = StatefulSampler(data_source_or_len, shuffle=shuffle, seed=seed)
         self._length = len(self._order)
         self._epoch = 0
@@ -174,21 +169,22 @@ class ElasticBatchSampler(Sampler[List[int]]):
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
         """Continue from a ledger saved at any world size.  A ledger of another data order (seed,
-        length, shuffle, or a permutation torch draws differently) is refused with ``ValueError``,
+        length, shuffle, or a permutation torch draws differently) is refused (``DataOrderStateError``,
+        ERR_PY_052, a ``ValueError``), with nothing changed,
         as is a position inside a step (``consumed`` not a whole number of global batches: the
         ledger of a job with another global batch)."""
         if not isinstance(state_dict, dict):
-            raise TypeError(f"state_dict must be a dict, got {type(state_dict).__name__}")
+            raise DataOrderUsageError(f"state_dict must be a dict, got {type(state_dict).__name__}")
         missing = [k for k in ("epoch", "consumed", "global_batch", "seed", "length", "shuffle")
                    if k not in state_dict]
         if missing:
-            raise ValueError(f"not an ElasticBatchSampler state: missing {', '.join(missing)}")
+            raise DataOrderStateError(f"not an ElasticBatchSampler state: missing {', '.join(missing)}")
         consumed = state_dict["consumed"]
         if isinstance(consumed, bool) or not isinstance(consumed, int) or not 0 <= consumed <= self._length:
-            raise ValueError(f"consumed must be an int in [0, {self._length}], got {consumed!r}")
+            raise DataOrderStateError(f"consumed must be an int in [0, {self._length}], got {consumed!r}")
         if consumed % self._global and consumed != self._length:
-            raise ValueError(f"{consumed} samples consumed is no whole number of global batches of "
-                             f"{self._global}: the state is of a job with another global batch")
+            raise DataOrderStateError(f"{consumed} samples consumed is no whole number of global batches of "
+                                      f"{self._global}: the state is of a job with another global batch")
         # The order's own checks (seed, length, shuffle, digest) are StatefulSampler's.
         self._order.load_state_dict({"epoch": state_dict["epoch"], "yielded": consumed,
                                      "seed": state_dict["seed"], "length": state_dict["length"],

@@ -49,6 +49,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 import torch
 
 from mscale import _snapshot
+from mscale._environment import env_int
 from mscale.errors import MScaleError, ResumeError, SnapshotError, UsageError
 
 try:
@@ -73,11 +74,6 @@ def _positive_int(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise UsageError("ERR_PY_024", "'%s' must be an integer >= 1, got %r" % (name, value))
     return value
-
-
-def _env_int(name: str) -> Optional[int]:
-    value = os.environ.get(name, "")
-    return int(value) if value.isdigit() else None
 
 
 class _Heartbeat:
@@ -227,8 +223,8 @@ class ExactResume:
         if not directory:
             raise UsageError("ERR_PY_024", "no snapshot directory: pass directory= or run under a plan "
                              "whose fault_tolerance sets one (MSCALE_SNAPSHOT_DIR)")
-        self.every = _positive_int("every", every if every is not None else (_env_int("MSCALE_SNAPSHOT_EVERY") or 100))
-        keep = _positive_int("keep", keep if keep is not None else (_env_int("MSCALE_SNAPSHOT_KEEP") or 3))
+        self.every = _positive_int("every", every if every is not None else (env_int("MSCALE_SNAPSHOT_EVERY") or 100))
+        keep = _positive_int("keep", keep if keep is not None else (env_int("MSCALE_SNAPSHOT_KEEP") or 3))
         self.rank, self.world_size = self._distributed(rank, world_size)
         self.directory = os.path.join(directory, "rank-%d" % self.rank) if self.world_size > 1 else directory
         _check_writable(self.directory)

@@ -14,7 +14,7 @@ import numpy
 import torch
 from torch.utils.data import Dataset, IterableDataset, TensorDataset, get_worker_info
 
-from mscale.data import StatefulDataLoader, StatefulSampler, sample_seed
+from mscale.data import DataOrderStateError, DataOrderUsageError, StatefulDataLoader, StatefulSampler, sample_seed
 
 _WORKER_TAG = 0
 
@@ -173,6 +173,11 @@ class StatefulSamplerTest(unittest.TestCase):
             sampler.load_state_dict(dict(state, order_digest="0" * 32))
         with self.assertRaises(ValueError):
             StatefulSampler(10, seed=-1)
+        # Coded, as the package's errors are: a state of another order, a bad argument.
+        with self.assertRaisesRegex(DataOrderStateError, r"^error\[ERR_PY_052\]: .*different data order"):
+            StatefulSampler(10, seed=2).load_state_dict(state)
+        with self.assertRaisesRegex(DataOrderUsageError, r"^error\[ERR_PY_051\]: invalid data-order argument: seed"):
+            StatefulSampler(10, seed=-1)
 
     def test_superseded_iterator_raises(self) -> None:
         sampler = StatefulSampler(4)
@@ -321,6 +326,8 @@ class StatefulDataLoaderTest(unittest.TestCase):
         with self.assertRaises(TypeError):
             StatefulDataLoader(Stream())
         with self.assertRaises(ValueError):
+            StatefulDataLoader(_Indexed(3), batch_size=0)
+        with self.assertRaisesRegex(DataOrderUsageError, r"^error\[ERR_PY_051\]: .*batch_size must be an int >= 1"):
             StatefulDataLoader(_Indexed(3), batch_size=0)
         for key in ("sampler", "batch_sampler", "generator"):
             with self.assertRaisesRegex(TypeError, key):

@@ -4,7 +4,9 @@ import random
 import unittest
 from unittest import mock
 
+from mscale.data import DataOrderStateError, DataOrderUsageError
 from mscale.elastic import ElasticBatchSampler, world_from_environment
+from mscale.errors import ResumeError
 
 LENGTH, GLOBAL = 1000, 96  # 96 splits over 1, 2, 3 and 4 ranks; 1000 leaves a tail of 40 an epoch
 
@@ -113,8 +115,11 @@ class ElasticData(unittest.TestCase):
                                 ({"rank": 0, "world_size": 2, "micro_batch": 20}, "no whole number of 20-sample"),
                                 ({"rank": 0, "world_size": 0}, "world_size must be an int >= 1")):
             with self.subTest(kwargs=kwargs):
-                with self.assertRaisesRegex(ValueError, message):
+                with self.assertRaisesRegex(ValueError, message) as raised:
                     ElasticBatchSampler(LENGTH, GLOBAL, **kwargs)
+                self.assertIsInstance(raised.exception, DataOrderUsageError)
+                self.assertTrue(str(raised.exception).startswith("error[ERR_PY_051]: invalid data-order argument: "),
+                                str(raised.exception))
         s = job(2)[0]
         steps([s], 1)
         before = s.state_dict()
@@ -124,8 +129,12 @@ class ElasticData(unittest.TestCase):
                                 ({"consumed": -1}, "consumed must be an int"), ({"order_digest": "0"}, "differs")):
             bad = dict(good.state_dict(), **change)
             with self.subTest(change=change):
-                with self.assertRaisesRegex(ValueError, message):
+                with self.assertRaisesRegex(ValueError, message) as raised:
                     s.load_state_dict(bad)
+                self.assertIsInstance(raised.exception, DataOrderStateError)
+                self.assertIsInstance(raised.exception, ResumeError)
+                self.assertTrue(str(raised.exception).startswith(
+                    "error[ERR_PY_052]: cannot resume the data order from this state: "), str(raised.exception))
                 self.assertEqual(s.state_dict(), before)
         with self.assertRaisesRegex(ValueError, "missing consumed"):
             s.load_state_dict({"epoch": 0})
