@@ -12,7 +12,8 @@ This package grows module by module (issue 13):
   mid-epoch without repeating or skipping a sample, with worker processes.
 * ``mscale.elastic`` -- ``ElasticBatchSampler``: each rank's share of a step's global batch, its
   position a ledger of the epoch, so a job that resumes at another world size (``nodes = 2..4``)
-  sees every sample of every epoch once.
+  sees every sample of every epoch once; ``DeterministicReduction``: a step's gradient summed over
+  its micro-batches in one order, so the run is bit for bit the same at every world size.
 * ``mscale.resume`` -- ``ExactResume``: model, optimizer, scheduler, loader position, RNG states and
   loss scale captured at the plan's recovery points into the worker runtime's snapshot store, and
   restored on restart; ``mscale_snapshot()`` / ``mscale_restore()`` for explicit use.
@@ -31,7 +32,7 @@ import os as _os
 from mscale import resume as _resume
 from mscale.contract import ContractError, mscale_contract
 from mscale.data import StatefulDataLoader, StatefulSampler
-from mscale.elastic import ElasticBatchSampler
+from mscale.elastic import DeterministicReduction, ElasticBatchSampler
 from mscale.errors import MScaleError, ResumeError, SnapshotError, UsageError
 from mscale.resume import ExactResume, exit_status_of, mscale_restore, mscale_snapshot
 from mscale.gds import GDSLoader
@@ -45,7 +46,7 @@ from mscale.scheduler import MScaleLRScheduler
 if _os.environ.get("MSCALE_CONTROL_FD"):
     _resume._install_exit_status_hook()
 
-__all__ = ["ContractError", "ElasticBatchSampler", "ExactResume", "GDSLoader", "MScaleError", "MScaleLRScheduler", "ResumeError",
+__all__ = ["ContractError", "DeterministicReduction", "ElasticBatchSampler", "ExactResume", "GDSLoader", "MScaleError", "MScaleLRScheduler", "ResumeError",
            "SnapshotError", "StatefulDataLoader", "StatefulSampler", "UringReader", "UsageError",
            "acknowledge_gpu_slices", "current_phase", "exit_status_of", "gpu_slice_update", "mscale_contract", "mscale_restore", "mscale_snapshot", "phase", "pin_to_role",
            "role_worker_init", "wait_for_yield_request", "yield_now", "yield_requested"]

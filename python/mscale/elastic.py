@@ -14,6 +14,13 @@ micro-batches of the step in order, whatever the size).
 
 The global batch and the rank come, by default, from what the cluster tells each rank
 (``MSCALE_GLOBAL_BATCH``, and ``torch.distributed`` or ``RANK``/``WORLD_SIZE``).
+
+``DeterministicReduction`` makes the step itself independent of the world size: each micro-batch's
+gradient is kept whole, every rank gathers all of them, and each sums them in the one canonical
+order (the step's micro-batches in order), so that the parameters after each step are bit for bit
+those of the same job at any other size.  An all-reduce instead sums in an order that depends on the
+number of ranks, and floating-point addition is not associative: the runs then agree only to the
+last bits.
 """
 
 from __future__ import annotations
@@ -21,12 +28,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sized
 from typing import Any, Dict, List, Optional, Tuple, Union
 
+import torch
 from torch.utils.data import Sampler
 
 from mscale._environment import env_int
 from mscale.data import DataOrderStateError, DataOrderUsageError, StatefulSampler
 
-__all__ = ["ElasticBatchSampler", "world_from_environment"]
+__all__ = ["DeterministicReduction", "ElasticBatchSampler", "world_from_environment"]
 
 
 def world_from_environment() -> Tuple[int, int]:
@@ -192,3 +200,67 @@ class ElasticBatchSampler(Sampler[List[int]]):
                                      "order_digest": state_dict.get("order_digest")})
         self._epoch, self._consumed = self._order.epoch, self._order.yielded
         self._generation += 1
+
+
+class DeterministicReduction:
+    """A step's gradient as the mean of its micro-batches' gradients, summed in one canonical order
+    whatever the world size.  Per step::
+
+        for micro in sampler.micro_batches(indices):   # this rank's, in order
+            loss_of(micro).backward()
+            reduction.add()                             # keeps this micro-batch's gradient
+        reduction.reduce()                              # every parameter's .grad: the step's
+        optimizer.step()
+
+    Rank ``r`` holds the ``r``-th contiguous run of the step's micro-batches (``ElasticBatchSampler``
+    hands them out so), so the ranks' rows in rank order are the step's micro-batches in order.  The
+    cost is an all-gather of every micro-batch's gradient (``M`` gradients a step to every rank)
+    where DDP all-reduces one: for exact runs and the models that afford it, not for every job.
+    Distributed when ``torch.distributed`` is initialised; a process alone reduces its own rows.
+    """
+
+    def __init__(self, parameters: Any) -> None:
+        self._params = [p for p in parameters if p.requires_grad]
+        if not self._params:
+            raise DataOrderUsageError("DeterministicReduction needs parameters that require gradients")
+        self._rows: List[torch.Tensor] = []
+
+    def add(self) -> None:
+        """Keep the gradients the last backward left (a parameter without one counts as zeros) as
+        this rank's next micro-batch, and clear them for the next."""
+        row = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).detach().reshape(-1)
+                         for p in self._params])
+        self._rows.append(row.clone())
+        for p in self._params:
+            p.grad = None
+
+    def reduce(self) -> int:
+        """Set every parameter's ``.grad`` to the mean over the step's micro-batches, all ranks',
+        summed in order; returns how many micro-batches the step had.  Collective."""
+        width = sum(p.numel() for p in self._params)
+        mine = torch.stack(self._rows) if self._rows else torch.zeros((0, width), dtype=self._params[0].dtype)
+        self._rows = []
+        rows = [mine]
+        dist = torch.distributed
+        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+            counts = [torch.zeros(1, dtype=torch.int64) for _ in range(dist.get_world_size())]
+            dist.all_gather(counts, torch.tensor([mine.shape[0]], dtype=torch.int64))
+            most = max(int(c) for c in counts)
+            padded = torch.zeros((most, width), dtype=mine.dtype)
+            padded[:mine.shape[0]] = mine
+            gathered = [torch.empty_like(padded) for _ in counts]
+            dist.all_gather(gathered, padded)
+            rows = [g[:int(c)] for g, c in zip(gathered, counts)]
+        ordered = torch.cat(rows)
+        if ordered.shape[0] == 0:
+            raise DataOrderUsageError("reduce() with no micro-batch on any rank: add() after each backward")
+        total = ordered[0].clone()
+        for i in range(1, ordered.shape[0]):  # one order, one addition at a time
+            total += ordered[i]
+        total /= ordered.shape[0]
+        offset = 0
+        for p in self._params:
+            p.grad = total[offset:offset + p.numel()].view_as(p).clone()
+            offset += p.numel()
+        return int(ordered.shape[0])
+

@@ -34,6 +34,14 @@ Under ``mscale-exec`` the cadence, directory and number kept come from the plan
 is the executor's memfd (``MSCALE_SNAPSHOT_MEMFD``), so it outlives a crashed worker; arguments given
 here win over the plan's.  With ``torch.distributed`` each rank keeps its own store
 (``<directory>/rank-<r>``) and the ranks resume from the newest step *every* rank committed.
+
+An elastic job (``nodes = 2..4``: it may resume at another world size) passes ``replicated=True``:
+its state is the same on every rank (DDP's model and optimizer, ``ElasticBatchSampler``'s ledger),
+so rank 0 alone keeps the store, in ``directory`` itself (storage every node reaches), and at a
+restore reads the newest valid snapshot and sends it to every rank, whatever the world size now.  A
+rank that did not exist at the old size, or a per-rank directory left from an older size, cannot drag
+the resume back.  Every rank resumes rank 0's random number generators: a job whose ranks need
+streams of their own seeds them from the step and the rank.
 """
 
 from __future__ import annotations
@@ -200,12 +208,15 @@ class ExactResume:
         memory_tier: use the in-memory tier (default True).
         background_disk: write the disk tier from a background thread (default True).
         rank, world_size: this process's rank (default: ``torch.distributed`` when initialised).
+        replicated: the state is the same on every rank: rank 0 keeps it, every rank restores it
+            (an elastic job; see the module's docstring).
     """
 
     def __init__(self, *, model: Any = None, optimizer: Any = None, scheduler: Any = None, loader: Any = None,
                  scaler: Any = None, parts: Optional[Mapping[str, Any]] = None, directory: Optional[str] = None,
                  every: Optional[int] = None, keep: Optional[int] = None, memory_tier: bool = True,
-                 background_disk: bool = True, rank: Optional[int] = None, world_size: Optional[int] = None) -> None:
+                 background_disk: bool = True, rank: Optional[int] = None, world_size: Optional[int] = None,
+                 replicated: bool = False) -> None:
         self._parts: Dict[str, Any] = {}
         for name, obj in (("model", model), ("optimizer", optimizer), ("scheduler", scheduler),
                           ("loader", loader), ("scaler", scaler)):
@@ -226,9 +237,15 @@ class ExactResume:
         self.every = _positive_int("every", every if every is not None else (env_int("MSCALE_SNAPSHOT_EVERY") or 100))
         keep = _positive_int("keep", keep if keep is not None else (env_int("MSCALE_SNAPSHOT_KEEP") or 3))
         self.rank, self.world_size = self._distributed(rank, world_size)
-        self.directory = os.path.join(directory, "rank-%d" % self.rank) if self.world_size > 1 else directory
-        _check_writable(self.directory)
-        self._store = _snapshot.Store(self.directory, memory_tier=memory_tier, keep=keep)
+        self.replicated = bool(replicated)
+        per_rank = self.world_size > 1 and not self.replicated
+        self.directory = os.path.join(directory, "rank-%d" % self.rank) if per_rank else directory
+        # A replicated state's one store is rank 0's: another rank never opens it (a store cleans up
+        # the temporary files of writers it believes dead, and a writer on another node looks dead).
+        self._store: Optional[_snapshot.Store] = None
+        if not self.replicated or self.rank == 0:
+            _check_writable(self.directory)
+            self._store = _snapshot.Store(self.directory, memory_tier=memory_tier, keep=keep)
         self._background = background_disk
         self._disk_writer: Optional[threading.Thread] = None
         self._disk_error: Optional[BaseException] = None
@@ -301,6 +318,9 @@ class ExactResume:
         store refuses; the previous snapshot then stays the newest."""
         _positive_int("step", step)
         self._finish_disk_write()
+        if self._store is None:  # a replicated state: rank 0 keeps it
+            self.last_snapshot_step = step
+            return
         blobs = [(name, _kind(name), _to_bytes(obj.state_dict())) for name, obj in self._parts.items()]
         blobs.append((_RNG_PART, _snapshot.KIND_RNG, _to_bytes(rng_state())))
         meta = self._meta(step)
@@ -359,7 +379,7 @@ class ExactResume:
             required = os.environ.get("MSCALE_RESUME") == "1"
         names = list(self._parts) + [_RNG_PART]
         with self._heartbeat.during(_BeatWhile.RESTORING):
-            restored = self._restore_agreed(names)
+            restored = self._restore_replicated(names) if self.replicated else self._restore_agreed(names)
         if restored is None:
             if required:
                 raise ResumeError("ERR_PY_022", "this worker is a restart (MSCALE_RESUME=1)" if os.environ.get(
@@ -404,6 +424,21 @@ class ExactResume:
                                   % (self.rank, step))
             bound = low
 
+    def _restore_replicated(self, names: List[str]) -> Optional[_snapshot.Restored]:
+        """Rank 0's newest valid snapshot, sent to every rank (collective when distributed)."""
+        mine: Optional[_snapshot.Restored] = None
+        if self._store is not None:
+            try:
+                mine = self._store.restore(names)
+            except _snapshot.NothingToRestore as e:
+                self._nothing_reason = str(e)
+        if self.world_size == 1:
+            return mine
+        message: List[Any] = [(mine, self._nothing_reason)]
+        torch.distributed.broadcast_object_list(message, src=0)
+        restored, self._nothing_reason = message[0]
+        return restored
+
     def _load(self, restored: _snapshot.Restored) -> None:
         for name in list(self._parts) + [_RNG_PART]:
             if name not in restored.blobs:
@@ -424,7 +459,8 @@ class ExactResume:
         try:
             self._finish_disk_write()
         finally:
-            self._store.close()
+            if self._store is not None:
+                self._store.close()
             self._heartbeat.finishing()
 
     def __enter__(self) -> "ExactResume":
