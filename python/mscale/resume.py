@@ -40,8 +40,10 @@ its state is the same on every rank (DDP's model and optimizer, ``ElasticBatchSa
 so rank 0 alone keeps the store, in ``directory`` itself (storage every node reaches), and at a
 restore reads the newest valid snapshot and sends it to every rank, whatever the world size now.  A
 rank that did not exist at the old size, or a per-rank directory left from an older size, cannot drag
-the resume back.  Every rank resumes rank 0's random number generators: a job whose ranks need
-streams of their own seeds them from the step and the rank.
+the resume back.  A sharded optimizer (``ZeroRedundancyOptimizer``) is gathered at rank 0 for each
+snapshot and loaded by every rank of the next size as its own shard: it is re-sharded.  Every rank
+resumes rank 0's random number generators: a job whose ranks need streams of their own seeds them
+from the step and the rank.
 """
 
 from __future__ import annotations
@@ -318,6 +320,13 @@ class ExactResume:
         store refuses; the previous snapshot then stays the newest."""
         _positive_int("step", step)
         self._finish_disk_write()
+        if self.replicated and self.world_size > 1:
+            # A sharded optimizer (ZeroRedundancyOptimizer) gathers its whole state at rank 0, which
+            # keeps it; at a restore each rank, at whatever size, loads its own shard of it. Every
+            # rank snapshots the same steps, so this collective meets on all of them.
+            for obj in self._parts.values():
+                if callable(getattr(obj, "consolidate_state_dict", None)):
+                    obj.consolidate_state_dict(to=0)
         if self._store is None:  # a replicated state: rank 0 keeps it
             self.last_snapshot_step = step
             return

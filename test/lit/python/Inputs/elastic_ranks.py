@@ -5,7 +5,9 @@ every rank), trains its share of each step's global batch (ElasticBatchSampler),
 micro-batches' gradients in the canonical order (DeterministicReduction) and ends one of two ways:
 a planned stop (a snapshot of the step it stops after, as a drain or a grow asks) or a crash (the
 steps after the newest snapshot run again at the next size).  Every rank logs each step's sample
-ids and the step's loss.  Usage: elastic_ranks.py WORKDIR [deterministic|allreduce]"""
+ids and the step's loss.  With ``zero`` the optimizer is torch's ZeroRedundancyOptimizer: its state is sharded over the ranks,
+consolidated at rank 0 for each snapshot and re-sharded over the ranks of the next size.
+Usage: elastic_ranks.py WORKDIR [deterministic|allreduce|zero]"""
 import hashlib
 import os
 import socket
@@ -41,7 +43,11 @@ def rank_main(rank: int, world: int, port: int, work: str, mode: str, until: int
     dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, rank=rank, world_size=world)
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    if mode == "zero":  # the optimizer's state sharded over the ranks, re-sharded at every size
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+        optimizer = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.SGD, lr=0.05, momentum=0.9)
+    else:
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     sampler = ElasticBatchSampler(SAMPLES, GLOBAL, rank=rank, world_size=world, micro_batch=MICRO, seed=7)
     state = mscale.ExactResume(model=model, optimizer=optimizer, parts={"data": sampler},
                                directory=os.path.join(work, "snapshots"), every=EVERY, memory_tier=False,
@@ -57,9 +63,9 @@ def rank_main(rank: int, world: int, port: int, work: str, mode: str, until: int
             loss = torch.nn.functional.mse_loss(model(x[micro]), y[micro])
             loss.backward()
             losses.append(loss.detach())
-            if mode == "deterministic":
+            if mode != "allreduce":
                 reduction.add()
-        if mode == "deterministic":
+        if mode != "allreduce":
             reduction.reduce()
             step_loss = torch.zeros(1)
             gathered = [torch.zeros(len(losses)) for _ in range(world)]
@@ -137,7 +143,7 @@ def main() -> None:
     print("samples: %d epochs, each sample once in every epoch: %s" % (len(per_epoch), "yes" if once else "NO"))
     same_batches = all(sorted(elastic[s][1].split(",")) == sorted(fixed[s][1].split(",")) for s in fixed)
     print("each step's global batch the fixed run's: %s" % ("yes" if same_batches else "NO"))
-    if mode == "deterministic":
+    if mode != "allreduce":
         equal = sum(elastic[s][2] == fixed[s][2] for s in fixed)
         print("losses bit-identical to the fixed 4-rank run: %d of %d" % (equal, STEPS))
         finals = [open(os.path.join(work, d, "final")).read().strip() for d in ("fixed", "elastic")]
