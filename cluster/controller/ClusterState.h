@@ -116,6 +116,8 @@ struct ReconcileMemory {
   // placements whose grow timed out, not asked again (contract -> its placement).
   std::map<std::string, uint64_t> growSinceNs;
   std::map<std::string, std::string> growGivenUp;
+  // The jobs whose last look found no room to grow, with what the cluster was then (Grow.cpp).
+  std::map<std::string, std::string> growNoRoom;
 };
 
 // The state in `kvs` (the keys under /mscale/ read at `revision`). Registrations are decoded through

@@ -7,6 +7,7 @@
 #include <llvm/ADT/StringRef.h>
 
 #include <algorithm>
+#include <functional>
 
 namespace msc::cluster {
 namespace {
@@ -49,6 +50,28 @@ size_t nodesPlaced(const Decision &look, const std::string &contract) {
         return op.kind == etcd::TxnOp::Kind::Put && llvm::StringRef(op.key).starts_with(kAssignmentsPrefix);
       }));
   return 0;
+}
+
+// What decides whether a job can grow, in one string: the nodes registered and whether each takes
+// placements, and where every contract runs. The leader's look is not repeated while it is the same
+// as when the look found no room (a round on every agent's status write would redo it each time).
+std::string capacityFingerprint(const ClusterState &state) {
+  std::string out;
+  for (const auto &[node, topology] : state.nodes) {
+    out += node + (topology ? "" : "?") + (state.cordons.count(node) ? "!" : "");
+    if (auto h = state.health.find(node); h != state.health.end())
+      out += std::to_string(int(h->second.level));
+    out += state.unreadableHealth.count(node) ? "?;" : ";";
+  }
+  for (const auto &[contract, list] : state.assigned) {
+    out += "|" + contract + ":";
+    for (const AssignedPlan &a : list)
+      out += a.node + ",";
+  }
+  for (const auto &[contract, value] : state.contracts)
+    out += "|" + contract + "=" + std::to_string(std::hash<std::string>{}(value)); // submitted, changed
+  out += "|config=" + std::to_string(std::hash<std::string>{}(state.config.value_or(""))); // reserved domains
+  return out;
 }
 
 // The contract names of "contract: why" lines.
@@ -107,6 +130,7 @@ std::map<std::string, std::string> decideGrowths(const ClusterState &state, cons
                 leaderRevision, out);
   }
   std::erase_if(memory.growSinceNs, [&](const auto &entry) { return !growing.count(entry.first); });
+  std::erase_if(memory.growNoRoom, [&](const auto &entry) { return !state.assigned.count(entry.first); });
   std::erase_if(memory.growGivenUp, [&](const auto &entry) {
     auto assigned = state.assigned.find(entry.first);
     return assigned == state.assigned.end() || placementId(assigned->second) != entry.second;
@@ -120,6 +144,7 @@ void startGrowths(const ClusterState &state, const std::set<std::string> &stayin
   if (!round.placed.empty() || !round.replaced.empty() || !round.waiting.empty() || !round.released.empty())
     return; // capacity is changing hands this round: look again at the next
   const std::set<std::string> refused = contractsOf(round.refused);
+  std::string fingerprint;
   for (const std::string &contract : staying) {
     const std::vector<AssignedPlan> &list = state.assigned.at(contract);
     if (!belowItsMost(list) || stopAsked(list, PlannedStop::Cause::Drain) || growStop(list))
@@ -130,6 +155,11 @@ void startGrowths(const ClusterState &state, const std::set<std::string> &stayin
       continue; // moved by something else this round
     if (std::any_of(list.begin(), list.end(), [&](const AssignedPlan &a) { return endedByItself(state, a, contract); }))
       continue;
+    if (fingerprint.empty())
+      fingerprint = capacityFingerprint(state);
+    if (auto looked = memory.growNoRoom.find(contract); looked != memory.growNoRoom.end() && looked->second == fingerprint)
+      continue; // nothing that decides it changed since the look found no room
+    memory.growNoRoom.erase(contract);
     // The leader's own placement of the job with its nodes' resources counted free.
     ClusterState without = state;
     without.assigned.erase(contract);
@@ -139,11 +169,11 @@ void startGrowths(const ClusterState &state, const std::set<std::string> &stayin
     ReconcileMemory lookMemory = memory;
     Decision d = decide(without, lookMemory, clock, look, leaderRevision);
     const size_t nodes = nodesPlaced(d, contract);
-    if (nodes <= list.size())
-      continue;
     std::set<std::string> wouldRefuse = contractsOf(d.report.refused);
-    if (!std::includes(refused.begin(), refused.end(), wouldRefuse.begin(), wouldRefuse.end()))
-      continue; // it would take what a waiting job can run on
+    if (nodes <= list.size() || !std::includes(refused.begin(), refused.end(), wouldRefuse.begin(), wouldRefuse.end())) {
+      memory.growNoRoom[contract] = fingerprint; // no room, or only what a waiting job can run on
+      continue;
+    }
     const int64_t id = state.revision;
     ContractAction ask = stopAction(contract, list, PlannedStop{id, 1, 0, PlannedStop::Cause::Grow}, leaderRevision);
     addEvent(state, contract,

@@ -216,12 +216,13 @@ TEST(Grow, ADrainOfAGrowingJobsNodeReplacesTheGrowsAsk) {
 }
 
 // A range the cluster can never fill does not keep asking: once at its largest placeable size, the
-// look finds no larger placement, and nothing is asked.
+// look finds no larger placement, nothing is asked, and the look waits for the cluster to change.
 TEST(Grow, NoAskWhileTheClusterHasNoRoomForALargerSize) {
   Cluster cluster("2..4");
   for (uint64_t t : {1, 2, 3})
     EXPECT_FALSE(actionFor(cluster.decideAt(t * kSecond)));
-  cluster.add("n3");
+  EXPECT_EQ(cluster.memory.growNoRoom.count("pair"), 1u) << "the look is not repeated while nothing changes";
+  cluster.add("n3"); // a change the look must see again
   Decision d = cluster.decideAt(4 * kSecond);
   ASSERT_TRUE(actionFor(d)) << "3 of 2..4 is larger than 2: the job grows to what there is";
   cluster.commit(d);
