@@ -59,6 +59,14 @@ std::unique_ptr<Nvml> Nvml::open(const std::string &library) {
   n->totalEccErrors = sym<decltype(n->totalEccErrors)>(n->handle_, "nvmlDeviceGetTotalEccErrors");
   n->retiredPagesPending = sym<decltype(n->retiredPagesPending)>(n->handle_, "nvmlDeviceGetRetiredPagesPendingStatus");
   n->remappedRows = sym<decltype(n->remappedRows)>(n->handle_, "nvmlDeviceGetRemappedRows");
+  n->eventSetCreate = sym<decltype(n->eventSetCreate)>(n->handle_, "nvmlEventSetCreate");
+  n->registerEvents = sym<decltype(n->registerEvents)>(n->handle_, "nvmlDeviceRegisterEvents");
+  n->eventSetFree = sym<decltype(n->eventSetFree)>(n->handle_, "nvmlEventSetFree");
+  for (const char *wait : {"nvmlEventSetWait_v2", "nvmlEventSetWait"})
+    if ((n->eventSetWait = sym<decltype(n->eventSetWait)>(n->handle_, wait))) {
+      n->eventSetWaitName = wait;
+      break;
+    }
   return n;
 }
 

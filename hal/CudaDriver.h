@@ -69,6 +69,27 @@ public:
   int (*remappedRows)(Device, unsigned *corrected, unsigned *uncorrected, unsigned *pending,
                       unsigned *failed) = nullptr; // row remapping (Ampere and later)
 
+  // The event API, for GPU Xid errors (node health, health/Sampler.h). Null when the library lacks
+  // it; eventSetWait is nvmlEventSetWait_v2, or nvmlEventSetWait where the library is older (it
+  // fills only the fields before gpuInstanceId, so EventData is zeroed before each wait).
+  using EventSet = void *;
+  struct EventData { // nvmlEventData_t
+    Device device;
+    unsigned long long eventType;
+    unsigned long long eventData; // the Xid, for an Xid critical error (999: an Xid NVML does not know)
+    unsigned gpuInstanceId;       // MIG instances the Xid is attributed to; 0xFFFFFFFF: none
+    unsigned computeInstanceId;
+  };
+  static constexpr unsigned long long EventTypeXidCriticalError = 0x0000000000000008ULL;
+  static constexpr int ErrorNotSupported = 3;
+  static constexpr int ErrorTimeout = 10; // no event arrived within the wait
+  int (*eventSetCreate)(EventSet *) = nullptr;
+  int (*registerEvents)(Device, unsigned long long eventTypes, EventSet) = nullptr;
+  int (*eventSetWait)(EventSet, EventData *, unsigned timeoutMs) = nullptr;
+  int (*eventSetFree)(EventSet) = nullptr;
+  const char *eventSetWaitName = nullptr; // the symbol eventSetWait was found as, for notes
+  bool hasEvents() const { return eventSetCreate && registerEvents && eventSetWait && eventSetFree; }
+
 private:
   Nvml() = default;
   void *handle_ = nullptr;

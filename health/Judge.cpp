@@ -1,6 +1,7 @@
 // The pure health judge; see Judge.h.
 #include "health/Judge.h"
 
+#include "health/KernelLog.h"
 #include "support/Units.h"
 
 #include <llvm/ADT/STLExtras.h>
@@ -52,6 +53,7 @@ public:
     hugepages();
     nvme();
     gpus();
+    gpuXids();
     kernelLog();
     malformed();
     if (!previous_)
@@ -205,6 +207,19 @@ private:
     }
   }
 
+  // An Xid NVML delivered judges as the same Xid in the kernel log does (a fatal one fails the node,
+  // another degrades it), for as long as the sample carries it: until the node reboots (carryGpuXids).
+  void gpuXids() {
+    for (const GpuXidReading &x : now_.gpuXids) {
+      bool fatal = isFatalXid(x.xid);
+      std::string evidence = "nvmlEventTypeXidCriticalError, eventData " + std::to_string(x.xid) + ": " +
+                             std::to_string(x.events) + " event(s), the first drained at " + duration(x.firstNs) +
+                             ", the last at " + duration(x.lastNs) + " on the monotonic clock";
+      add(fatal ? DiagCode::ERR_HEALTH_010 : DiagCode::WRN_HEALTH_010, fatal ? Level::Failed : Level::Degraded,
+          {x.pci, std::to_string(x.xid), std::to_string(x.events)}, x.library, evidence);
+    }
+  }
+
   void kernelLog() {
     for (const KernelLogClass &k : now_.kernelLog) {
       bool fatal = llvm::StringRef(k.name).ends_with("-fatal") || k.name == "edac-ue";
@@ -231,7 +246,26 @@ Verdict judge(const Sample &now, const Sample *previous, const Sample *first, co
   return Judging(now, previous, first, policy).run();
 }
 
+void carryGpuXids(Sample &now, const Sample &previous) {
+  if (previous.monotonicNs > now.monotonicNs)
+    return; // another boot: its GPUs were reset since
+  std::vector<GpuXidReading> carried = previous.gpuXids;
+  for (GpuXidReading &x : now.gpuXids) {
+    auto seen = llvm::find_if(carried, [&](const GpuXidReading &c) { return c.pci == x.pci && c.xid == x.xid; });
+    if (seen == carried.end()) {
+      carried.push_back(std::move(x));
+      continue;
+    }
+    seen->events += x.events;
+    seen->lastNs = x.lastNs;
+    seen->library = std::move(x.library);
+  }
+  now.gpuXids = std::move(carried);
+}
+
 Verdict Monitor::observe(Sample sample) {
+  if (previous_)
+    carryGpuXids(sample, *previous_);
   Verdict v = judge(sample, previous_ ? &*previous_ : nullptr, first_ ? &*first_ : nullptr, policy_);
   if (!first_)
     first_ = sample;

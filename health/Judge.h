@@ -50,10 +50,18 @@ struct Verdict {
 };
 
 // `previous` and `first` may be null (a single sample judges only absolute facts: temperatures,
-// port states, uncorrected memory errors, NVMe critical warnings, GPU memory, the kernel log).
+// port states, uncorrected memory errors, NVMe critical warnings, GPU memory, GPU Xids, the kernel log).
 Verdict judge(const Sample &now, const Sample *previous, const Sample *first, const Policy &policy);
 
-// A node judged continuously: keeps the first and the previous sample.
+// NVML delivers an Xid event once, to the look that drains it; the node stays failed (fatal Xid) or
+// degraded (another) as long as the kernel log would keep the same Xid's line: until the node
+// reboots. Adds `previous`'s Xids to `now`'s (counts summed, the first time kept) unless `previous`
+// is from another boot (a later monotonic time). The monitor does it before each judgement, so the
+// samples it keeps (and `--state` files) hold every Xid since the boot.
+void carryGpuXids(Sample &now, const Sample &previous);
+
+// A node judged continuously: keeps the first and the previous sample, carries the previous
+// sample's GPU Xids into each new one.
 class Monitor {
 public:
   explicit Monitor(Policy policy = {}) : policy_(policy) {}

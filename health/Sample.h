@@ -76,6 +76,19 @@ struct GpuMemoryReading {
   bool remapFailed = false;       // a row could not be remapped: the memory cannot be repaired
 };
 
+// The Xid errors one GPU reported through NVML's event API (nvmlEventTypeXidCriticalError), one
+// record a GPU and Xid code. NVML delivers each event once, to an event set registered before it
+// happened, so the sampler records those since its last look and the monitor carries them from
+// sample to sample until the node reboots (carryGpuXids, health/Judge.h), as the kernel log keeps
+// its NVRM Xid lines.
+struct GpuXidReading {
+  std::string pci;     // "0000:07:00.0", as the topology advertises the GPU
+  std::string library; // the NVML library that delivered the events
+  unsigned xid = 0;    // the event's eventData (999: an Xid NVML does not know)
+  uint64_t events = 0;
+  uint64_t firstNs = 0, lastNs = 0; // the monotonic times of the samples that drained the first and the last
+};
+
 // A value that was there but could not be read as what it must be.
 struct Malformed {
   std::string path;
@@ -91,6 +104,7 @@ struct Sample {
   std::vector<HugepageReading> hugepages;
   std::vector<NvmeReading> nvme;
   std::vector<GpuMemoryReading> gpus;
+  std::vector<GpuXidReading> gpuXids; // since the node booted (as far as this monitor saw), by GPU and Xid
   std::vector<KernelLogClass> kernelLog; // only classes with at least one line
   std::optional<std::string> kernelLogPath; // unset: no kernel log could be read
   std::vector<Malformed> malformed;

@@ -6,7 +6,7 @@ namespace msc::health {
 namespace json = llvm::json;
 
 json::Value sampleToJson(const Sample &s) {
-  json::Array thermal, rdma, edac, pools, nvme, gpus, klog, malformed, notes;
+  json::Array thermal, rdma, edac, pools, nvme, gpus, xids, klog, malformed, notes;
   for (const ThermalReading &t : s.thermal) {
     json::Object o{{"name", t.name}, {"path", t.path}, {"temp_mc", t.tempMilliC}};
     if (t.limitMilliC)
@@ -52,6 +52,13 @@ json::Value sampleToJson(const Sample &s) {
       o["ecc_uncorrected"] = int64_t(*g.eccUncorrected);
     gpus.push_back(std::move(o));
   }
+  for (const GpuXidReading &x : s.gpuXids)
+    xids.push_back(json::Object{{"pci", x.pci},
+                                {"library", x.library},
+                                {"xid", int64_t(x.xid)},
+                                {"events", int64_t(x.events)},
+                                {"first_ns", int64_t(x.firstNs)},
+                                {"last_ns", int64_t(x.lastNs)}});
   for (const KernelLogClass &k : s.kernelLog)
     klog.push_back(json::Object{{"class", k.name}, {"lines", int64_t(k.lines)}, {"last", k.last}});
   for (const Malformed &m : s.malformed)
@@ -65,6 +72,7 @@ json::Value sampleToJson(const Sample &s) {
                    {"hugepages", std::move(pools)},
                    {"nvme", std::move(nvme)},
                    {"gpus", std::move(gpus)},
+                   {"gpu_xids", std::move(xids)},
                    {"kernel_log", std::move(klog)},
                    {"malformed", std::move(malformed)},
                    {"notes", std::move(notes)}};
@@ -196,6 +204,18 @@ llvm::Expected<Sample> sampleFromJson(const json::Value &value) {
           *counter = n;
         }
       s.gpus.push_back(std::move(x));
+    });
+  // Absent in a state file kept before Xid events were read through NVML: none then.
+  if (o->get("gpu_xids"))
+    r.each(*o, "gpu_xids", [&](const json::Object &g) {
+      GpuXidReading x;
+      r.str(g, "pci", x.pci);
+      r.str(g, "library", x.library);
+      r.num(g, "xid", x.xid);
+      r.num(g, "events", x.events);
+      r.num(g, "first_ns", x.firstNs);
+      r.num(g, "last_ns", x.lastNs);
+      s.gpuXids.push_back(std::move(x));
     });
   r.each(*o, "kernel_log", [&](const json::Object &k) {
     KernelLogClass x;

@@ -220,8 +220,91 @@ void readNvme(const hal::Topology &t, const std::string &root, Sample &sample) {
   }
 }
 
+// One NVML library as this process keeps it: initialised once, with one event set to which every
+// GPU NVML knows is registered for Xid critical errors. NVML delivers an event only to the sets
+// registered before it happened, so the set lives as long as the process and each look drains it.
+struct NvmlSession {
+  std::unique_ptr<hal::Nvml> nvml;
+  hal::Nvml::EventSet xidEvents = nullptr;
+  std::string xidEventsUnavailable;                    // why Xid events are not read; "" while they are
+  std::map<std::string, hal::Nvml::Device> registered; // PCI address -> the handle its events name
+  std::map<std::string, std::string> notRegistered;    // PCI address -> why (not tried again)
+
+  NvmlSession() = default;
+  NvmlSession(const NvmlSession &) = delete;
+  NvmlSession &operator=(const NvmlSession &) = delete;
+  ~NvmlSession() {
+    if (xidEvents)
+      nvml->eventSetFree(xidEvents); // before the Nvml's destructor shuts NVML down
+  }
+
+  void open(const std::string &library) {
+    nvml = hal::Nvml::open(library);
+    if (!nvml)
+      return;
+    if (!nvml->hasEvents()) {
+      xidEventsUnavailable = library + " has no event API (nvmlEventSetCreate, nvmlDeviceRegisterEvents, "
+                                       "nvmlEventSetWait, nvmlEventSetFree)";
+      return;
+    }
+    if (int rc = nvml->eventSetCreate(&xidEvents); rc != 0) {
+      xidEvents = nullptr;
+      xidEventsUnavailable = "nvmlEventSetCreate returned " + std::to_string(rc);
+    }
+  }
+
+  // Registers `device` once; true when this look registered it (its Xids count from now on).
+  bool registerForXids(const std::string &pci, hal::Nvml::Device device) {
+    if (!xidEvents || registered.count(pci) || notRegistered.count(pci))
+      return false;
+    int rc = nvml->registerEvents(device, hal::Nvml::EventTypeXidCriticalError, xidEvents);
+    if (rc == 0) {
+      registered[pci] = device;
+      return true;
+    }
+    notRegistered[pci] = rc == hal::Nvml::ErrorNotSupported
+                             ? "NVML does not support Xid events on it (NVML_ERROR_NOT_SUPPORTED)"
+                             : "nvmlDeviceRegisterEvents returned " + std::to_string(rc);
+    return false;
+  }
+};
+
+// An Xid storm must not keep a look from ending: what is left waits in the set for the next look.
+constexpr unsigned MaxXidEventsPerLook = 4096;
+
+// Every Xid event the set holds, without waiting (timeout 0 ms), counted by GPU and Xid.
+void drainXids(NvmlSession &session, const std::string &library, Sample &sample) {
+  for (unsigned drained = 0; drained < MaxXidEventsPerLook; ++drained) {
+    hal::Nvml::EventData event{}; // nvmlEventSetWait (before _v2) fills only the first three fields
+    int rc = session.nvml->eventSetWait(session.xidEvents, &event, 0);
+    if (rc == hal::Nvml::ErrorTimeout)
+      return;
+    if (rc != 0) {
+      sample.notes.push_back("GPU Xid events through NVML: " + std::string(session.nvml->eventSetWaitName) +
+                             " returned " + std::to_string(rc) + ", the rest are read at the next look");
+      return;
+    }
+    if (!(event.eventType & hal::Nvml::EventTypeXidCriticalError))
+      continue;
+    auto gpu = llvm::find_if(session.registered, [&](auto &r) { return r.second == event.device; });
+    if (gpu == session.registered.end())
+      continue; // only registered GPUs have events; a handle NVML no longer gives out has no PCI address
+    unsigned xid = unsigned(event.eventData);
+    auto at = llvm::find_if(sample.gpuXids,
+                            [&](const GpuXidReading &x) { return x.pci == gpu->first && x.xid == xid; });
+    if (at == sample.gpuXids.end()) {
+      sample.gpuXids.push_back({gpu->first, library, xid, 0, sample.monotonicNs, sample.monotonicNs});
+      at = sample.gpuXids.end() - 1;
+    }
+    ++at->events;
+  }
+  sample.notes.push_back("GPU Xid events through NVML: more than " + std::to_string(MaxXidEventsPerLook) +
+                         " in one look, the rest are read at the next");
+}
+
 // The memory health of each GPU the node advertises, through NVML: ECC counters since the driver
-// loaded, and repairs waiting for a reset. NVML's "not supported" (3) leaves a value unset.
+// loaded, and repairs waiting for a reset. NVML's "not supported" (3) leaves a value unset. Then the
+// Xid events NVML delivered since the last look.
 void readGpus(const hal::Topology &t, const SamplerOptions &options, Sample &sample) {
   if (t.gpus().empty())
     return;
@@ -237,17 +320,19 @@ void readGpus(const hal::Topology &t, const SamplerOptions &options, Sample &sam
   // counters, and an agent looks every few hundred milliseconds); one that does not load is not
   // tried again.
   static std::mutex opening;
-  static std::map<std::string, std::unique_ptr<hal::Nvml>> opened;
+  static std::map<std::string, NvmlSession> sessions;
   std::lock_guard<std::mutex> lock(opening);
-  auto [at, fresh] = opened.try_emplace(*library);
+  auto [at, fresh] = sessions.try_emplace(*library);
+  NvmlSession &session = at->second;
   if (fresh)
-    at->second = hal::Nvml::open(*library);
-  hal::Nvml *nvml = at->second.get();
+    session.open(*library);
+  hal::Nvml *nvml = session.nvml.get();
   if (!nvml) {
     sample.notes.push_back("GPU memory health: " + *library + " cannot be loaded or initialised; NVIDIA Xid lines "
                            "are judged from the kernel log");
     return;
   }
+  unsigned registeredNow = 0;
   for (const hal::GpuRef &gpu : t.gpus()) {
     std::string pci = gpu.info->pci.str();
     hal::Nvml::Device device = nullptr;
@@ -255,6 +340,10 @@ void readGpus(const hal::Topology &t, const SamplerOptions &options, Sample &sam
       sample.notes.push_back("GPU " + pci + ": NVML does not know it, its memory health is not read");
       continue;
     }
+    registeredNow += session.registerForXids(pci, device);
+    if (auto why = session.notRegistered.find(pci); why != session.notRegistered.end())
+      sample.notes.push_back("GPU " + pci + ": Xid events through NVML not read (" + why->second +
+                             "); its Xids are judged from the kernel log");
     GpuMemoryReading r;
     r.pci = pci;
     r.library = *library;
@@ -273,6 +362,16 @@ void readGpus(const hal::Topology &t, const SamplerOptions &options, Sample &sam
     }
     sample.gpus.push_back(std::move(r));
   }
+  if (!session.xidEventsUnavailable.empty()) {
+    sample.notes.push_back("GPU Xid events through NVML: " + session.xidEventsUnavailable +
+                           "; NVIDIA Xid lines are judged from the kernel log");
+    return;
+  }
+  if (registeredNow)
+    sample.notes.push_back("GPU Xid events through NVML: " + std::to_string(registeredNow) +
+                           " GPU(s) registered by this look; NVML delivers only the Xids that happen after it "
+                           "(earlier ones are in the kernel log)");
+  drainXids(session, *library, sample);
 }
 
 // Every record the kernel still holds, without blocking: /dev/kmsg returns one record per read and

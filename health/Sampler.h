@@ -18,7 +18,8 @@ struct SamplerOptions {
   // ioctl on /dev/nvmeN; under a recorded tree ROOT/dev/kmsg and ROOT/dev/nvmeN are read as
   // plain files (kmsg records or dmesg lines; a 512-byte SMART log page) when present.
   std::string root = "/";
-  // The NVML library GPUs' memory health is read through (dlopen). Unset: libnvidia-ml.so.1 under
+  // The NVML library GPUs' memory health and Xid events are read through (dlopen; once a process,
+  // with one event set that each look drains without waiting). Unset: libnvidia-ml.so.1 under
   // "/", none under another root (a recorded tree's GPUs are not this machine's); tests name a fake.
   std::optional<std::string> nvmlLibrary = {};
 };

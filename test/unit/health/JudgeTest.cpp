@@ -165,6 +165,56 @@ TEST(HealthJudge, KernelLogClasses) {
   EXPECT_EQ(v.reasons[0].evidence, "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.");
 }
 
+// Xids NVML delivered: a fatal code fails the node, another degrades it, and the monitor carries
+// them from look to look (NVML delivers each once) until the node reboots.
+TEST(HealthJudge, GpuXidsThroughNvmlFailOrDegradeUntilTheNodeReboots) {
+  ManualClock clock(10 * Second);
+  Monitor monitor;
+  EXPECT_EQ(monitor.observe(base(clock)).level, Level::Healthy);
+
+  clock.advance(Second);
+  Sample s = base(clock);
+  s.gpuXids.push_back({"0000:07:00.0", "libnvidia-ml.so.1", 31, 2, clock.monotonicNs(), clock.monotonicNs()});
+  Verdict v = monitor.observe(s);
+  EXPECT_EQ(v.level, Level::Degraded);
+  ASSERT_EQ(codes(v), std::vector<std::string>{"WRN_HEALTH_010"});
+  EXPECT_EQ(v.reasons[0].message, "GPU 0000:07:00.0 reported Xid 31 through NVML (2 event(s))");
+  EXPECT_EQ(v.reasons[0].path, "libnvidia-ml.so.1");
+  EXPECT_EQ(v.reasons[0].evidence,
+            "nvmlEventTypeXidCriticalError, eventData 31: 2 event(s), the first drained at 11.000s, the last at "
+            "11.000s on the monotonic clock");
+
+  // A fatal Xid on another GPU, and the same Xid again on the first: failed, counts summed.
+  clock.advance(Second);
+  s = base(clock);
+  s.gpuXids.push_back({"0000:0b:00.0", "libnvidia-ml.so.1", 79, 1, clock.monotonicNs(), clock.monotonicNs()});
+  s.gpuXids.push_back({"0000:07:00.0", "libnvidia-ml.so.1", 31, 1, clock.monotonicNs(), clock.monotonicNs()});
+  v = monitor.observe(s);
+  EXPECT_EQ(v.level, Level::Failed);
+  ASSERT_EQ(codes(v), (std::vector<std::string>{"ERR_HEALTH_010", "WRN_HEALTH_010"})); // worst first
+  EXPECT_EQ(v.reasons[0].message, "GPU 0000:0b:00.0 reported Xid 79 through NVML (1 event(s))");
+  EXPECT_EQ(v.reasons[1].message, "GPU 0000:07:00.0 reported Xid 31 through NVML (3 event(s))");
+  EXPECT_EQ(v.reasons[1].evidence,
+            "nvmlEventTypeXidCriticalError, eventData 31: 3 event(s), the first drained at 11.000s, the last at "
+            "12.000s on the monotonic clock");
+
+  // Nothing new an hour later: still failed, the samples kept hold both.
+  clock.advance(3600 * Second);
+  v = monitor.observe(base(clock));
+  EXPECT_EQ(codes(v), (std::vector<std::string>{"ERR_HEALTH_010", "WRN_HEALTH_010"}));
+  ASSERT_EQ(monitor.previous()->gpuXids.size(), 2u);
+
+  // Rebooted (the monotonic clock started again): the GPUs were reset, nothing carried.
+  clock.set(5 * Second);
+  EXPECT_EQ(monitor.observe(base(clock)).level, Level::Healthy);
+  EXPECT_TRUE(monitor.previous()->gpuXids.empty());
+
+  // judge() alone judges the sample's own Xids; an unknown Xid (999) is not fatal.
+  Sample unknown = base(clock);
+  unknown.gpuXids.push_back({"0000:07:00.0", "libnvidia-ml.so.1", 999, 1, clock.monotonicNs(), clock.monotonicNs()});
+  EXPECT_EQ(codes(judge(unknown, nullptr, nullptr, Policy{})), std::vector<std::string>{"WRN_HEALTH_010"});
+}
+
 TEST(HealthJudge, MalformedValueDegradesAndNothingElse) {
   ManualClock clock;
   Sample s = base(clock);
@@ -190,9 +240,26 @@ TEST(HealthJudge, SampleRoundTripsThroughJson) {
   Sample s = base(clock);
   s.kernelLog.push_back({"edac-ce", 3, "EDAC MC0: 1 CE memory read error"});
   s.kernelLogPath = "/dev/kmsg";
+  s.gpuXids.push_back({"0000:07:00.0", "libnvidia-ml.so.1", 79, 2, 1 * Second, 3 * Second});
   llvm::Expected<Sample> back = sampleFromJson(sampleToJson(s));
   ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
   EXPECT_EQ(llvm::json::Value(sampleToJson(*back)), llvm::json::Value(sampleToJson(s)));
+  ASSERT_EQ(back->gpuXids.size(), 1u);
+  EXPECT_EQ(back->gpuXids[0].xid, 79u);
+  EXPECT_EQ(back->gpuXids[0].events, 2u);
+  EXPECT_EQ(back->gpuXids[0].firstNs, 1 * Second);
+  EXPECT_EQ(back->gpuXids[0].lastNs, 3 * Second);
+  // A state file kept before Xid events were read has no "gpu_xids": none, not an error.
+  llvm::json::Value older = sampleToJson(s);
+  older.getAsObject()->erase("gpu_xids");
+  llvm::Expected<Sample> old = sampleFromJson(older);
+  ASSERT_TRUE(bool(old)) << llvm::toString(old.takeError());
+  EXPECT_TRUE(old->gpuXids.empty());
+  llvm::json::Value wrong = sampleToJson(s);
+  (*wrong.getAsObject()->getArray("gpu_xids"))[0].getAsObject()->erase("xid");
+  llvm::Expected<Sample> missing = sampleFromJson(wrong);
+  ASSERT_FALSE(bool(missing));
+  EXPECT_EQ(llvm::toString(missing.takeError()), "'xid' is not a non-negative integer");
   llvm::json::Value broken = llvm::json::Object{{"monotonic_ns", "soon"}};
   llvm::Expected<Sample> bad = sampleFromJson(broken);
   ASSERT_FALSE(bool(bad));

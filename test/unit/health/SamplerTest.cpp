@@ -180,3 +180,129 @@ TEST(HealthSampler, GpuMemoryThroughNvml) {
   ::unsetenv("MSC_FAKE_NVML_STATE");
   llvm::sys::fs::remove(state);
 }
+
+namespace {
+
+std::optional<hal::Topology> loadFourA100() {
+  CollectingConsumer consumer;
+  DiagnosticEngine diags(nullptr, consumer);
+  return hal::loadTopology(
+      hal::TopologySource::file(std::string(MSC_SOURCE_DIR) +
+                                "/../shared/fixtures/topologies/hwloc-xml/psmgmt-jwb0004-juwelsbooster-4xA100.xml"),
+      diags);
+}
+
+// A file a test writes and removes, named for the fake NVML in an environment variable.
+struct FakeNvmlFile {
+  FakeNvmlFile(const char *variable, const std::string &text) : variable(variable) {
+    EXPECT_FALSE(llvm::sys::fs::createTemporaryFile("msc-fake-nvml", "txt", path));
+    write(text, std::ios::trunc);
+    ::setenv(variable, path.c_str(), 1);
+  }
+  ~FakeNvmlFile() {
+    ::unsetenv(variable);
+    llvm::sys::fs::remove(path);
+  }
+  void append(const std::string &text) { write(text, std::ios::app); }
+  void write(const std::string &text, std::ios::openmode mode) { std::ofstream(std::string(path), mode) << text; }
+  const char *variable;
+  llvm::SmallString<128> path;
+};
+
+} // namespace
+
+// The agent's path: one process, NVML opened once, looks a second apart. Each look drains the Xid
+// events NVML queued since the last one (the fake delivers each line of its Xid file once, the test
+// appends lines between looks); the monitor carries them, so a fatal Xid keeps the node failed.
+TEST(HealthSampler, GpuXidsThroughNvmlEvents) {
+  std::optional<hal::Topology> topo = loadFourA100();
+  ASSERT_TRUE(topo);
+  std::vector<hal::GpuRef> gpus = topo->gpus();
+  ASSERT_EQ(gpus.size(), 4u);
+  std::string pci[4];
+  for (int i = 0; i < 4; ++i)
+    pci[i] = gpus[i].info->pci.str();
+  FakeNvmlFile state("MSC_FAKE_NVML_STATE", pci[0] + " 0 0 0 0 0\n" + pci[1] + " 0 0 0 0 0\n" + pci[2] +
+                                                " 0 0 0 0 0\n" + pci[3] + " 0 0 0 0 0\n");
+  // GPU 3 stands for a consumer GPU: NVML_ERROR_NOT_SUPPORTED when it is registered.
+  ::setenv("MSC_FAKE_NVML_XID_UNSUPPORTED", pci[3].c_str(), 1);
+  // Queued after the first look registers the GPUs (the fake delivers at the first wait what is there).
+  FakeNvmlFile xids("MSC_FAKE_NVML_XIDS", pci[0] + " 13\n");
+  SamplerOptions options{"/nonexistent-root", std::string(MSC_FAKE_NVML_LIB)};
+  ManualClock clock(100 * 1'000'000'000ull);
+  Monitor monitor;
+
+  Sample first = takeSample(*topo, options, clock);
+  ASSERT_EQ(first.gpuXids.size(), 1u);
+  EXPECT_EQ(first.gpuXids[0].pci, pci[0]);
+  EXPECT_EQ(first.gpuXids[0].xid, 13u);
+  EXPECT_EQ(first.gpuXids[0].events, 1u);
+  EXPECT_EQ(first.gpuXids[0].library, MSC_FAKE_NVML_LIB);
+  EXPECT_TRUE(hasNote(first, "GPU " + pci[3] + ": Xid events through NVML not read (NVML does not support Xid "
+                                               "events on it (NVML_ERROR_NOT_SUPPORTED))"));
+  Verdict v = monitor.observe(first);
+  EXPECT_EQ(v.level, Level::Degraded);
+  ASSERT_EQ(v.reasons.size(), 1u);
+  EXPECT_EQ(v.reasons[0].code, DiagCode::WRN_HEALTH_010);
+  EXPECT_EQ(v.reasons[0].message, "GPU " + pci[0] + " reported Xid 13 through NVML (1 event(s))");
+
+  // Between the looks: a fatal Xid on GPU 1, Xid 13 again on GPU 0, and one on GPU 3, which no set
+  // waits for (lost, as NVML loses it).
+  xids.append(pci[1] + " 79\n" + pci[3] + " 79\n" + pci[0] + " 13\n");
+  clock.advance(1'000'000'000);
+  Sample second = takeSample(*topo, options, clock);
+  ASSERT_EQ(second.gpuXids.size(), 2u) << "only the events since the last look";
+  EXPECT_EQ(second.gpuXids[0].pci, pci[1]);
+  EXPECT_EQ(second.gpuXids[0].xid, 79u);
+  EXPECT_EQ(second.gpuXids[1].pci, pci[0]);
+  EXPECT_EQ(second.gpuXids[1].events, 1u);
+  EXPECT_FALSE(hasNote(second, "registered by this look")) << "registered once, at the first look";
+  v = monitor.observe(std::move(second));
+  EXPECT_EQ(v.level, Level::Failed);
+  ASSERT_EQ(v.reasons.size(), 2u);
+  EXPECT_EQ(v.reasons[0].code, DiagCode::ERR_HEALTH_010);
+  EXPECT_EQ(v.reasons[0].message, "GPU " + pci[1] + " reported Xid 79 through NVML (1 event(s))");
+  EXPECT_EQ(v.reasons[0].path, MSC_FAKE_NVML_LIB);
+  EXPECT_EQ(v.reasons[1].message, "GPU " + pci[0] + " reported Xid 13 through NVML (2 event(s))");
+  EXPECT_EQ(v.reasons[1].evidence, "nvmlEventTypeXidCriticalError, eventData 13: 2 event(s), the first drained at "
+                                   "100.000s, the last at 101.000s on the monotonic clock");
+
+  // Nothing new: still failed, nothing delivered twice.
+  clock.advance(1'000'000'000);
+  Sample third = takeSample(*topo, options, clock);
+  EXPECT_TRUE(third.gpuXids.empty());
+  v = monitor.observe(std::move(third));
+  EXPECT_EQ(v.level, Level::Failed);
+  EXPECT_EQ(v.reasons[1].message, "GPU " + pci[0] + " reported Xid 13 through NVML (2 event(s))");
+
+  // What `--state` keeps reads back with the Xids.
+  llvm::Expected<Sample> back = sampleFromJson(sampleToJson(*monitor.previous()));
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  ASSERT_EQ(back->gpuXids.size(), 2u);
+  EXPECT_EQ(back->gpuXids[0].pci, pci[0]);
+  EXPECT_EQ(back->gpuXids[0].events, 2u);
+  ::unsetenv("MSC_FAKE_NVML_XID_UNSUPPORTED");
+}
+
+// Older drivers: nvmlEventSetWait (before _v2, without the MIG instance fields) still delivers the
+// events; a library without the event API is a note, and the memory health is read all the same.
+TEST(HealthSampler, GpuXidsWithOlderNvml) {
+  std::optional<hal::Topology> topo = loadFourA100();
+  ASSERT_TRUE(topo);
+  std::string pci = topo->gpus()[0].info->pci.str();
+  FakeNvmlFile state("MSC_FAKE_NVML_STATE", pci + " 0 0 0 0 0\n");
+  FakeNvmlFile xids("MSC_FAKE_NVML_XIDS", pci + " 48\n");
+  ManualClock clock;
+
+  Sample v1 = takeSample(*topo, {"/nonexistent-root", std::string(MSC_FAKE_NVML_WAIT_V1_LIB)}, clock);
+  ASSERT_EQ(v1.gpuXids.size(), 1u);
+  EXPECT_EQ(v1.gpuXids[0].xid, 48u);
+  EXPECT_EQ(judge(v1, nullptr, nullptr, Policy{}).reasons[0].code, DiagCode::ERR_HEALTH_010);
+
+  Sample none = takeSample(*topo, {"/nonexistent-root", std::string(MSC_FAKE_NVML_NO_EVENTS_LIB)}, clock);
+  EXPECT_TRUE(none.gpuXids.empty());
+  ASSERT_EQ(none.gpus.size(), 1u);
+  EXPECT_TRUE(hasNote(none, std::string("GPU Xid events through NVML: ") + MSC_FAKE_NVML_NO_EVENTS_LIB +
+                                " has no event API (nvmlEventSetCreate, nvmlDeviceRegisterEvents, nvmlEventSetWait, "
+                                "nvmlEventSetFree); NVIDIA Xid lines are judged from the kernel log"));
+}
