@@ -263,14 +263,14 @@ void IRGen::checkPhasesAgainstRoles(const ir::Contract &c) {
   }
 }
 
-// A borrower holds nothing: it asks for amounts (cpu_cores, memory, gpu_sm_slices) and runs on what
-// owners lend, where the node puts it.
+// A borrower holds nothing: it asks for amounts (cpu_cores, memory, gpu_sm_slices, rdma_qps) and
+// runs on what owners lend, where the node puts it.
 void IRGen::checkBorrower(const ir::Contract &c, const ast::Declaration &decl) {
   auto refuse = [&](llvm::SMRange at, const std::string &what, const std::string &why) {
     diags_.report(DiagCode::ERR_SEM_024, at).note(Location::none(), why) << c.name << what;
   };
   const char *holdsNothing = "a borrower holds nothing of its own: it asks for amounts (cpu_cores, memory, "
-                             "gpu_sm_slices) and the node runs it on what other contracts lend";
+                             "gpu_sm_slices, rdma_qps) and the node runs it on what other contracts lend";
   for (const ir::Role &role : c.body.roles) {
     const ir::RoleFields &f = role.fields;
     if (f.cpu_cores || f.gpu || f.gpus || f.rdma_port || f.io_queue || f.pcie_domain)
@@ -285,9 +285,9 @@ void IRGen::checkBorrower(const ir::Contract &c, const ast::Declaration &decl) {
     const ir::Origin &o = c.body.lending.reclaim_within ? c.body.lending.reclaim_within->origin : c.body.lending.lead->origin;
     refuse(o.fieldRange, "sets lending", "lending is what an owner promises; a borrower is what is reclaimed");
   }
-  if (!c.body.compute.cpu_cores && !c.body.compute.gpu_sm_slices && !c.body.compute.memory)
+  if (!c.body.compute.cpu_cores && !c.body.compute.gpu_sm_slices && !c.body.compute.memory && !c.body.compute.rdma_qps)
     refuse(decl.nameRange, "asks for nothing to borrow",
-           "say what it needs: cpu_cores = N, memory = SIZE, gpu_sm_slices = N");
+           "say what it needs: cpu_cores = N, memory = SIZE, gpu_sm_slices = N, rdma_qps = N");
 }
 
 ir::Body IRGen::checkBody(const ast::Declaration &decl) {

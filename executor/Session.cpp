@@ -206,7 +206,7 @@ std::vector<HeldQpGroup> Session::heldQpGroups() const {
   for (size_t i = 0; i < appliedCount_; ++i)
     if (const std::vector<AppliedQpGroup> *groups = appliedQpGroups(*appliers_[i]))
       for (const AppliedQpGroup &g : *groups)
-        out.push_back({g.role, g.id, g.device, g.port});
+        out.push_back({g.planIndex, g.role, g.id, g.device, g.port});
   return out;
 }
 

@@ -40,6 +40,7 @@ struct HeldSlice {
   SliceId id = 0;
 };
 struct HeldQpGroup {
+  int planIndex = 0;
   std::string role;
   uint64_t id = 0;
   std::string device;

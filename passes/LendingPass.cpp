@@ -66,8 +66,17 @@ private:
     const ir::Contract &c = ctx.contract;
     const hal::Topology &topo = *ctx.topology;
     const std::string node = topo.name().empty() ? "this node" : topo.name();
+    const hal::Summary summary = hal::summarize(topo);
+    // GPU units and queue pairs are lent only from an owner's GPU slice or queue-pair group: a node
+    // without the device lends none, whatever its owners.
+    if (const auto &slices = c.body.compute.gpu_sm_slices; slices && slices->value > 0 && summary.gpus == 0)
+      ctx.diags.report(DiagCode::ERR_HAL_LEND_001, at(slices->origin))
+          << c.name << (std::to_string(slices->value) + " GPU SM slices") << node << "it has no GPU";
+    if (const auto &qps = c.body.compute.rdma_qps; qps && qps->value > 0 && summary.rdma == 0)
+      ctx.diags.report(DiagCode::ERR_HAL_LEND_001, at(qps->origin))
+          << c.name << (std::to_string(qps->value) + " RDMA queue pairs") << node << "it has no RDMA device";
     if (const auto &cores = c.body.compute.cpu_cores) {
-      size_t have = hal::summarize(topo).cores;
+      size_t have = summary.cores;
       if (have && uint64_t(cores->value) > have)
         ctx.diags.report(DiagCode::ERR_HAL_LEND_001, at(cores->origin))
             << c.name << (std::to_string(cores->value) + " CPU cores") << node

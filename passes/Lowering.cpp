@@ -33,6 +33,7 @@ void lowerLending(const ir::Contract &contract, plan::Plan &out) {
     b->set_cpu_cores(static_cast<uint32_t>(valueOr(compute.cpu_cores, int64_t(0))));
     b->set_memory_bytes(compute.memory ? compute.memory->value.value : 0);
     b->set_gpu_sm_slices(static_cast<uint32_t>(valueOr(compute.gpu_sm_slices, int64_t(0))));
+    b->set_rdma_queue_pairs(static_cast<uint32_t>(valueOr(compute.rdma_qps, int64_t(0))));
     return;
   }
   if (contract.body.phases.empty())

@@ -184,7 +184,8 @@ void dumpPlan(const Plan &plan, llvm::raw_ostream &os) {
     const Borrow &b = plan.borrow();
     os << "borrower (class opportunistic): " << b.cpu_cores() << " CPU cores, "
        << (b.memory_bytes() ? formatBytes({b.memory_bytes()}) : std::string("no memory limit")) << ", "
-       << b.gpu_sm_slices() << " SM slices, on what other contracts lend\n";
+       << b.gpu_sm_slices() << " SM slices, " << b.rdma_queue_pairs() << " RDMA queue pairs, on what other "
+       << "contracts lend\n";
   }
 }
 

@@ -36,15 +36,29 @@ ControlPageHost::~ControlPageHost() {
     ::close(fd_);
 }
 
-uint64_t publishSlices(mscale::worker::ControlPage &page, const std::string &slices) {
-  if (slices.size() >= sizeof page.slices)
+namespace {
+// Writes `text` under `seqlock` into `buffer`, then bumps `generation`: its new value, 0 when the
+// text does not fit.
+template <size_t N>
+uint64_t publishHandOver(std::atomic<uint64_t> &seqlock, std::atomic<uint64_t> &generation, char (&buffer)[N],
+                         const std::string &text) {
+  if (text.size() >= N)
     return 0;
-  page.slicesSeq.fetch_add(1, std::memory_order_acq_rel); // odd: readers retry
+  seqlock.fetch_add(1, std::memory_order_acq_rel); // odd: readers retry
   std::atomic_thread_fence(std::memory_order_release);
-  std::memcpy(page.slices, slices.data(), slices.size());
-  page.slices[slices.size()] = 0;
-  page.slicesSeq.fetch_add(1, std::memory_order_release); // even again
-  return page.sliceGeneration.fetch_add(1, std::memory_order_acq_rel) + 1;
+  std::memcpy(buffer, text.data(), text.size());
+  buffer[text.size()] = 0;
+  seqlock.fetch_add(1, std::memory_order_release); // even again
+  return generation.fetch_add(1, std::memory_order_acq_rel) + 1;
+}
+} // namespace
+
+uint64_t publishSlices(mscale::worker::ControlPage &page, const std::string &slices) {
+  return publishHandOver(page.slicesSeq, page.sliceGeneration, page.slices, slices);
+}
+
+uint64_t publishQueuePairs(mscale::worker::ControlPage &page, const std::string &queuePairs) {
+  return publishHandOver(page.queuePairsSeq, page.queuePairGeneration, page.queuePairs, queuePairs);
 }
 
 mscale::worker::Failure ControlPageHost::failure() const {
@@ -71,6 +85,8 @@ void ControlPageHost::resetForNewWorker() {
   page_->standbyRuntimes.store(0, std::memory_order_relaxed);
   std::memset(page_->takeOverEnvironment, 0, sizeof page_->takeOverEnvironment);
   page_->ackGeneration.store(page_->sliceGeneration.load(std::memory_order_relaxed), std::memory_order_release);
+  // Nor does it hold queue pairs it was lent: the node tells it afresh what it is lent now.
+  page_->queuePairAck.store(page_->queuePairGeneration.load(std::memory_order_relaxed), std::memory_order_release);
   // A new worker starts before its first phase, where the owner keeps everything: the node's lending
   // loop, woken here, takes back what the last worker's phase lent before the new one runs.
   page_->phase.store(0, std::memory_order_release);

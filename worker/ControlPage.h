@@ -18,6 +18,10 @@ namespace msc::worker {
 // returns its generation, 0 when the text does not fit the page. The worker acknowledges it by
 // storing that generation in `ackGeneration`.
 uint64_t publishSlices(mscale::worker::ControlPage &page, const std::string &slices);
+// Publishes a borrower's queue-pair hand-over on `page` (MSCALE_RDMA syntax; empty: let go of
+// them): returns its generation, 0 when the text does not fit the page. The worker acknowledges it
+// by storing that generation in `queuePairAck`.
+uint64_t publishQueuePairs(mscale::worker::ControlPage &page, const std::string &queuePairs);
 
 class ControlPageHost {
 public:

@@ -158,6 +158,15 @@ struct ControlPage {
   // of a job is given the same S, so none waits in a collective of step S + 1.
   std::atomic<uint64_t> stopAfterStep;
   std::atomic<uint64_t> stoppedAtStep; // 0 = not stopped
+  // A borrower's lent RDMA queue pairs (class = opportunistic, rdma_qps), handed over as slices
+  // are: the executor writes `queuePairs` (MSCALE_RDMA syntax, "lent@<device>:<port>:<queue
+  // pairs>:<max outstanding>"; empty: let go of them) under the seqlock `queuePairsSeq`, then bumps
+  // `queuePairGeneration`; the worker stores that generation in `queuePairAck` once it uses them, or
+  // has let go.
+  std::atomic<uint64_t> queuePairGeneration;
+  std::atomic<uint64_t> queuePairAck;
+  std::atomic<uint64_t> queuePairsSeq;
+  char queuePairs[88];
 };
 // Device runtimes a standby had loaded when it began to wait: it may have opened the devices of its
 // environment, so their placement can no longer change under it.
@@ -313,30 +322,52 @@ inline void reportThroughput(double tflops) {
     c->milliTflops.store(tflops > 0 ? static_cast<uint64_t>(tflops * 1000.0) : 0, std::memory_order_relaxed);
 }
 
+namespace detail {
+// A hand-over (a text under a seqlock, its generation, the worker's acknowledgement) not taken yet:
+// true with its generation and text.
+template <size_t N>
+inline bool pendingHandOver(const std::atomic<uint64_t> &generationWord, const std::atomic<uint64_t> &ackWord,
+                            const std::atomic<uint64_t> &seqlock, const char (&text)[N], uint64_t &generation,
+                            std::string &out) {
+  uint64_t g = generationWord.load(std::memory_order_acquire);
+  if (g == ackWord.load(std::memory_order_relaxed))
+    return false;
+  uint64_t seq = seqlock.load(std::memory_order_acquire);
+  if (seq & 1)
+    return false; // being rewritten: take it next time
+  char copy[N];
+  std::memcpy(copy, text, N);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (seqlock.load(std::memory_order_relaxed) != seq || generationWord.load(std::memory_order_acquire) != g)
+    return false;
+  out.assign(copy, strnlen(copy, N));
+  generation = g;
+  return true;
+}
+} // namespace detail
+
 // A GPU slice hand-over the worker has not taken yet: true with the generation and the new
 // MSCALE_GPU_SLICES value. The worker moves its work to them, then calls acknowledgeSlices().
 inline bool pendingSliceUpdate(uint64_t &generation, std::string &slices) {
   ControlPage *c = controlPage();
-  if (!c)
-    return false;
-  uint64_t g = c->sliceGeneration.load(std::memory_order_acquire);
-  if (g == c->ackGeneration.load(std::memory_order_relaxed))
-    return false;
-  uint64_t seq = c->slicesSeq.load(std::memory_order_acquire);
-  if (seq & 1)
-    return false; // being rewritten: take it next time
-  char copy[sizeof c->slices];
-  std::memcpy(copy, c->slices, sizeof copy);
-  std::atomic_thread_fence(std::memory_order_acquire);
-  if (c->slicesSeq.load(std::memory_order_relaxed) != seq || c->sliceGeneration.load(std::memory_order_acquire) != g)
-    return false;
-  slices.assign(copy, strnlen(copy, sizeof copy));
-  generation = g;
-  return true;
+  return c && detail::pendingHandOver(c->sliceGeneration, c->ackGeneration, c->slicesSeq, c->slices, generation, slices);
 }
 inline void acknowledgeSlices(uint64_t generation) {
   if (ControlPage *c = controlPage())
     c->ackGeneration.store(generation, std::memory_order_release);
+}
+
+// A borrower's queue-pair hand-over not taken yet: true with the generation and the lent queue
+// pairs (MSCALE_RDMA syntax; "": let go of them). The worker connects them, or closes the ones it
+// was lent, then calls acknowledgeQueuePairs().
+inline bool pendingQueuePairUpdate(uint64_t &generation, std::string &queuePairs) {
+  ControlPage *c = controlPage();
+  return c && detail::pendingHandOver(c->queuePairGeneration, c->queuePairAck, c->queuePairsSeq, c->queuePairs,
+                                      generation, queuePairs);
+}
+inline void acknowledgeQueuePairs(uint64_t generation) {
+  if (ControlPage *c = controlPage())
+    c->queuePairAck.store(generation, std::memory_order_release);
 }
 
 // ---- a planned stop at a snapshot boundary (a drain; docs/supervision.md) ----------------------

@@ -43,6 +43,19 @@ int roleCpuList(const char *role, std::vector<unsigned> &cpus) {
 
 std::string cpuText(const std::vector<unsigned> &cpus) { return msc::formatCpuList(cpus); }
 
+// A pending hand-over's text copied out for C: its generation, 0 when none, -ERANGE when it does
+// not fit `capacity` bytes with its NUL.
+int64_t copyHandOver(bool (*pending)(uint64_t &, std::string &), char *out, uint64_t capacity) {
+  uint64_t generation = 0;
+  std::string text;
+  if (!pending(generation, text))
+    return 0;
+  if (!out || text.size() + 1 > capacity)
+    return -ERANGE;
+  std::memcpy(out, text.c_str(), text.size() + 1);
+  return int64_t(generation);
+}
+
 } // namespace
 
 extern "C" {
@@ -227,16 +240,13 @@ int msc_worker_wait_yield_request(uint64_t timeout_ns) {
 }
 int msc_worker_yield(void) { return mscale::worker::yieldNow() ? 1 : 0; }
 int64_t msc_worker_gpu_slices_pending(char *slices, uint64_t capacity) {
-  uint64_t generation = 0;
-  std::string text;
-  if (!mscale::worker::pendingSliceUpdate(generation, text))
-    return 0;
-  if (!slices || text.size() + 1 > capacity)
-    return -ERANGE;
-  std::memcpy(slices, text.c_str(), text.size() + 1);
-  return int64_t(generation);
+  return copyHandOver(mscale::worker::pendingSliceUpdate, slices, capacity);
 }
 void msc_worker_acknowledge_gpu_slices(uint64_t generation) { mscale::worker::acknowledgeSlices(generation); }
+int64_t msc_worker_rdma_queue_pairs_pending(char *queue_pairs, uint64_t capacity) {
+  return copyHandOver(mscale::worker::pendingQueuePairUpdate, queue_pairs, capacity);
+}
+void msc_worker_acknowledge_rdma_queue_pairs(uint64_t generation) { mscale::worker::acknowledgeQueuePairs(generation); }
 void msc_worker_report_throughput(double tflops) { mscale::worker::reportThroughput(tflops); }
 uint64_t msc_worker_stop_requested(void) { return mscale::worker::stopRequested(); }
 int msc_worker_stopped_at(uint64_t step) {

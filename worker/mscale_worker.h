@@ -126,6 +126,16 @@ MSC_WORKER_API int64_t msc_worker_gpu_slices_pending(char *slices, uint64_t capa
  * executor releases them. A borrower that does not acknowledge a let-go in time is ended. */
 MSC_WORKER_API void msc_worker_acknowledge_gpu_slices(uint64_t generation);
 
+/* ---- a borrower's lent RDMA queue pairs (class = opportunistic, rdma_qps) ---- */
+/* A hand-over the worker has not taken yet: its generation (> 0), with the lent queue pairs copied
+ * into `queue_pairs` (capacity bytes, NUL-terminated; MSCALE_RDMA syntax
+ * "lent@<device>:<port>:<queue pairs>:<max outstanding>"; "": let go of them). 0 when none is
+ * pending, -ERANGE when it does not fit. Loads only. */
+MSC_WORKER_API int64_t msc_worker_rdma_queue_pairs_pending(char *queue_pairs, uint64_t capacity);
+/* The worker uses the queue pairs of `generation` now, or has let go of them: a borrower that does
+ * not acknowledge a let-go within half its lender's bound is ended. */
+MSC_WORKER_API void msc_worker_acknowledge_rdma_queue_pairs(uint64_t generation);
+
 /* ---- a planned stop at a snapshot boundary (a drain: the job moves to other nodes) ---- */
 /* The step the executor asks this worker to stop after, 0 when nothing is asked. Loads only: call it
  * after every completed step. When it equals the step just completed, the worker writes that step's

@@ -104,10 +104,15 @@ agent::Loan loanOf(const lending::Loan &loan) {
   out.set_borrower(loan.borrower);
   for (unsigned c : loan.cpus)
     out.add_cpus(c);
-  if (!loan.gpu.empty()) {
-    out.set_gpu_units(loan.gpu.units);
-    out.set_gpu_role(loan.gpuRole);
+  if (const lending::ShareLoan &gpu = loan.shares[lending::kGpuShare]; !gpu.empty()) {
+    out.set_gpu_units(gpu.units);
+    out.set_gpu_role(loan.shareRoles[lending::kGpuShare]);
     out.set_gpu_index(loan.gpuIndex);
+  }
+  if (const lending::ShareLoan &rdma = loan.shares[lending::kRdmaShare]; !rdma.empty()) {
+    out.set_rdma_queue_pairs(rdma.units);
+    out.set_rdma_role(loan.shareRoles[lending::kRdmaShare]);
+    out.set_rdma_port(loan.rdmaPort);
   }
   uint64_t now = SystemClock::instance().monotonicNs(); // the lending's clock
   out.set_since_ms_ago(int64_t((now - std::min(now, loan.sinceNs)) / 1'000'000));
@@ -391,7 +396,8 @@ agent::Response Agent::handle(const agent::Request &request, const PeerCredentia
     if (NodeLending *lending = ledger_.lending()) {
       loans->set_mechanism(lending->mechanism());
       loans->set_lent_core_ns(lending->lentCoreNs());
-      loans->set_lent_gpu_unit_ns(lending->lentGpuUnitNs());
+      loans->set_lent_gpu_unit_ns(lending->lentUnitNs(lending::kGpuShare));
+      loans->set_lent_queue_pair_ns(lending->lentUnitNs(lending::kRdmaShare));
       setYields(*loans, lending->yieldStats());
       for (const lending::Loan &loan : lending->loans())
         *loans->add_loans() = loanOf(loan);
@@ -546,7 +552,8 @@ std::string Agent::metricsText() const {
     loans.emplace();
     loans->set_mechanism(lending->mechanism());
     loans->set_lent_core_ns(lending->lentCoreNs());
-    loans->set_lent_gpu_unit_ns(lending->lentGpuUnitNs());
+    loans->set_lent_gpu_unit_ns(lending->lentUnitNs(lending::kGpuShare));
+    loans->set_lent_queue_pair_ns(lending->lentUnitNs(lending::kRdmaShare));
     setYields(*loans, lending->yieldStats());
   }
   return renderMetrics(statuses, requests_, server_.refusals(), loans ? &*loans : nullptr);

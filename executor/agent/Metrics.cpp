@@ -95,6 +95,9 @@ std::string renderMetrics(const std::vector<agent::ContractStatus> &contracts,
     head("mscale_lending_lent_gpu_unit_seconds_total", "counter",
          "GPU unit-seconds (SM slices) the contracts with phases lent to borrowers on this node");
     os << "mscale_lending_lent_gpu_unit_seconds_total " << seconds(loans->lent_gpu_unit_ns()) << "\n";
+    head("mscale_lending_lent_queue_pair_seconds_total", "counter",
+         "RDMA queue-pair-seconds the contracts with phases lent to borrowers on this node");
+    os << "mscale_lending_lent_queue_pair_seconds_total " << seconds(loans->lent_queue_pair_ns()) << "\n";
     head("mscale_lending_yield_requests_total", "counter",
          "Requests to borrowers that cooperate to yield what they were lent, before they are frozen");
     os << "mscale_lending_yield_requests_total " << loans->yields().asked() << "\n";

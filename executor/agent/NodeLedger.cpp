@@ -66,12 +66,15 @@ NodeLending &NodeLedger::makeLending() {
 }
 
 namespace {
-OwnerGpu ownerGpu(const Session &session) {
-  OwnerGpu gpu;
-  gpu.backend = session.gpuBackend();
+OwnerDevices ownerDevices(const Session &session) {
+  OwnerDevices devices;
+  devices.gpuBackend = session.gpuBackend();
   for (const HeldSlice &s : session.heldSlices())
-    gpu.slices.emplace_back(s.planIndex, s.id);
-  return gpu;
+    devices.slices.emplace_back(s.planIndex, s.id);
+  devices.rdmaBackend = session.rdmaBackend();
+  for (const HeldQpGroup &g : session.heldQpGroups())
+    devices.qpGroups.emplace_back(g.planIndex, g.id);
+  return devices;
 }
 } // namespace
 
@@ -86,7 +89,7 @@ void NodeLedger::startLending(const std::string &contract, const Contract &c) {
     why = "it was admitted without a worker, whose control page would say its phase";
   else if (!page)
     why = "its worker has no control page";
-  else if (makeLending().addOwner(plan, *page, why, ownerGpu(*c.session)))
+  else if (makeLending().addOwner(plan, *page, why, ownerDevices(*c.session)))
     return;
   LogDiagnosticPrinter printer(log_);
   printer.setContract(contract);

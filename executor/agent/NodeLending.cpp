@@ -63,7 +63,10 @@ NodeLending::NodeLending(Logger &log, bool simulated, std::string recordDir)
     }
   }
   if (node_)
-    node_->setGpuMechanism(&gpuLoans_);
+  {
+    node_->setShareMechanism(lending::kGpuShare, &gpuLoans_);
+    node_->setShareMechanism(lending::kRdmaShare, &rdmaLoans_);
+  }
   if (node_)
     loop_ = std::make_unique<LendingLoop>(*node_, [this](const std::vector<std::string> &e) { onErrors(e); });
 }
@@ -171,7 +174,7 @@ void NodeLending::watchPages() {
 }
 
 bool NodeLending::addOwner(const plan::Plan &plan, const worker::ControlPageHost &page, std::string &error,
-                           const OwnerGpu &gpu) {
+                           const OwnerDevices &devices) {
   std::optional<Owner> owner = ownerOf(plan);
   if (!owner) {
     error = "its plan has no phases";
@@ -196,33 +199,49 @@ bool NodeLending::addOwner(const plan::Plan &plan, const worker::ControlPageHost
   mostLent_[owner->contract] = mostLent(*owner);
   auto *cp = static_cast<mscale::worker::ControlPage *>(mapped.map);
   owners_[owner->contract] = mapped;
-  std::string gpuError;
+  std::string gpuError, rdmaError;
   loop_->withNode([&](LendingNode &n) {
-    // Each share is the session's slice of the same plan index; one that cannot be had lends no GPU.
+    // Each share is the session's slice or group of the same plan index; a kind of which one cannot
+    // be had lends nothing of that kind.
     size_t registered = 0;
-    for (const auto &[index, id] : gpu.slices)
-      if (gpu.backend && index >= 0 && size_t(index) < owner->gpuShares.size() && gpuError.empty() &&
-          gpuLoans_.addShare(owner->contract, unsigned(index), *gpu.backend, id, owner->gpuShares[size_t(index)].units,
-                             owner->gpuShares[size_t(index)].gpuIndex, gpuError))
+    for (const auto &[index, id] : devices.slices)
+      if (devices.gpuBackend && index >= 0 && size_t(index) < owner->gpuShares.size() && gpuError.empty() &&
+          gpuLoans_.addShare(owner->contract, unsigned(index), *devices.gpuBackend, id,
+                             owner->gpuShares[size_t(index)].units, owner->gpuShares[size_t(index)].gpuIndex, gpuError))
         ++registered;
     if (registered != owner->gpuShares.size()) {
       gpuLoans_.removeOwner(owner->contract);
       owner->gpuShares.clear();
       for (PhaseSpec &p : owner->phases)
-        p.keptShares.clear();
+        p.keptShares[kGpuShare].clear();
+    }
+    registered = 0;
+    for (const auto &[index, id] : devices.qpGroups)
+      if (devices.rdmaBackend && index >= 0 && index < plan.rdma_size() && rdmaError.empty() &&
+          rdmaLoans_.addShare(owner->contract, unsigned(index), *devices.rdmaBackend, id, plan.rdma(index), rdmaError))
+        ++registered;
+    if (registered != owner->rdmaShares.size()) {
+      rdmaLoans_.removeOwner(owner->contract);
+      owner->rdmaShares.clear();
+      for (PhaseSpec &p : owner->phases)
+        p.keptShares[kRdmaShare].clear();
     }
     n.addOwner(*owner, cp);
   });
   if (!gpuError.empty())
     log_.warn(owner->contract, "its GPU slices are not lent: " + gpuError);
-  mostLentGpu_[owner->contract] = mostLentGpuUnits(*owner);
+  if (!rdmaError.empty())
+    log_.warn(owner->contract, "its queue pairs are not lent: " + rdmaError);
+  PerShareKind<unsigned> &units = mostLentUnits_[owner->contract];
+  for (unsigned k = 0; k < kShareKinds; ++k)
+    units[k] = mostLentUnits(*owner, ShareKind(k));
   watchPages();
   loop_->start();
-  unsigned units = mostLentGpu_[owner->contract];
   log_.info(owner->contract, "lends what its phases do not keep (" + std::to_string(owner->phases.size()) +
                                  " phases, at most " + std::to_string(mostLent_[owner->contract]) + " CPUs" +
-                                 (units ? " and " + std::to_string(units) + " GPU units on one GPU" : "") + ", " +
-                                 mechanism_ + ")");
+                                 (units[kGpuShare] ? ", " + std::to_string(units[kGpuShare]) + " GPU units on one GPU" : "") +
+                                 (units[kRdmaShare] ? ", " + std::to_string(units[kRdmaShare]) + " queue pairs on one port" : "") +
+                                 ", " + mechanism_ + ")");
   return true;
 }
 
@@ -242,6 +261,7 @@ void NodeLending::followPage(const std::string &contract, const worker::ControlP
       auto *cp = static_cast<mscale::worker::ControlPage *>(mapped.map);
       n.replaceBorrowerPage(contract, cp);
       gpuLoans_.setPage(contract, cp);
+      rdmaLoans_.setPage(contract, cp);
     });
     if (known != borrowerPages_.end())
       unmapPage(known->second); // replaced: the loop reads it no more
@@ -270,7 +290,8 @@ void NodeLending::followPage(const std::string &contract, const worker::ControlP
 
 bool NodeLending::addBorrower(const plan::Plan &plan, std::string &error) {
   std::string name = plan.provenance().contract();
-  unsigned asked = plan.borrow().cpu_cores(), units = plan.borrow().gpu_sm_slices();
+  unsigned asked = plan.borrow().cpu_cores();
+  PerShareKind<unsigned> units = {plan.borrow().gpu_sm_slices(), plan.borrow().rdma_queue_pairs()};
   if (!loop_) {
     error = std::string("this node cannot take CPUs back (") + mechanism_ + ")";
     return false;
@@ -285,9 +306,14 @@ bool NodeLending::addBorrower(const plan::Plan &plan, std::string &error) {
   }
   // What the node says it lends (offer(): the cluster places borrowers by it) is what it admits.
   const LendingOffer lends = most();
-  if (units > lends.gpuUnits) {
-    error = "it asks for " + std::to_string(units) + " GPU units on one GPU; the contracts here lend at most " +
-            std::to_string(lends.gpuUnits);
+  if (units[kGpuShare] > lends.gpuUnits) {
+    error = "it asks for " + std::to_string(units[kGpuShare]) +
+            " GPU units on one GPU; the contracts here lend at most " + std::to_string(lends.gpuUnits);
+    return false;
+  }
+  if (units[kRdmaShare] > lends.rdmaQueuePairs) {
+    error = "it asks for " + std::to_string(units[kRdmaShare]) +
+            " RDMA queue pairs on one port; the contracts here lend at most " + std::to_string(lends.rdmaQueuePairs);
     return false;
   }
   if (lends.cpus < asked) {
@@ -316,8 +342,9 @@ bool NodeLending::addBorrower(const plan::Plan &plan, std::string &error) {
   loop_->withNode([&](LendingNode &n) { n.addBorrower(name, asked, nullptr, units); });
   loop_->start();
   log_.info(name, "borrows up to " + std::to_string(asked) + " CPUs" +
-                      (units ? " and " + std::to_string(units) + " GPU units" : "") + " of what this node lends (" +
-                      mechanism_ + "); it runs on none until lent");
+                      (units[kGpuShare] ? ", " + std::to_string(units[kGpuShare]) + " GPU units" : "") +
+                      (units[kRdmaShare] ? ", " + std::to_string(units[kRdmaShare]) + " queue pairs" : "") +
+                      " of what this node lends (" + mechanism_ + "); it runs on none until lent");
   return true;
 }
 
@@ -346,13 +373,14 @@ void NodeLending::remove(const std::string &contract) {
     return;
   if (auto it = owners_.find(contract); it != owners_.end()) {
     loop_->withNode([&](LendingNode &n) {
-      n.removeOwner(contract); // its GPU units are taken back now: its session's slices go with it
+      n.removeOwner(contract); // its units are taken back now: its session's slices and groups go with it
       gpuLoans_.removeOwner(contract);
+      rdmaLoans_.removeOwner(contract);
     });
     MappedPage page = it->second;
     owners_.erase(it);
     mostLent_.erase(contract);
-    mostLentGpu_.erase(contract);
+    mostLentUnits_.erase(contract);
     watchPages();
     unmapPage(page); // removeOwner returned: the loop reads it no more
   }
@@ -360,6 +388,7 @@ void NodeLending::remove(const std::string &contract) {
     loop_->withNode([&](LendingNode &n) {
       n.removeBorrower(contract);
       gpuLoans_.setPage(contract, nullptr);
+      rdmaLoans_.setPage(contract, nullptr);
       if (cgroups_)
         cgroups_->remove(contract);
     });
@@ -464,10 +493,10 @@ bool NodeLending::withSimLoans(const std::function<void(SimLoans &)> &change) {
   return true;
 }
 
-uint64_t NodeLending::lentGpuUnitNs() {
+uint64_t NodeLending::lentUnitNs(ShareKind kind) {
   uint64_t ns = 0;
   if (loop_)
-    loop_->withNode([&](LendingNode &n) { ns = n.lentGpuUnitNs(); });
+    loop_->withNode([&](LendingNode &n) { ns = n.lentUnitNs(kind); });
   return ns;
 }
 
@@ -476,8 +505,10 @@ LendingOffer NodeLending::most() const {
   o.owners = unsigned(owners_.size());
   for (const auto &[owner, most] : mostLent_)
     o.cpus += most;
-  for (const auto &[owner, most] : mostLentGpu_)
-    o.gpuUnits = std::max(o.gpuUnits, most);
+  for (const auto &[owner, most] : mostLentUnits_) {
+    o.gpuUnits = std::max(o.gpuUnits, most[kGpuShare]);
+    o.rdmaQueuePairs = std::max(o.rdmaQueuePairs, most[kRdmaShare]);
+  }
   return o;
 }
 

@@ -12,6 +12,7 @@
 #include "executor/gpu/GpuBackend.h"
 #include "executor/lending/CgroupLoans.h"
 #include "executor/lending/GpuLoans.h"
+#include "executor/lending/RdmaLoans.h"
 #include "executor/lending/LendingLoop.h"
 #include "executor/lending/SimLoans.h"
 #include "plan/plan.pb.h"
@@ -38,10 +39,13 @@ struct LendingView {
   std::optional<uint64_t> cpuTimeNs;   // a borrower's CPU time from its cgroup (none on a sim host)
 };
 
-// An owner's GPU slices as its session holds them, lent through `backend` (null: none lent).
-struct OwnerGpu {
-  GpuBackend *backend = nullptr;
+// An owner's GPU slices and queue-pair groups as its session holds them, lent through its backends
+// (null: none of that kind lent).
+struct OwnerDevices {
+  GpuBackend *gpuBackend = nullptr;
   std::vector<std::pair<int, SliceId>> slices; // plan.gpu_slices() index, the backend's slice
+  RdmaBackend *rdmaBackend = nullptr;
+  std::vector<std::pair<int, QpGroupId>> qpGroups; // plan.rdma() index, the backend's group
 };
 
 // What the node lends, as the cluster's placement of borrowers reads it (cluster/agent's
@@ -50,7 +54,8 @@ struct OwnerGpu {
 struct LendingOffer {
   unsigned owners = 0;
   unsigned cpus = 0;     // the CPUs the owners lend at their most, summed (the largest borrower admitted)
-  unsigned gpuUnits = 0; // the most GPU units one owner lends on one GPU
+  unsigned gpuUnits = 0;       // the most GPU units one owner lends on one GPU
+  unsigned rdmaQueuePairs = 0; // the most queue pairs one owner lends on one port
   unsigned lendableCpus = 0, lentCpus = 0; // as of the lending's last tick
   uint64_t lendableCoreNs = 0;             // LendingNode::lendableCoreNs
   uint64_t lentCoreNs = 0;                 // LendingNode::lentCoreNs
@@ -73,10 +78,11 @@ public:
   // An owner: `plan` has phases. Its worker's control page (rank 0's: a job enters its phases in
   // lockstep) is read through a mapping of the lending's own, so that a page the worker group drops
   // (a standby taking over) is never read after it is gone. False with `error`.
-  // Its GPU slices (`gpu`) are lent too, in phases that do not keep their role's `gpu`; the backend
-  // must outlive the owner here (remove() takes back what is lent of it at once).
+  // Its GPU slices and queue pairs (`devices`) are lent too, in phases that do not keep their
+  // role's `gpu` / `rdma`; the backends must outlive the owner here (remove() takes back what is
+  // lent of them at once).
   bool addOwner(const plan::Plan &plan, const worker::ControlPageHost &page, std::string &error,
-                const OwnerGpu &gpu = {});
+                const OwnerDevices &devices = {});
   // The contract's worker now has `page` (a new owner's worker after a standby took over; a
   // borrower's, where it is asked to yield): followed from now on.
   void followPage(const std::string &contract, const worker::ControlPageHost &page);
@@ -86,8 +92,9 @@ public:
   bool holdForRecovery(const std::string &contract);
 
   // A borrower (`plan` of class = opportunistic): admitted when the owners here lend, at their most,
-  // at least the CPUs it asks for, and one of them the GPU units it asks for (gpu_sm_slices) on one
-  // GPU; its cgroups are made, frozen. False with the reason (ERR_EXEC_033).
+  // at least the CPUs it asks for, one of them the GPU units it asks for (gpu_sm_slices) on one GPU,
+  // and one the queue pairs it asks for (rdma_qps) on one port; its cgroups are made, frozen. False
+  // with the reason (ERR_EXEC_033).
   bool addBorrower(const plan::Plan &plan, std::string &error);
   // The gate of the borrower's worker: it joins its cgroups before it execs. A worker started after
   // the node ended the last one (its supervisor's restart) revives the borrower: frozen again, then
@@ -108,11 +115,11 @@ public:
   // Core-nanoseconds lent since this lending started, over every owner.
   uint64_t lentCoreNs();
   LendingOffer offer();
-  // Of offer(), who lends and how much at their most (owners, cpus, gpuUnits): what the agent's
+  // Of offer(), who lends and how much at their most (owners, cpus, units): what the agent's
   // thread keeps itself, read without stopping the lending loop, so that a change is seen at once.
   LendingOffer most() const;
-  // GPU unit-nanoseconds lent since this lending started, over every owner.
-  uint64_t lentGpuUnitNs();
+  // Unit-nanoseconds of `kind` lent since this lending started, over every owner.
+  uint64_t lentUnitNs(lending::ShareKind kind);
   // What it did over time (LendingNode::timeline), with each owner's CPUs and phase names, and the
   // time it was read on the same clock.
   struct Timeline {
@@ -159,8 +166,9 @@ private:
   std::map<std::string, unsigned> borrowers_; // CPUs asked
   std::map<std::string, MappedPage> borrowerPages_; // their workers' control pages, once known
   std::map<std::string, unsigned> mostLent_;  // per owner
-  std::map<std::string, unsigned> mostLentGpu_; // per owner: GPU units on one GPU
-  lending::BackendGpuLoans gpuLoans_;          // used on the loop's thread (withNode)
+  std::map<std::string, lending::PerShareKind<unsigned>> mostLentUnits_; // per owner: of each kind, from one share
+  lending::BackendGpuLoans gpuLoans_;   // used on the loop's thread (withNode)
+  lending::BackendRdmaLoans rdmaLoans_; // used on the loop's thread (withNode)
 };
 
 } // namespace msc::exec

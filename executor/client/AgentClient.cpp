@@ -238,11 +238,21 @@ std::string gpuOf(const agent::Loan &l) {
   return std::to_string(l.gpu_units()) + (l.gpu_units() == 1 ? " unit" : " units") + " of '" + l.gpu_role() +
          "' on GPU " + std::to_string(l.gpu_index());
 }
-// What one loan holds, as a sentence: "CPUs 1-2 and GPU 2 units of 'trainer' on GPU 0".
+// "4 queue pairs of 'grads' on mlx5_0:1", or "-" without queue pairs.
+std::string queuePairsOf(const agent::Loan &l) {
+  if (!l.rdma_queue_pairs())
+    return "-";
+  return std::to_string(l.rdma_queue_pairs()) + (l.rdma_queue_pairs() == 1 ? " queue pair" : " queue pairs") +
+         " of '" + l.rdma_role() + "' on " + l.rdma_port();
+}
+// What one loan holds, as a sentence: "CPUs 1-2 and GPU 2 units of 'trainer' on GPU 0 and RDMA 4
+// queue pairs of 'grads' on mlx5_0:1".
 std::string heldBy(const agent::Loan &l) {
   std::string out = l.cpus_size() ? "CPUs " + cpusOf(l) : "";
   if (l.gpu_units())
     out += (out.empty() ? "GPU " : " and GPU ") + gpuOf(l);
+  if (l.rdma_queue_pairs())
+    out += (out.empty() ? "RDMA " : " and RDMA ") + queuePairsOf(l);
   return out;
 }
 std::string msText(uint64_t ns) { return llvm::formatv("{0:f3} ms", double(ns) / 1e6).str(); }
@@ -296,10 +306,12 @@ void printLoans(const agent::LoansResponse &r, llvm::raw_ostream &os) {
     return;
   }
   bool gpu = std::any_of(r.loans().begin(), r.loans().end(), [](const agent::Loan &l) { return l.gpu_units() != 0; });
-  os << "OWNER\tBORROWER\tCPUS\t" << (gpu ? "GPU\t" : "") << "FOR\n";
+  bool rdma = std::any_of(r.loans().begin(), r.loans().end(),
+                          [](const agent::Loan &l) { return l.rdma_queue_pairs() != 0; });
+  os << "OWNER\tBORROWER\tCPUS\t" << (gpu ? "GPU\t" : "") << (rdma ? "RDMA\t" : "") << "FOR\n";
   for (const agent::Loan &l : r.loans())
     os << l.owner() << "\t" << l.borrower() << "\t" << (l.cpus_size() ? cpusOf(l) : "-") << "\t"
-       << (gpu ? gpuOf(l) + "\t" : "") << l.since_ms_ago() << " ms\n";
+       << (gpu ? gpuOf(l) + "\t" : "") << (rdma ? queuePairsOf(l) + "\t" : "") << l.since_ms_ago() << " ms\n";
   printYields(r, os);
 }
 

@@ -38,7 +38,7 @@ uint64_t BackendGpuLoans::tell(const std::string &borrower, const std::string &s
   return page == pages_.end() ? 0 : worker::publishSlices(*page->second, slices);
 }
 
-bool BackendGpuLoans::lend(const std::string &borrower, const GpuLoan &loan, std::string &error) {
+bool BackendGpuLoans::lend(const std::string &borrower, const ShareLoan &loan, std::string &error) {
   auto it = shares_.find({loan.owner, loan.share});
   if (it == shares_.end()) {
     error = "'" + loan.owner + "' has no GPU slice " + std::to_string(loan.share) + " here";

@@ -2,17 +2,13 @@
 // `sim`, executor/gpu) hands the lent SMs over to a slice of the borrower's at the least urgent
 // stream priority (a green-context hand-back: the owner's slice is made again without them, and
 // again with them when they come back), and the borrower's worker is told through its control
-// page's slice hand-over (MSCALE_GPU_SLICES syntax; an empty text: let go).
-//
-// A GPU cannot be frozen from the host: a borrower's kernels in flight run to their end. Taking
-// back is therefore the hand-over and the borrower's acknowledgement; one that does not acknowledge
-// in time is ended by the node (LendingNode), which is the one hand-back the driver guarantees (a
-// process's contexts die with it). A CPU machine shows the decisions and the book-keeping over the
-// `sim` backend; what a GPU adds (kernel preemption latency) is measured only on one.
+// page's slice hand-over (MSCALE_GPU_SLICES syntax; an empty text: let go). A CPU machine shows the
+// decisions and the book-keeping over the `sim` backend; what a GPU adds (kernel preemption
+// latency) is measured only on one.
 #pragma once
 
 #include "executor/gpu/GpuBackend.h"
-#include "executor/lending/LoanPlanner.h"
+#include "executor/lending/ShareLoans.h"
 #include "worker/WorkerApi.h"
 
 #include <map>
@@ -20,22 +16,7 @@
 
 namespace msc::exec::lending {
 
-class GpuLoanMechanism {
-public:
-  virtual ~GpuLoanMechanism() = default;
-  // Lends `loan` to `borrower`: SMs of the owner's share move to a slice of the borrower's, and its
-  // worker is told where they are. False with `error`, nothing changed.
-  virtual bool lend(const std::string &borrower, const GpuLoan &loan, std::string &error) = 0;
-  // Takes back what `borrower` was lent: its slice is gone, the owner's share has its SMs again, and
-  // its worker is told to let go. False with `error` when the owner's slice could not be made whole
-  // again (the borrower's is gone all the same).
-  virtual bool takeBack(const std::string &borrower, std::string &error) = 0;
-  // Whether the borrower's worker has let go of what was last taken back (it acknowledged the
-  // hand-over, or there is no worker to tell).
-  virtual bool released(const std::string &borrower) = 0;
-};
-
-class BackendGpuLoans final : public GpuLoanMechanism {
+class BackendGpuLoans final : public ShareLoanMechanism {
 public:
   // The owner's share `share` (LoanPlanner's index) is slice `id` of `backend`, `units` units of it.
   // False with `error` when the slice cannot be read.
@@ -47,7 +28,7 @@ public:
   // told at once what the borrower is lent now.
   void setPage(const std::string &borrower, mscale::worker::ControlPage *page);
 
-  bool lend(const std::string &borrower, const GpuLoan &loan, std::string &error) override;
+  bool lend(const std::string &borrower, const ShareLoan &loan, std::string &error) override;
   bool takeBack(const std::string &borrower, std::string &error) override;
   bool released(const std::string &borrower) override;
 
@@ -63,7 +44,7 @@ private:
     unsigned lentUnits = 0;
   };
   struct Lent {
-    GpuLoan loan;
+    ShareLoan loan;
     SliceId id = 0;
     unsigned sms = 0;
     std::string told; // what its worker is told it has (MSCALE_GPU_SLICES syntax)

@@ -17,6 +17,14 @@ CpuSet intersection(const CpuSet &a, const CpuSet &b) {
   std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
   return out;
 }
+
+// The shares of each kind `owner`'s active phases keep in `d`.
+PerShareKind<std::vector<unsigned>> keptNowOf(Decision &d, const std::string &owner) {
+  PerShareKind<std::vector<unsigned>> kept;
+  for (unsigned k = 0; k < kShareKinds; ++k)
+    kept[k] = d.sharesKeptNow[k][owner];
+  return kept;
+}
 } // namespace
 
 LendingNode::LendingNode(const Clock &clock, LoanMechanism &mechanism, LendingOptions options)
@@ -40,18 +48,21 @@ void LendingNode::removeOwner(const std::string &contract) {
       o.leaving = true;
       o.page = nullptr; // the caller may unmap it now: nothing more is read or written there
     }
-  // Its GPU slices go with its session: what is lent of them comes back now, not at the next tick.
-  for (BorrowerState &b : borrowers_) {
-    if (gpu_ && b.gpu.owner == contract) {
-      std::string error;
-      gpu_->takeBack(b.spec.contract, error);
-      b.gpu = {};
+  // Its GPU slices and queue-pair groups go with its session: what is lent of them comes back now,
+  // not at the next tick.
+  for (BorrowerState &b : borrowers_)
+    for (unsigned k = 0; k < kShareKinds; ++k) {
+      BorrowerState::HeldShare &held = b.shares[k];
+      if (shareMechanisms_[k] && held.lent.owner == contract) {
+        std::string error;
+        shareMechanisms_[k]->takeBack(b.spec.contract, error);
+        held.lent = {};
+      }
+      if (held.releasing.owner == contract) {
+        held.releasing = {};
+        held.releaseByNs = 0;
+      }
     }
-    if (b.releasing.owner == contract) {
-      b.releasing = {};
-      b.releaseByNs = 0;
-    }
-  }
 }
 
 void LendingNode::replacePage(const std::string &contract, mscale::worker::ControlPage *page) {
@@ -76,8 +87,9 @@ void LendingNode::hold(const std::string &contract) {
 
 bool LendingNode::lends(const std::string &owner) const {
   for (const BorrowerState &b : borrowers_) {
-    if (b.gpu.owner == owner || b.releasing.owner == owner)
-      return true;
+    for (const BorrowerState::HeldShare &held : b.shares)
+      if (held.lent.owner == owner || held.releasing.owner == owner)
+        return true;
     for (const auto &[cpu, loan] : b.loans)
       if (loan.first == owner)
         return true;
@@ -86,11 +98,11 @@ bool LendingNode::lends(const std::string &owner) const {
 }
 
 void LendingNode::addBorrower(const std::string &contract, unsigned cpuCores, mscale::worker::ControlPage *page,
-                              unsigned gpuUnits) {
+                              PerShareKind<unsigned> units) {
   BorrowerState b;
   b.spec.contract = contract;
   b.spec.cpuCores = cpuCores;
-  b.spec.gpuUnits = gpuUnits;
+  b.spec.units = units;
   b.page = page;
   borrowers_.push_back(std::move(b));
 }
@@ -109,10 +121,11 @@ void LendingNode::replaceBorrowerPage(const std::string &contract, mscale::worke
 void LendingNode::removeBorrower(const std::string &contract) {
   timeline_.borrower(contract, {}, clock_.monotonicNs());
   for (BorrowerState &b : borrowers_)
-    if (b.spec.contract == contract && !b.gpu.empty() && gpu_) {
-      std::string error; // its processes are ended by the caller: what it held goes with them
-      gpu_->takeBack(contract, error);
-    }
+    for (unsigned k = 0; k < kShareKinds; ++k)
+      if (b.spec.contract == contract && !b.shares[k].lent.empty() && shareMechanisms_[k]) {
+        std::string error; // its processes are ended by the caller: what it held goes with them
+        shareMechanisms_[k]->takeBack(contract, error);
+      }
   std::erase_if(borrowers_, [&](const BorrowerState &b) { return b.spec.contract == contract; });
 }
 
@@ -184,12 +197,12 @@ void LendingNode::read(OwnerState &o, uint64_t nowNs) {
 
 void LendingNode::account(OwnerState &o, unsigned phase, uint64_t atNs) {
   const CpuSet &kept = o.spec.phases[phase - 1].keptCpus;
-  const std::vector<unsigned> &keptShares = o.spec.phases[phase - 1].keptShares;
-  if (kept.empty() && keptShares.empty())
+  const PerShareKind<std::vector<unsigned>> &keptShares = o.spec.phases[phase - 1].keptShares;
+  if (kept.empty() && std::all_of(keptShares.begin(), keptShares.end(), [](const auto &k) { return k.empty(); }))
     return;
   // Home by now is not home at the entry: a take-back that was still in the kernel when the owner
   // entered (a freeze waiting for the borrower's threads) made it wait until the take-back returned.
-  bool lent = lentFrom(o.spec.contract, kept) || gpuHeldFrom(o.spec.contract, keptShares);
+  bool lent = lentFrom(o.spec.contract, kept) || sharesHeldFrom(o.spec.contract, keptShares);
   uint64_t homeLate = 0;
   for (unsigned c : kept)
     if (auto it = homeAtNs_.find(c); !lent && it != homeAtNs_.end() && it->second > atNs)
@@ -207,42 +220,53 @@ bool LendingNode::lentFrom(const std::string &owner, const CpuSet &cpus) const {
   return false;
 }
 
-bool LendingNode::gpuHeldFrom(const std::string &owner, const std::vector<unsigned> &shares) const {
-  auto of = [&](const GpuLoan &l) {
+bool LendingNode::sharesHeldFrom(const std::string &owner, ShareKind kind, const std::vector<unsigned> &shares) const {
+  auto of = [&](const ShareLoan &l) {
     return l.owner == owner && std::binary_search(shares.begin(), shares.end(), l.share);
   };
-  return std::any_of(borrowers_.begin(), borrowers_.end(),
-                     [&](const BorrowerState &b) { return of(b.gpu) || (b.releaseByNs && of(b.releasing)); });
+  return std::any_of(borrowers_.begin(), borrowers_.end(), [&](const BorrowerState &b) {
+    const BorrowerState::HeldShare &held = b.shares[kind];
+    return of(held.lent) || (held.releaseByNs && of(held.releasing));
+  });
 }
 
-void LendingNode::takeBackGpu(BorrowerState &b, uint64_t nowNs, TickResult &result) {
+bool LendingNode::sharesHeldFrom(const std::string &owner, const PerShareKind<std::vector<unsigned>> &shares) const {
+  for (unsigned k = 0; k < kShareKinds; ++k)
+    if (sharesHeldFrom(owner, ShareKind(k), shares[k]))
+      return true;
+  return false;
+}
+
+void LendingNode::takeBackShare(BorrowerState &b, ShareKind kind, uint64_t nowNs, TickResult &result) {
+  BorrowerState::HeldShare &held = b.shares[kind];
   std::string error;
-  if (!gpu_->takeBack(b.spec.contract, error))
-    result.errors.push_back("borrower '" + b.spec.contract + "': GPU take-back: " + error);
+  if (!shareMechanisms_[kind]->takeBack(b.spec.contract, error))
+    result.errors.push_back("borrower '" + b.spec.contract + "': take-back of " + shareUnitsName(kind) + ": " + error);
   uint64_t bound = 2'000'000;
   for (const OwnerState &o : owners_)
-    if (o.spec.contract == b.gpu.owner)
+    if (o.spec.contract == held.lent.owner)
       bound = o.spec.reclaimWithinNs;
-  b.releasing = b.gpu;
-  b.releaseByNs = nowNs + std::max<uint64_t>(bound / 2, 1);
-  b.gpu = {};
-  checkReleased(b, nowNs, result);
+  held.releasing = held.lent;
+  held.releaseByNs = nowNs + std::max<uint64_t>(bound / 2, 1);
+  held.lent = {};
+  checkReleased(b, kind, nowNs, result);
 }
 
-void LendingNode::checkReleased(BorrowerState &b, uint64_t nowNs, TickResult &result) {
-  if (!b.releaseByNs)
+void LendingNode::checkReleased(BorrowerState &b, ShareKind kind, uint64_t nowNs, TickResult &result) {
+  BorrowerState::HeldShare &held = b.shares[kind];
+  if (!held.releaseByNs)
     return;
-  if (gpu_->released(b.spec.contract) || b.ended) {
-    b.releaseByNs = 0;
-    b.releasing = {};
+  if (shareMechanisms_[kind]->released(b.spec.contract) || b.ended) {
+    held.releaseByNs = 0;
+    held.releasing = {};
     return;
   }
-  if (nowNs < b.releaseByNs)
+  if (nowNs < held.releaseByNs)
     return;
-  std::string why = "borrower '" + b.spec.contract + "' did not let go of its GPU units of '" + b.releasing.owner +
-                    "' in time";
-  b.releaseByNs = 0;
-  b.releasing = {};
+  std::string why = "borrower '" + b.spec.contract + "' did not let go of its " + shareUnitsName(kind) + " of '" +
+                    held.releasing.owner + "' in time";
+  held.releaseByNs = 0;
+  held.releasing = {};
   endBorrower(b, why, result);
 }
 
@@ -318,14 +342,16 @@ void LendingNode::giveBack(BorrowerState &b, const CpuSet &kept, uint64_t doneNs
 
 void LendingNode::endBorrower(BorrowerState &b, const std::string &why, TickResult &result) {
   mechanism_.end(b.spec.contract);
-  if (gpu_ && !b.gpu.empty()) {
-    std::string error; // its contexts die with it: the owner's slice is made whole again
-    if (!gpu_->takeBack(b.spec.contract, error))
-      result.errors.push_back("borrower '" + b.spec.contract + "': GPU take-back: " + error);
+  for (unsigned k = 0; k < kShareKinds; ++k) {
+    BorrowerState::HeldShare &held = b.shares[k];
+    if (shareMechanisms_[k] && !held.lent.empty()) {
+      std::string error; // its contexts and queue pairs die with it: the owner's share is made whole again
+      if (!shareMechanisms_[k]->takeBack(b.spec.contract, error))
+        result.errors.push_back("borrower '" + b.spec.contract + "': take-back of " + shareUnitsName(ShareKind(k)) +
+                                ": " + error);
+    }
+    held = {};
   }
-  b.gpu = {};
-  b.releasing = {};
-  b.releaseByNs = 0;
   b.ended = true;
   b.freezing = false;
   b.spec.current.clear();
@@ -355,25 +381,29 @@ void LendingNode::settle(BorrowerState &b, TickResult &result) {
 TickResult LendingNode::tick() {
   TickResult result;
   uint64_t now = clock_.monotonicNs();
-  size_t lentCount = 0, lentUnits = 0;
+  size_t lentCount = 0;
+  PerShareKind<size_t> lentUnits = {};
   for (const BorrowerState &b : borrowers_) {
     lentCount += b.loans.size();
-    lentUnits += b.gpu.units;
+    for (unsigned k = 0; k < kShareKinds; ++k)
+      lentUnits[k] += b.shares[k].lent.units;
   }
   if (lastTickNs_ && now > lastTickNs_) {
     lentCoreNs_ += lentCount * (now - lastTickNs_);
-    lentGpuUnitNs_ += lentUnits * (now - lastTickNs_);
+    for (unsigned k = 0; k < kShareKinds; ++k)
+      lentUnitNs_[k] += lentUnits[k] * (now - lastTickNs_);
     lendableCoreNs_ += uint64_t(lendableCores_) * (now - lastTickNs_);
   }
   lastTickNs_ = now;
 
-  // A freeze under way holds the borrower's CPUs until the kernel has finished it; GPU units taken
-  // back are held until the borrower lets go of them.
+  // A freeze under way holds the borrower's CPUs until the kernel has finished it; units taken back
+  // are held until the borrower lets go of them.
   for (BorrowerState &b : borrowers_) {
     if (b.freezing)
       settle(b, result);
-    if (gpu_)
-      checkReleased(b, now, result);
+    for (unsigned k = 0; k < kShareKinds; ++k)
+      if (shareMechanisms_[k])
+        checkReleased(b, ShareKind(k), now, result);
   }
 
   std::vector<Owner> owners;
@@ -399,9 +429,11 @@ TickResult LendingNode::tick() {
   std::vector<Borrower> borrowers;
   for (const BorrowerState &b : borrowers_) {
     borrowers.push_back(b.spec);
-    borrowers.back().currentGpu = b.gpu;
-    if (b.ended || !gpu_ || b.releaseByNs)
-      borrowers.back().gpuUnits = 0; // none to lend with, or it has not let go of the last yet
+    for (unsigned k = 0; k < kShareKinds; ++k) {
+      borrowers.back().currentShares[k] = b.shares[k].lent;
+      if (b.ended || !shareMechanisms_[k] || b.shares[k].releaseByNs)
+        borrowers.back().units[k] = 0; // none to lend with, or it has not let go of the last yet
+    }
     if (b.ended)
       borrowers.back().cpuCores = 0; // nothing runs there any more: lent nothing until removed
   }
@@ -465,12 +497,14 @@ TickResult LendingNode::tick() {
     apply(b, moves ? target : keep, ownerOf, now, result);
     tookBack = true;
   }
-  // GPU units: the borrower's slice goes, the owner's is whole again, and its worker is told.
+  // GPU units and queue pairs: the borrower's share goes, the owner's is whole again, and its
+  // worker is told.
   for (BorrowerState &b : borrowers_)
-    if (!b.gpu.empty() && d.borrowerGpu[b.spec.contract] != b.gpu) {
-      takeBackGpu(b, now, result);
-      tookBack = true;
-    }
+    for (unsigned k = 0; k < kShareKinds; ++k)
+      if (!b.shares[k].lent.empty() && d.borrowerShares[k][b.spec.contract] != b.shares[k].lent) {
+        takeBackShare(b, ShareKind(k), now, result);
+        tookBack = true;
+      }
   uint64_t done = clock_.monotonicNs();
   if (tookBack) {
     uint64_t sample = done - now;
@@ -478,7 +512,7 @@ TickResult LendingNode::tick() {
   }
   for (OwnerState &o : owners_)
     if (ledger_.open(o.spec.contract) && !lentFrom(o.spec.contract, d.keptNow[o.spec.contract]) &&
-        !gpuHeldFrom(o.spec.contract, d.sharesKeptNow[o.spec.contract]))
+        !sharesHeldFrom(o.spec.contract, keptNowOf(d, o.spec.contract)))
       ledger_.reclaimed(o.spec.contract, done);
 
   // 2. Publish which entries must wake the node, then 3. look again: an owner that entered a phase
@@ -501,15 +535,18 @@ TickResult LendingNode::tick() {
     const CpuSet &target = d.borrowerCpus[b.spec.contract];
     if (target != b.spec.current && !b.ended && !b.yieldByNs) // one asked to yield is step 1's
       apply(b, target, ownerOf, now, result);
-    const GpuLoan &gpu = d.borrowerGpu[b.spec.contract];
-    if (gpu_ && !gpu.empty() && b.gpu.empty() && !b.ended && !b.releaseByNs) {
+    for (unsigned k = 0; k < kShareKinds; ++k) {
+      const ShareLoan &loan = d.borrowerShares[k][b.spec.contract];
+      BorrowerState::HeldShare &held = b.shares[k];
+      if (!shareMechanisms_[k] || loan.empty() || !held.lent.empty() || b.ended || held.releaseByNs)
+        continue;
       std::string error;
-      if (gpu_->lend(b.spec.contract, gpu, error)) {
-        b.gpu = gpu;
-        b.gpuSinceNs = now;
+      if (shareMechanisms_[k]->lend(b.spec.contract, loan, error)) {
+        held.lent = loan;
+        held.sinceNs = now;
       } else {
-        result.errors.push_back("borrower '" + b.spec.contract + "': GPU units of '" + gpu.owner + "': " + error +
-                                "; it is lent none");
+        result.errors.push_back("borrower '" + b.spec.contract + "': " + shareUnitsName(ShareKind(k)) + " of '" +
+                                loan.owner + "': " + error + "; it is lent none");
       }
     }
   }
@@ -523,10 +560,11 @@ TickResult LendingNode::tick() {
       result.nextNs = std::min(result.nextNs, after(now, std::clamp((now - std::min(now, b.freezeAskedNs)) / 4,
                                                                      options_.settlePollNs,
                                                                      options_.settlePollMaxNs)));
-  // A borrower told to let go of GPU units is looked at as a freeze is, and ended when its time is up.
+  // A borrower told to let go of units is looked at as a freeze is, and ended when its time is up.
   for (const BorrowerState &b : borrowers_)
-    if (b.releaseByNs)
-      result.nextNs = std::min({result.nextNs, b.releaseByNs, after(now, options_.settlePollNs)});
+    for (const BorrowerState::HeldShare &held : b.shares)
+      if (held.releaseByNs)
+        result.nextNs = std::min({result.nextNs, held.releaseByNs, after(now, options_.settlePollNs)});
   // A borrower asked to yield is looked at as a freeze is, and frozen when its time is up.
   for (const BorrowerState &b : borrowers_)
     if (b.yieldByNs)
@@ -650,21 +688,33 @@ void LendingNode::recordLoans() {
 std::vector<Loan> LendingNode::loans() const {
   std::map<std::pair<std::string, std::string>, Loan> grouped;
   for (const BorrowerState &b : borrowers_) {
-    if (!b.gpu.empty()) {
-      Loan &l = grouped[{b.gpu.owner, b.spec.contract}];
-      l.owner = b.gpu.owner;
+    for (unsigned k = 0; k < kShareKinds; ++k) {
+      const BorrowerState::HeldShare &held = b.shares[k];
+      if (held.lent.empty())
+        continue;
+      Loan &l = grouped[{held.lent.owner, b.spec.contract}];
+      bool first = l.owner.empty();
+      l.owner = held.lent.owner;
       l.borrower = b.spec.contract;
-      l.gpu = b.gpu;
-      l.sinceNs = b.gpuSinceNs;
-      for (const OwnerState &o : owners_)
-        if (o.spec.contract == b.gpu.owner && b.gpu.share < o.spec.gpuShares.size()) {
-          l.gpuRole = o.spec.gpuShares[b.gpu.share].role;
-          l.gpuIndex = o.spec.gpuShares[b.gpu.share].gpuIndex;
+      l.shares[k] = held.lent;
+      if (first || held.sinceNs < l.sinceNs)
+        l.sinceNs = held.sinceNs;
+      for (const OwnerState &o : owners_) {
+        if (o.spec.contract != held.lent.owner || held.lent.share >= shareCount(o.spec, ShareKind(k)))
+          continue;
+        if (k == kGpuShare) {
+          l.shareRoles[k] = o.spec.gpuShares[held.lent.share].role;
+          l.gpuIndex = o.spec.gpuShares[held.lent.share].gpuIndex;
+        } else {
+          const RdmaShare &share = o.spec.rdmaShares[held.lent.share];
+          l.shareRoles[k] = share.role;
+          l.rdmaPort = share.device + ":" + std::to_string(share.port);
         }
+      }
     }
     for (const auto &[cpu, loan] : b.loans) {
       Loan &l = grouped[{loan.first, b.spec.contract}];
-      if ((l.cpus.empty() && l.gpu.empty()) || loan.second < l.sinceNs)
+      if (l.owner.empty() || loan.second < l.sinceNs)
         l.sinceNs = loan.second;
       l.owner = loan.first;
       l.borrower = b.spec.contract;
@@ -691,10 +741,10 @@ const PhaseRhythm *LendingNode::rhythmOf(const std::string &owner) const {
   return nullptr;
 }
 
-GpuLoan LendingNode::gpuOf(const std::string &borrower) const {
+ShareLoan LendingNode::shareOf(const std::string &borrower, ShareKind kind) const {
   for (const BorrowerState &b : borrowers_)
     if (b.spec.contract == borrower)
-      return b.gpu;
+      return b.shares[kind].lent;
   return {};
 }
 

@@ -15,12 +15,12 @@
 // with SimLoans.
 #pragma once
 
-#include "executor/lending/GpuLoans.h"
 #include "executor/lending/LoanMechanism.h"
 #include "executor/lending/LoanPlanner.h"
 #include "executor/lending/LoanTimeline.h"
 #include "executor/lending/PhaseRhythm.h"
 #include "executor/lending/ReclaimLedger.h"
+#include "executor/lending/ShareLoans.h"
 #include "support/Clock.h"
 #include "worker/WorkerApi.h"
 
@@ -59,15 +59,16 @@ struct YieldStats {
   uint64_t withdrawn = 0; // lent again before either (called off, or moved to other lent CPUs)
 };
 
-// A loan as people read it (mscale-cli node loans, contract status): who lends which CPUs and GPU
-// units to whom, since when (monotonic; the older of the two).
+// A loan as people read it (mscale-cli node loans, contract status): who lends which CPUs, GPU
+// units and queue pairs to whom, since when (monotonic; the oldest).
 struct Loan {
   std::string owner, borrower;
   CpuSet cpus;
   uint64_t sinceNs = 0;
-  GpuLoan gpu = {}; // empty: no GPU units
-  std::string gpuRole = {}; // the owner's slice they are of, and its GPU
-  unsigned gpuIndex = 0;
+  PerShareKind<ShareLoan> shares = {}; // per kind; empty: none of it
+  PerShareKind<std::string> shareRoles = {}; // the owner's role each share is of
+  unsigned gpuIndex = 0;   // the GPU the GPU units are on
+  std::string rdmaPort = {}; // the HCA port the queue pairs are on ("mlx5_0:1")
 };
 
 struct TickResult {
@@ -78,14 +79,14 @@ struct TickResult {
 class LendingNode {
 public:
   LendingNode(const Clock &clock, LoanMechanism &mechanism, LendingOptions options = {});
-  // How GPU units are lent and taken back (GpuLoans.h); without one, no GPU unit is lent.
-  void setGpuMechanism(GpuLoanMechanism *gpu) { gpu_ = gpu; }
+  // How units of `kind` are lent and taken back (GpuLoans.h, RdmaLoans.h); without one, none is lent.
+  void setShareMechanism(ShareKind kind, ShareLoanMechanism *mechanism) { shareMechanisms_[kind] = mechanism; }
 
   // An owner lends from `page`, which must outlive it here. `owner.startedNs` is when its worker
   // started; the fields the node reads (workerPhase, step, ...) are its own.
   void addOwner(Owner owner, mscale::worker::ControlPage *page);
-  // Everything lent from it is taken back first (the next tick; its GPU units at once, as its
-  // slices go with it), then it is forgotten.
+  // Everything lent from it is taken back first (the next tick; its GPU units and queue pairs at
+  // once, as its slices and groups go with its session), then it is forgotten.
   void removeOwner(const std::string &contract);
   // Its worker now has `page` (a warm standby took over with a page of its own): read from now on,
   // as a new worker's, which keeps everything until it enters a phase. The old page is not touched
@@ -99,11 +100,11 @@ public:
   // A borrower asking for `cpuCores` CPUs, admitted after those before it; it runs on none until lent.
   // `page`, when it has a worker with one (which must outlive it here, or be replaced first), is
   // where a borrower that cooperates is asked to yield.
-  // `gpuUnits`: GPU slices it asks for, lent all on one GPU (GpuLoans.h). A borrower told to let go
-  // of them that has not acknowledged within half its lender's bound is ended: a GPU cannot be
-  // frozen from the host.
+  // `units`: of each kind, what it asks for, lent all from one share (GPU slices on one GPU, queue
+  // pairs on one port; ShareLoans.h). A borrower told to let go of them that has not acknowledged
+  // within half its lender's bound is ended: neither can be frozen from the host.
   void addBorrower(const std::string &contract, unsigned cpuCores, mscale::worker::ControlPage *page = nullptr,
-                   unsigned gpuUnits = 0);
+                   PerShareKind<unsigned> units = {});
   void replaceBorrowerPage(const std::string &contract, mscale::worker::ControlPage *page);
   void removeBorrower(const std::string &contract);
   // A borrower the node ended (a take-back that neither shrank nor froze it) gets a new worker: it is
@@ -119,15 +120,15 @@ public:
   // The phase the owner is in (0: none), as last read.
   unsigned phaseOf(const std::string &owner) const;
   const CpuSet &cpusOf(const std::string &borrower) const;
-  GpuLoan gpuOf(const std::string &borrower) const;
+  ShareLoan shareOf(const std::string &borrower, ShareKind kind) const;
   // Each owner's active phases and each borrower's lent CPUs over time, as they changed.
   const LoanTimeline &timeline() const { return timeline_; }
   // The rhythm learnt of an owner's worker phases (null: no such owner).
   const PhaseRhythm *rhythmOf(const std::string &owner) const;
   // Core-nanoseconds lent so far, over every owner.
   uint64_t lentCoreNs() const { return lentCoreNs_; }
-  // GPU unit-nanoseconds lent so far, over every owner.
-  uint64_t lentGpuUnitNs() const { return lentGpuUnitNs_; }
+  // Unit-nanoseconds of `kind` lent so far, over every owner.
+  uint64_t lentUnitNs(ShareKind kind) const { return lentUnitNs_[kind]; }
   // Core-nanoseconds the owners could have lent so far (their CPUs outside what they kept, whether a
   // borrower took them or not): over a window, against the window times what they lend at their
   // most, the share of time that capacity was there, as the cluster's placement of borrowers reads it.
@@ -162,20 +163,25 @@ private:
     bool asked = false;      // its page's yieldAsk is set: cleared when it is lent again
     uint64_t yieldByNs = 0;  // a notice is running: frozen by then (0: none)
     uint64_t askedAtNs = 0;
-    GpuLoan gpu;              // lent now
-    uint64_t gpuSinceNs = 0;
-    GpuLoan releasing;        // taken back, not yet let go of by its worker
-    uint64_t releaseByNs = 0; // ended then (0: nothing to let go of)
+    struct HeldShare {
+      ShareLoan lent;           // now
+      uint64_t sinceNs = 0;
+      ShareLoan releasing;      // taken back, not yet let go of by its worker
+      uint64_t releaseByNs = 0; // ended then (0: nothing to let go of)
+    };
+    PerShareKind<HeldShare> shares; // per kind
   };
 
   void read(OwnerState &o, uint64_t nowNs);
   void account(OwnerState &o, unsigned phase, uint64_t atNs);
   bool lentFrom(const std::string &owner, const CpuSet &cpus) const;
-  // Whether a borrower has, or has not yet let go of, a GPU loan of one of `owner`'s `shares`.
-  bool gpuHeldFrom(const std::string &owner, const std::vector<unsigned> &shares) const;
-  void takeBackGpu(BorrowerState &b, uint64_t nowNs, TickResult &result);
-  // Ends a borrower whose time to let go of its GPU units is up; forgets one that has let go.
-  void checkReleased(BorrowerState &b, uint64_t nowNs, TickResult &result);
+  // Whether a borrower has, or has not yet let go of, a loan of one of `owner`'s `shares` of `kind`.
+  bool sharesHeldFrom(const std::string &owner, ShareKind kind, const std::vector<unsigned> &shares) const;
+  // The same for any of `shares`, per kind (a phase's kept shares, or those kept now).
+  bool sharesHeldFrom(const std::string &owner, const PerShareKind<std::vector<unsigned>> &shares) const;
+  void takeBackShare(BorrowerState &b, ShareKind kind, uint64_t nowNs, TickResult &result);
+  // Ends a borrower whose time to let go of its units of `kind` is up; forgets one that has let go.
+  void checkReleased(BorrowerState &b, ShareKind kind, uint64_t nowNs, TickResult &result);
   void apply(BorrowerState &b, const CpuSet &cpus, const std::map<unsigned, const OwnerState *> &ownerOf,
              uint64_t nowNs, TickResult &result);
   // Its loans of CPUs outside `kept` are back, at `doneNs`.
@@ -200,13 +206,14 @@ private:
 
   const Clock &clock_;
   LoanMechanism &mechanism_;
-  GpuLoanMechanism *gpu_ = nullptr;
+  PerShareKind<ShareLoanMechanism *> shareMechanisms_ = {};
   LendingOptions options_;
   std::vector<OwnerState> owners_;
   std::vector<BorrowerState> borrowers_;
   ReclaimLedger ledger_;
   uint64_t reclaimCostNs_ = 0; // smoothed cost of one shrink or freeze, for lead = auto
-  uint64_t lastTickNs_ = 0, lentCoreNs_ = 0, lentGpuUnitNs_ = 0, lendableCoreNs_ = 0;
+  uint64_t lastTickNs_ = 0, lentCoreNs_ = 0, lendableCoreNs_ = 0;
+  PerShareKind<uint64_t> lentUnitNs_ = {};
   unsigned lendableCores_ = 0;
   YieldStats yieldStats_;
   std::map<unsigned, uint64_t> homeAtNs_; // per CPU: when its last take-back returned

@@ -17,47 +17,67 @@ bool intersects(const std::vector<unsigned> &a, const std::vector<unsigned> &b) 
 
 bool contains(const std::vector<unsigned> &sorted, unsigned v) { return std::binary_search(sorted.begin(), sorted.end(), v); }
 
-// Lends GPU units: each share not kept has its units free; borrowers in admission order keep the
-// loan they have where it still fits, then take the first share with room.
-void decideGpu(const std::vector<Owner> &owners, const std::vector<std::set<unsigned>> &keptShares,
-               const std::vector<Borrower> &borrowers, Decision &d) {
+// Lends units of `kind`: each share not kept has its units free; borrowers in admission order keep
+// the loan they have where it still fits, then take the first share with room.
+void decideShares(ShareKind kind, const std::vector<Owner> &owners,
+                  const std::vector<PerShareKind<std::set<unsigned>>> &keptShares, const std::vector<Borrower> &borrowers,
+                  Decision &d) {
   std::map<std::pair<std::string, unsigned>, unsigned> free; // (owner, share) -> units
   for (size_t i = 0; i < owners.size(); ++i)
-    for (unsigned s = 0; s < owners[i].gpuShares.size(); ++s)
-      if (!keptShares[i].count(s))
-        free[{owners[i].contract, s}] = owners[i].gpuShares[s].units;
+    for (unsigned s = 0; s < shareCount(owners[i], kind); ++s)
+      if (!keptShares[i][kind].count(s))
+        free[{owners[i].contract, s}] = shareUnits(owners[i], kind, s);
+  std::map<std::string, ShareLoan> &out = d.borrowerShares[kind];
   auto take = [&](const Borrower &b, const std::string &owner, unsigned share) {
     auto it = free.find({owner, share});
-    if (it == free.end() || it->second < b.gpuUnits)
+    if (it == free.end() || it->second < b.units[kind])
       return false;
-    it->second -= b.gpuUnits;
-    d.borrowerGpu[b.contract] = GpuLoan{owner, share, b.gpuUnits};
+    it->second -= b.units[kind];
+    out[b.contract] = ShareLoan{owner, share, b.units[kind]};
     return true;
   };
-  // A borrower frozen off every CPU could not use a GPU: its units stay free for one that runs.
+  // A borrower frozen off every CPU could not use a device: its units stay free for one that runs.
   auto runs = [&](const Borrower &b) { return !b.cpuCores || !d.borrowerCpus[b.contract].empty(); };
   std::vector<bool> placed(borrowers.size());
-  for (size_t i = 0; i < borrowers.size(); ++i)
-    if (borrowers[i].gpuUnits && runs(borrowers[i]) && !borrowers[i].currentGpu.empty() &&
-        borrowers[i].currentGpu.units == borrowers[i].gpuUnits)
-      placed[i] = take(borrowers[i], borrowers[i].currentGpu.owner, borrowers[i].currentGpu.share);
   for (size_t i = 0; i < borrowers.size(); ++i) {
-    if (!borrowers[i].gpuUnits || placed[i])
+    const ShareLoan &current = borrowers[i].currentShares[kind];
+    if (borrowers[i].units[kind] && runs(borrowers[i]) && !current.empty() && current.units == borrowers[i].units[kind])
+      placed[i] = take(borrowers[i], current.owner, current.share);
+  }
+  for (size_t i = 0; i < borrowers.size(); ++i) {
+    if (!borrowers[i].units[kind] || placed[i])
       continue;
-    d.borrowerGpu[borrowers[i].contract] = {};
+    out[borrowers[i].contract] = {};
     if (!runs(borrowers[i]))
       continue;
     for (const Owner &o : owners)
-      for (unsigned s = 0; s < o.gpuShares.size() && !placed[i]; ++s)
+      for (unsigned s = 0; s < shareCount(o, kind) && !placed[i]; ++s)
         placed[i] = take(borrowers[i], o.contract, s);
   }
 }
 
 } // namespace
 
-bool gpuLentFrom(const Decision &d, const std::string &owner, const std::vector<unsigned> &shares) {
-  for (const auto &[borrower, loan] : d.borrowerGpu)
+const char *shareUnitsName(ShareKind kind) { return kind == kGpuShare ? "GPU units" : "RDMA queue pairs"; }
+
+const char *shareResourceName(ShareKind kind) { return kind == kGpuShare ? "gpu" : "rdma"; }
+
+size_t shareCount(const Owner &o, ShareKind kind) { return kind == kGpuShare ? o.gpuShares.size() : o.rdmaShares.size(); }
+
+unsigned shareUnits(const Owner &o, ShareKind kind, unsigned share) {
+  return kind == kGpuShare ? o.gpuShares[share].units : o.rdmaShares[share].units;
+}
+
+bool sharesLentFrom(const Decision &d, ShareKind kind, const std::string &owner, const std::vector<unsigned> &shares) {
+  for (const auto &[borrower, loan] : d.borrowerShares[kind])
     if (loan.owner == owner && contains(shares, loan.share))
+      return true;
+  return false;
+}
+
+bool sharesLentFrom(const Decision &d, const std::string &owner, const PhaseSpec &phase) {
+  for (unsigned k = 0; k < kShareKinds; ++k)
+    if (sharesLentFrom(d, ShareKind(k), owner, phase.keptShares[k]))
       return true;
   return false;
 }
@@ -120,28 +140,34 @@ Decision decide(const std::vector<Owner> &owners, const std::vector<Borrower> &b
   std::set<unsigned> pool;
   std::map<unsigned, const Owner *> ownerOf;
   std::set<std::string> throttled;
-  std::vector<std::set<unsigned>> keptShares(owners.size());
+  std::vector<PerShareKind<std::set<unsigned>>> keptShares(owners.size());
   for (const Owner &o : owners) {
     std::vector<unsigned> active = activePhases(o, nowNs);
     std::set<unsigned> kept;
-    std::set<unsigned> &shares = keptShares[size_t(&o - owners.data())];
+    PerShareKind<std::set<unsigned>> &shares = keptShares[size_t(&o - owners.data())];
     auto keep = [&](const PhaseSpec &p) {
       addAll(kept, p.keptCpus);
       throttled.insert(p.keptDevices.begin(), p.keptDevices.end());
-      shares.insert(p.keptShares.begin(), p.keptShares.end());
+      for (unsigned k = 0; k < kShareKinds; ++k)
+        shares[k].insert(p.keptShares[k].begin(), p.keptShares[k].end());
+    };
+    auto keptNow = [&] {
+      for (unsigned k = 0; k < kShareKinds; ++k)
+        d.sharesKeptNow[k][o.contract].assign(shares[k].begin(), shares[k].end());
     };
     if (active.empty()) {
       addAll(kept, o.cpus); // before the demand curve starts, and between phases
       throttled.insert(o.ioDevices.begin(), o.ioDevices.end());
-      for (unsigned s = 0; s < o.gpuShares.size(); ++s)
-        shares.insert(s);
+      for (unsigned k = 0; k < kShareKinds; ++k)
+        for (unsigned s = 0; s < shareCount(o, ShareKind(k)); ++s)
+          shares[k].insert(s);
       d.keptNow[o.contract] = o.cpus;
-      d.sharesKeptNow[o.contract].assign(shares.begin(), shares.end());
+      keptNow();
     } else {
       for (unsigned n : active)
         keep(o.phases[n - 1]);
       d.keptNow[o.contract] = CpuSet(kept.begin(), kept.end());
-      d.sharesKeptNow[o.contract].assign(shares.begin(), shares.end());
+      keptNow();
       for (unsigned n = 1; n <= o.phases.size(); ++n) {
         if (std::find(active.begin(), active.end(), n) != active.end())
           continue;
@@ -173,13 +199,14 @@ Decision decide(const std::vector<Owner> &owners, const std::vector<Borrower> &b
     for (unsigned c : given[i])
       d.lent[ownerOf[c]->contract].push_back(c);
   }
-  decideGpu(owners, keptShares, borrowers, d);
+  for (unsigned k = 0; k < kShareKinds; ++k)
+    decideShares(ShareKind(k), owners, keptShares, borrowers, d);
   for (const Owner &o : owners) {
     CpuSet &lent = d.lent[o.contract];
     std::sort(lent.begin(), lent.end());
     uint32_t mask = 0;
     for (unsigned n = 1; n <= o.phases.size() && n <= 32; ++n)
-      if (intersects(o.phases[n - 1].keptCpus, lent) || gpuLentFrom(d, o.contract, o.phases[n - 1].keptShares))
+      if (intersects(o.phases[n - 1].keptCpus, lent) || sharesLentFrom(d, o.contract, o.phases[n - 1]))
         mask |= 1u << (n - 1);
     d.wakeMask[o.contract] = mask;
   }
@@ -203,7 +230,7 @@ uint64_t nextDecisionNs(const std::vector<Owner> &owners, const Decision &decide
         continue;
       }
       if ((lent == decided.lent.end() || !intersects(p.keptCpus, lent->second)) &&
-          !gpuLentFrom(decided, o.contract, p.keptShares))
+          !sharesLentFrom(decided, o.contract, p))
         continue;
       if (std::optional<uint64_t> start = anticipates(o) ? nextStart(o, n, nowNs) : std::nullopt) {
         uint64_t lead = leadOf(o, n);

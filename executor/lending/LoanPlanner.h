@@ -16,15 +16,18 @@
 //   - An owner's phase whose kept CPUs are lent wakes the node when entered (ControlPage::phaseWake).
 //   - IO: while an owner keeps a role's `io` (the same rules as its CPUs: active, expected within
 //     the lead, or outside phases), every borrower's IO to that role's block device is throttled.
-//   - GPU: an owner's GPU slices (a plan's gpu_slices, one share each) are lent by the same rules,
-//     in the share's own units (its slices: SMs / slices each). A borrower asking for N units gets
-//     them on one GPU (one green context), from one share: it keeps the share it has while it is
-//     still lent and has room, else takes the first share with room, in owner and plan order. One
-//     frozen off every CPU is lent no GPU units (it could not use them).
+//   - Shares: an owner's GPU slices (a plan's gpu_slices, one share each, in units of its slices:
+//     SMs / slices each) and its RDMA queue-pair groups (a plan's rdma settings, one share each, in
+//     queue pairs) are lent by the same rules, kept by phases naming the role's `gpu` or `rdma`. A
+//     borrower asking for N units of a kind gets them from one share (one GPU's green context, one
+//     port): it keeps the share it has while it is still lent and has room, else takes the first
+//     share with room, in owner and plan order. One frozen off every CPU is lent no units (it could
+//     not use them).
 #pragma once
 
 #include "executor/lending/PhaseRhythm.h"
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -34,6 +37,15 @@ namespace msc::exec::lending {
 
 using CpuSet = std::vector<unsigned>; // sorted, unique
 
+// Devices lent in whole units of one share an owner holds: a GPU slice's SM slices, an RDMA
+// queue-pair group's queue pairs. Indexes the per-kind arrays below.
+enum ShareKind : unsigned { kGpuShare, kRdmaShare, kShareKinds };
+template <class T> using PerShareKind = std::array<T, kShareKinds>;
+// "GPU units", "RDMA queue pairs": what a kind's units are called in messages.
+const char *shareUnitsName(ShareKind kind);
+// The contract's resource kind a phase names to keep a share of this kind: "gpu", "rdma".
+const char *shareResourceName(ShareKind kind);
+
 struct PhaseSpec {
   enum class Trigger { Worker, Steps, WallTime };
   std::string name;
@@ -42,7 +54,9 @@ struct PhaseSpec {
   uint64_t everySteps = 0, forSteps = 0; // Steps
   uint64_t fromNs = 0, toNs = 0;         // WallTime, since the job started
   std::vector<std::string> keptDevices = {}; // block devices of the roles that keep `io` (sorted)
-  std::vector<unsigned> keptShares = {};     // indexes into Owner::gpuShares of the roles that keep `gpu` (sorted)
+  // Per kind, indexes into the owner's shares of that kind (Owner::gpuShares, rdmaShares) of the
+  // roles that keep `gpu` / `rdma` (sorted).
+  PerShareKind<std::vector<unsigned>> keptShares = {};
 };
 
 // One GPU slice an owner holds (a plan's gpu_slices entry), lendable in whole units of its slices.
@@ -54,13 +68,23 @@ struct GpuShare {
   unsigned smsPerUnit = 0; // SMs of one (0: not known)
 };
 
-// A borrower's GPU loan: `units` of one owner's share. Empty (no owner): none.
-struct GpuLoan {
+// One RDMA queue-pair group an owner holds (a plan's rdma setting), lendable in queue pairs.
+struct RdmaShare {
+  std::string role;
+  std::string device; // the HCA and port its queue pairs are on
+  unsigned port = 1;
+  // Queue pairs it lends at most: all but one. A group keeps one, so that the owner's connection
+  // over it stays up across loans and a take-back never costs it a connection set-up with its peers.
+  unsigned units = 0;
+};
+
+// A borrower's loan of one kind: `units` of one owner's share. Empty (no owner): none.
+struct ShareLoan {
   std::string owner;
-  unsigned share = 0; // index into the owner's gpuShares
+  unsigned share = 0; // index into the owner's shares of the kind
   unsigned units = 0;
   bool empty() const { return owner.empty(); }
-  friend bool operator==(const GpuLoan &, const GpuLoan &) = default;
+  friend bool operator==(const ShareLoan &, const ShareLoan &) = default;
 };
 
 struct Owner {
@@ -68,6 +92,7 @@ struct Owner {
   CpuSet cpus;                   // every CPU its plan holds: the most it can lend
   std::vector<std::string> ioDevices = {}; // every block device its roles use (sorted): kept, as its CPUs, outside phases
   std::vector<GpuShare> gpuShares = {};    // its GPU slices: kept, as its CPUs, outside phases
+  std::vector<RdmaShare> rdmaShares = {};  // its queue-pair groups: kept, as its CPUs, outside phases
   std::vector<PhaseSpec> phases; // index: phase number - 1
   uint64_t reclaimWithinNs = 2'000'000;
   bool leadAuto = true;
@@ -85,9 +110,14 @@ struct Borrower {
   std::string contract;
   unsigned cpuCores = 0; // CPUs it asks for
   CpuSet current;        // the CPUs it runs on now (its cgroup), for stability
-  unsigned gpuUnits = 0; // GPU slices it asks for (gpu_sm_slices), all on one GPU
-  GpuLoan currentGpu = {};
+  // Units of each kind it asks for (gpu_sm_slices on one GPU, rdma_qps on one port), and what it
+  // is lent of them now, for stability.
+  PerShareKind<unsigned> units = {};
+  PerShareKind<ShareLoan> currentShares = {};
 };
+// Shares of `kind` `o` holds, and the units of one.
+size_t shareCount(const Owner &o, ShareKind kind);
+unsigned shareUnits(const Owner &o, ShareKind kind, unsigned share);
 
 struct Decision {
   std::map<std::string, CpuSet> borrowerCpus; // every borrower; empty: frozen
@@ -98,11 +128,15 @@ struct Decision {
   // Block devices some owner keeps now or soon (its phases' `io`): every borrower's IO to them is
   // throttled (BorrowerCgroup::throttleIo). Sorted.
   std::vector<std::string> throttledDevices;
-  std::map<std::string, GpuLoan> borrowerGpu;              // every borrower asking for GPU units; empty: none
-  std::map<std::string, std::vector<unsigned>> sharesKeptNow; // per owner: shares its active phases keep (all between phases)
+  // Per kind: every borrower asking for units of it (empty: none lent), and per owner the shares
+  // its active phases keep (all between phases).
+  PerShareKind<std::map<std::string, ShareLoan>> borrowerShares;
+  PerShareKind<std::map<std::string, std::vector<unsigned>>> sharesKeptNow;
 };
-// Whether any borrower's GPU loan in `d` is of a share of `owner` in `shares` (sorted).
-bool gpuLentFrom(const Decision &d, const std::string &owner, const std::vector<unsigned> &shares);
+// Whether any borrower's loan of `kind` in `d` is of a share of `owner` in `shares` (sorted).
+bool sharesLentFrom(const Decision &d, ShareKind kind, const std::string &owner, const std::vector<unsigned> &shares);
+// Whether any borrower's loan of any kind in `d` is of a share `phase` of `owner` keeps.
+bool sharesLentFrom(const Decision &d, const std::string &owner, const PhaseSpec &phase);
 
 // The phases of `o` active at `nowNs` (numbers, ascending): the worker's and the node-triggered ones.
 std::vector<unsigned> activePhases(const Owner &o, uint64_t nowNs);

@@ -38,6 +38,11 @@ std::optional<Owner> ownerOf(const plan::Plan &plan) {
     sharesOfRole[g.role()].push_back(unsigned(o.gpuShares.size()));
     o.gpuShares.push_back(std::move(share));
   }
+  std::map<std::string, std::vector<unsigned>> groupsOfRole;
+  for (const plan::RdmaSetting &r : plan.rdma()) {
+    groupsOfRole[r.role()].push_back(unsigned(o.rdmaShares.size()));
+    o.rdmaShares.push_back(RdmaShare{r.role(), r.device(), r.port() ? r.port() : 1u, std::max(1u, r.queue_pairs()) - 1});
+  }
   for (const plan::Phase &p : plan.lending().phases()) {
     PhaseSpec spec;
     spec.name = p.name();
@@ -53,12 +58,17 @@ std::optional<Owner> ownerOf(const plan::Plan &plan) {
       if (names(use, "io"))
         if (auto it = deviceOfRole.find(use.role()); it != deviceOfRole.end())
           keptDevices.insert(it->second);
-      if (names(use, "gpu"))
-        if (auto it = sharesOfRole.find(use.role()); it != sharesOfRole.end())
-          spec.keptShares.insert(spec.keptShares.end(), it->second.begin(), it->second.end());
+      auto keepShares = [&](ShareKind kind, const std::map<std::string, std::vector<unsigned>> &ofRole) {
+        if (auto it = ofRole.find(use.role()); it != ofRole.end() && names(use, shareResourceName(kind)))
+          spec.keptShares[kind].insert(spec.keptShares[kind].end(), it->second.begin(), it->second.end());
+      };
+      keepShares(kGpuShare, sharesOfRole);
+      keepShares(kRdmaShare, groupsOfRole);
     }
-    std::sort(spec.keptShares.begin(), spec.keptShares.end());
-    spec.keptShares.erase(std::unique(spec.keptShares.begin(), spec.keptShares.end()), spec.keptShares.end());
+    for (std::vector<unsigned> &kept : spec.keptShares) {
+      std::sort(kept.begin(), kept.end());
+      kept.erase(std::unique(kept.begin(), kept.end()), kept.end());
+    }
     spec.keptCpus.assign(kept.begin(), kept.end());
     spec.keptDevices.assign(keptDevices.begin(), keptDevices.end());
     switch (p.trigger()) {
@@ -85,12 +95,12 @@ std::optional<Owner> ownerOf(const plan::Plan &plan) {
   return o;
 }
 
-unsigned mostLentGpuUnits(const Owner &owner) {
+unsigned mostLentUnits(const Owner &owner, ShareKind kind) {
   unsigned most = 0;
   for (const PhaseSpec &p : owner.phases)
-    for (const GpuShare &share : owner.gpuShares)
-      if (!std::binary_search(p.keptShares.begin(), p.keptShares.end(), unsigned(&share - owner.gpuShares.data())))
-        most = std::max(most, share.units);
+    for (unsigned s = 0; s < shareCount(owner, kind); ++s)
+      if (!std::binary_search(p.keptShares[kind].begin(), p.keptShares[kind].end(), s))
+        most = std::max(most, shareUnits(owner, kind, s));
   return most;
 }
 

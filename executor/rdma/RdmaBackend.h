@@ -24,6 +24,10 @@ public:
   virtual bool portActive(QpGroupId id) = 0;
   // Moves the group to the setting's failover port; false when there is none or it is down too.
   virtual bool failover(QpGroupId id, std::string &error) = 0;
+  // Makes the group `queuePairs` queue pairs (at least 1) on the port it is on: the newest go
+  // first, and new ones are made as the group's first were. False with `error`, the group as it was.
+  // How a node lends some of an owner's queue pairs and takes them back (executor/lending).
+  virtual bool resizeQueuePairs(QpGroupId id, unsigned queuePairs, std::string &error) = 0;
 };
 
 } // namespace msc::exec

@@ -121,6 +121,17 @@ bool SimRdmaBackend::failover(QpGroupId id, std::string &error) {
   return true;
 }
 
+bool SimRdmaBackend::resizeQueuePairs(QpGroupId id, unsigned queuePairs, std::string &error) {
+  std::lock_guard lock(mu_);
+  auto it = groups_.find(id);
+  if (it == groups_.end()) {
+    error = "sim: no queue-pair group " + std::to_string(id);
+    return false;
+  }
+  it->second.queuePairs = std::max(1u, queuePairs);
+  return true;
+}
+
 std::optional<SimQpGroup> SimRdmaBackend::group(QpGroupId id) const {
   std::lock_guard lock(mu_);
   auto it = groups_.find(id);

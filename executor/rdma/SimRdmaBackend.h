@@ -44,6 +44,7 @@ public:
   void destroyQueuePairs(QpGroupId id) override;
   bool portActive(QpGroupId id) override;
   bool failover(QpGroupId id, std::string &error) override;
+  bool resizeQueuePairs(QpGroupId id, unsigned queuePairs, std::string &error) override;
 
   // Sets a port up or down (creating it when the backend accepts any port).
   void setPortState(const std::string &device, unsigned port, bool active);

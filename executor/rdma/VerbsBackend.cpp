@@ -113,7 +113,70 @@ public:
     return true;
   }
 
+  // Fewer: the newest queue pairs are destroyed. More: made as open() made the first, on the same
+  // protection domain and completion queue (sized for the group's queue pairs when it was opened: a
+  // group grows back only to what it was).
+  bool resizeQueuePairs(QpGroupId id, unsigned queuePairs, std::string &error) override {
+    std::lock_guard lock(mu_);
+    auto it = groups_.find(id);
+    if (it == groups_.end()) {
+      error = "ibverbs: no queue-pair group " + std::to_string(id);
+      return false;
+    }
+    Group &g = it->second;
+    unsigned want = std::max(1u, queuePairs);
+    if (want > std::max(1u, g.setting.queue_pairs())) {
+      error = "ibverbs: a group of " + std::to_string(g.setting.queue_pairs()) + " queue pairs cannot grow to " +
+              std::to_string(want);
+      return false;
+    }
+    while (g.qps.size() > want) {
+      ibv_destroy_qp(g.qps.back());
+      g.qps.pop_back();
+    }
+    size_t had = g.qps.size();
+    while (g.qps.size() < want)
+      if (!addQueuePair(g, error)) {
+        while (g.qps.size() > had) { // the group as it was
+          ibv_destroy_qp(g.qps.back());
+          g.qps.pop_back();
+        }
+        return false;
+      }
+    return true;
+  }
+
 private:
+  // One reliable-connection queue pair of the group's depth, brought to INIT on its port.
+  static bool addQueuePair(Group &g, std::string &error) {
+    unsigned depth = std::max(1u, g.setting.max_outstanding());
+    ibv_qp_init_attr init{};
+    init.send_cq = g.cq;
+    init.recv_cq = g.cq;
+    init.qp_type = IBV_QPT_RC;
+    init.cap.max_send_wr = depth;
+    init.cap.max_recv_wr = depth;
+    init.cap.max_send_sge = 1;
+    init.cap.max_recv_sge = 1;
+    ibv_qp *qp = ibv_create_qp(g.pd, &init);
+    if (!qp) {
+      error = "ibverbs: '" + g.device + "' port " + std::to_string(g.port) + ": ibv_create_qp: " + errnoText(errno);
+      return false;
+    }
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_INIT;
+    attr.pkey_index = 0;
+    attr.port_num = uint8_t(g.port);
+    attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+    if (int rc = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
+      ibv_destroy_qp(qp);
+      error = "ibverbs: '" + g.device + "' port " + std::to_string(g.port) + ": ibv_modify_qp(INIT): " + errnoText(rc);
+      return false;
+    }
+    g.qps.push_back(qp);
+    return true;
+  }
+
   static bool open(Group &g, const std::string &device, unsigned port, std::string &error) {
     g.device = device;
     g.port = port;
@@ -169,27 +232,11 @@ private:
     int cqe = int(std::min<uint64_t>(uint64_t(qps) * depth * 2, uint64_t(dattr.max_cqe)));
     if (!(g.cq = ibv_create_cq(g.ctx, cqe, nullptr, nullptr, 0)))
       return fail("ibv_create_cq", errno);
-    for (unsigned i = 0; i < qps; ++i) {
-      ibv_qp_init_attr init{};
-      init.send_cq = g.cq;
-      init.recv_cq = g.cq;
-      init.qp_type = IBV_QPT_RC;
-      init.cap.max_send_wr = depth;
-      init.cap.max_recv_wr = depth;
-      init.cap.max_send_sge = 1;
-      init.cap.max_recv_sge = 1;
-      ibv_qp *qp = ibv_create_qp(g.pd, &init);
-      if (!qp)
-        return fail("ibv_create_qp", errno);
-      g.qps.push_back(qp);
-      ibv_qp_attr attr{};
-      attr.qp_state = IBV_QPS_INIT;
-      attr.pkey_index = 0;
-      attr.port_num = uint8_t(port);
-      attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
-      if (int rc = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-        return fail("ibv_modify_qp(INIT)", rc);
-    }
+    for (unsigned i = 0; i < qps; ++i)
+      if (!addQueuePair(g, error)) {
+        g.release();
+        return false;
+      }
     return true;
   }
 

@@ -22,7 +22,8 @@ This package grows module by module (issue 13):
 * ``mscale.io``, ``mscale.gds`` -- the worker runtime's io_uring reader at the plan's queue depth, role
   placement of loader threads and processes, the heartbeat, ``phase`` (where the job is on its demand
   curve), ``yield_requested`` / ``yield_now`` (a borrower yielding what it is lent),
-  ``gpu_slice_update`` / ``acknowledge_gpu_slices`` (GPU slice hand-overs), ``stop_requested`` /
+  ``gpu_slice_update`` / ``acknowledge_gpu_slices`` (GPU slice hand-overs), ``rdma_queue_pair_update`` /
+  ``acknowledge_rdma_queue_pairs`` (a borrower's lent queue pairs), ``stop_requested`` /
   ``stopped_at`` (a planned stop, which ``ExactResume.step_done`` handles: ``should_stop``); ``GDSLoader``.
 * ``mscale.errors`` -- the package's coded errors (``error[ERR_PY_NNN]: ...``).
 """
@@ -36,8 +37,9 @@ from mscale.elastic import DeterministicReduction, ElasticBatchSampler
 from mscale.errors import MScaleError, ResumeError, SnapshotError, UsageError
 from mscale.resume import ExactResume, exit_status_of, mscale_restore, mscale_snapshot
 from mscale.gds import GDSLoader
-from mscale.io import (UringReader, acknowledge_gpu_slices, current_phase, gpu_slice_update, phase, pin_to_role,
-                       role_worker_init, wait_for_yield_request, yield_now, yield_requested)
+from mscale.io import (UringReader, acknowledge_gpu_slices, acknowledge_rdma_queue_pairs, current_phase,
+                       gpu_slice_update, phase, pin_to_role, rdma_queue_pair_update, role_worker_init,
+                       wait_for_yield_request, yield_now, yield_requested)
 from mscale.scheduler import MScaleLRScheduler
 
 # A supervised worker (mscale-exec gave it a control page) tells its supervisor what it died of,
@@ -48,5 +50,5 @@ if _os.environ.get("MSCALE_CONTROL_FD"):
 
 __all__ = ["ContractError", "DeterministicReduction", "ElasticBatchSampler", "ExactResume", "GDSLoader", "MScaleError", "MScaleLRScheduler", "ResumeError",
            "SnapshotError", "StatefulDataLoader", "StatefulSampler", "UringReader", "UsageError",
-           "acknowledge_gpu_slices", "current_phase", "exit_status_of", "gpu_slice_update", "mscale_contract", "mscale_restore", "mscale_snapshot", "phase", "pin_to_role",
-           "role_worker_init", "wait_for_yield_request", "yield_now", "yield_requested"]
+           "acknowledge_gpu_slices", "acknowledge_rdma_queue_pairs", "current_phase", "exit_status_of", "gpu_slice_update", "mscale_contract", "mscale_restore", "mscale_snapshot", "phase", "pin_to_role",
+           "rdma_queue_pair_update", "role_worker_init", "wait_for_yield_request", "yield_now", "yield_requested"]

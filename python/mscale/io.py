@@ -90,6 +90,8 @@ def _declare(lib: ctypes.CDLL) -> None:
         "msc_worker_yield": (c_int, []),
         "msc_worker_gpu_slices_pending": (ctypes.c_int64, [ctypes.c_char_p, u64]),
         "msc_worker_acknowledge_gpu_slices": (None, [u64]),
+        "msc_worker_rdma_queue_pairs_pending": (ctypes.c_int64, [ctypes.c_char_p, u64]),
+        "msc_worker_acknowledge_rdma_queue_pairs": (None, [u64]),
         "msc_worker_stop_requested": (u64, []),
         "msc_worker_stopped_at": (c_int, [u64]),
     }
@@ -555,6 +557,26 @@ def acknowledge_gpu_slices(generation: int) -> None:
         raise UsageError("ERR_PY_044", "acknowledge_gpu_slices(generation): a generation from gpu_slice_update, "
                          "got %r" % (generation,))
     library().msc_worker_acknowledge_gpu_slices(generation)
+
+
+def rdma_queue_pair_update() -> Optional[Tuple[int, str]]:
+    """A borrower's RDMA queue-pair hand-over not taken yet: ``(generation, queue_pairs)`` with the
+    lent queue pairs in ``MSCALE_RDMA`` syntax (``lent@<device>:<port>:<queue pairs>:<max
+    outstanding>``; ``""``: let go of them), or ``None``.  Connect them (or close them), then
+    ``acknowledge_rdma_queue_pairs``."""
+    buf = ctypes.create_string_buffer(256)
+    generation = int(library().msc_worker_rdma_queue_pairs_pending(buf, len(buf)))
+    return (generation, buf.value.decode()) if generation > 0 else None
+
+
+def acknowledge_rdma_queue_pairs(generation: int) -> None:
+    """Tells the node that the worker uses the queue pairs of ``generation`` now, or has let go of
+    them (from ``rdma_queue_pair_update``).  A borrower told to let go that has not acknowledged
+    within half its lender's bound is ended."""
+    if not isinstance(generation, int) or isinstance(generation, bool) or not 0 < generation < 2**64:
+        raise UsageError("ERR_PY_044", "acknowledge_rdma_queue_pairs(generation): a generation from "
+                         "rdma_queue_pair_update, got %r" % (generation,))
+    library().msc_worker_acknowledge_rdma_queue_pairs(generation)
 
 
 def yield_now() -> bool:

@@ -4,6 +4,7 @@
 // time. The mechanism is SimLoans: no cgroup is touched, so no root is needed; the cgroup path is
 // BorrowerCgroupTest's, LendingLoopTest's and test/lit/exec/lending-agent.test's.
 #include "executor/agent/NodeLending.h"
+#include "executor/rdma/SimRdmaBackend.h"
 
 #include <gtest/gtest.h>
 
@@ -55,11 +56,12 @@ plan::Plan ownerPlan(const std::string &contract = "train") {
   return p;
 }
 
-plan::Plan borrowerPlan(const std::string &contract, uint32_t cpus, uint32_t gpuUnits = 0) {
+plan::Plan borrowerPlan(const std::string &contract, uint32_t cpus, uint32_t gpuUnits = 0, uint32_t queuePairs = 0) {
   plan::Plan p;
   p.mutable_provenance()->set_contract(contract);
   p.mutable_borrow()->set_cpu_cores(cpus);
   p.mutable_borrow()->set_gpu_sm_slices(gpuUnits);
+  p.mutable_borrow()->set_rdma_queue_pairs(queuePairs);
   return p;
 }
 
@@ -154,6 +156,47 @@ TEST_F(NodeLendingTest, LoansFollowTheOwnersPhasesAndComeBackWhenItLeaves) {
   lending.remove("prep");
   EXPECT_FALSE(lending.borrows("prep"));
   EXPECT_FALSE(lending.view("prep"));
+}
+
+// The trainer's queue-pair group (4 on mlx5_0 port 1, compute keeps `rdma`): 3 are lent while it
+// decodes, to a borrower admitted against that, and the group is whole again when compute begins.
+TEST_F(NodeLendingTest, QueuePairsAreAdmittedAgainstOnePortAndLentThroughTheOwnersBackend) {
+  NodeLending lending(log_, /*simulated=*/true, "");
+  plan::Plan owner = ownerPlan();
+  plan::RdmaSetting *grads = owner.add_rdma();
+  grads->set_role("trainer");
+  grads->set_device("mlx5_0");
+  grads->set_port(1);
+  grads->set_queue_pairs(4);
+  grads->set_max_outstanding(32);
+  owner.mutable_lending()->mutable_phases(1)->mutable_uses(0)->add_exclusive("rdma");
+  SimRdmaBackend backend({{"mlx5_0", 1, true, "InfiniBand"}});
+  std::string error;
+  std::optional<QpGroupId> group = backend.createQueuePairs(*grads, error);
+  ASSERT_TRUE(group) << error;
+  OwnerDevices devices;
+  devices.rdmaBackend = &backend;
+  devices.qpGroups = {{0, *group}};
+  ASSERT_TRUE(lending.addOwner(owner, *page_, error, devices)) << error;
+  EXPECT_EQ(lending.most().rdmaQueuePairs, 3u) << "a group keeps one of its queue pairs";
+  EXPECT_FALSE(lending.addBorrower(borrowerPlan("greedy", 1, 0, 4), error));
+  EXPECT_EQ(error, "it asks for 4 RDMA queue pairs on one port; the contracts here lend at most 3");
+  ASSERT_TRUE(lending.addBorrower(borrowerPlan("prep", 1, 0, 3), error)) << error;
+
+  enter(1); // decode keeps no queue pair
+  ASSERT_TRUE(eventually([&] {
+    std::vector<lending::Loan> loans = lending.loans();
+    return loans.size() == 1 && loans[0].shares[lending::kRdmaShare].units == 3;
+  })) << "nothing lent in decode";
+  EXPECT_EQ(lending.loans()[0].rdmaPort, "mlx5_0:1");
+  EXPECT_EQ(backend.group(*group)->queuePairs, 1u);
+  EXPECT_EQ(backend.liveGroups(), 2u);
+  enter(2); // compute keeps them: the borrower has no worker to tell, so it lets go at once
+  ASSERT_TRUE(eventually([&] { return backend.liveGroups() == 1; }));
+  EXPECT_EQ(backend.group(*group)->queuePairs, 4u);
+  EXPECT_GT(lending.lentUnitNs(lending::kRdmaShare), 0u);
+  lending.remove("prep");
+  lending.remove("train");
 }
 
 TEST_F(NodeLendingTest, AStandbysPageIsFollowedFromTheTakeOverOn) {

@@ -386,6 +386,27 @@ TEST_F(WorkerCApiTest, HeartbeatsOnTheControlPage) {
   acknowledge(letGo);
   EXPECT_EQ(page->ackGeneration.load(), letGo);
 
+  // A borrower's queue-pair hand-over, on its own words beside the slices': told, taken, let go.
+  auto qpsPending = fn<decltype(&msc_worker_rdma_queue_pairs_pending)>("msc_worker_rdma_queue_pairs_pending");
+  auto qpsAcknowledge = fn<decltype(&msc_worker_acknowledge_rdma_queue_pairs)>("msc_worker_acknowledge_rdma_queue_pairs");
+  char queuePairs[64];
+  EXPECT_EQ(qpsPending(queuePairs, sizeof queuePairs), 0) << "nothing handed over";
+  uint64_t qpsLent = msc::worker::publishQueuePairs(*page, "lent@mlx5_0:1:2:64");
+  EXPECT_EQ(pending(slices, sizeof slices), 0) << "a queue-pair hand-over is not a slice hand-over";
+  EXPECT_EQ(qpsPending(queuePairs, 8), -ERANGE);
+  EXPECT_EQ(qpsPending(queuePairs, sizeof queuePairs), int64_t(qpsLent));
+  EXPECT_STREQ(queuePairs, "lent@mlx5_0:1:2:64");
+  qpsAcknowledge(qpsLent);
+  EXPECT_EQ(page->queuePairAck.load(), qpsLent);
+  EXPECT_EQ(qpsPending(queuePairs, sizeof queuePairs), 0) << "taken";
+  uint64_t qpsLetGo = msc::worker::publishQueuePairs(*page, "");
+  EXPECT_EQ(qpsPending(queuePairs, sizeof queuePairs), int64_t(qpsLetGo));
+  EXPECT_STREQ(queuePairs, "");
+  qpsAcknowledge(qpsLetGo);
+  EXPECT_EQ(page->queuePairAck.load(), qpsLetGo);
+  EXPECT_EQ(msc::worker::publishQueuePairs(*page, std::string(sizeof page->queuePairs, 'x')), 0u)
+      << "a text the page cannot hold is not published";
+
   // A planned stop (a drain): the step the executor asks for is read back; the worker says it
   // stopped there, which marks it finishing too. Step 0 is refused: on the page it means "not stopped".
   auto stopRequested = fn<decltype(&msc_worker_stop_requested)>("msc_worker_stop_requested");

@@ -42,13 +42,13 @@ struct GpuLendingTest : ::testing::Test {
     ASSERT_TRUE(id) << error;
     ownerSlice = *id;
     ASSERT_TRUE(gpuLoans.addShare("train", 0, *backend, ownerSlice, 4, 0, error)) << error;
-    node.setGpuMechanism(&gpuLoans);
+    node.setShareMechanism(kGpuShare, &gpuLoans);
     Owner o;
     o.contract = "train";
     o.cpus = {0, 1, 2, 3};
     o.gpuShares = {{"trainer", 0, "", 4, 32}};
     o.phases = {{"decode", {0, 1}}, {"compute", {2, 3}}};
-    o.phases[1].keptShares = {0};
+    o.phases[1].keptShares[kGpuShare] = {0};
     o.reclaimWithinNs = 2 * kMs;
     node.addOwner(o, &ownerPage);
   }
@@ -63,19 +63,19 @@ struct GpuLendingTest : ::testing::Test {
 
 TEST_F(GpuLendingTest, APhaseThatDoesNotKeepTheGpuLendsItsUnitsAndTheEntryThatKeepsItTakesThemBack) {
   gpuLoans.setPage("infer", &borrowerPage);
-  node.addBorrower("infer", 1, &borrowerPage, 2);
+  node.addBorrower("infer", 1, &borrowerPage, {2, 0});
   node.tick();
   EXPECT_EQ(gpuLoans.smsOf("infer"), 0u) << "before the first phase the owner keeps its GPU";
 
   enter(ownerPage, 1, clock.monotonicNs());
   node.tick();
-  EXPECT_EQ(node.gpuOf("infer"), (GpuLoan{"train", 0, 2}));
+  EXPECT_EQ(node.shareOf("infer", kGpuShare), (ShareLoan{"train", 0, 2}));
   EXPECT_EQ(backend->sliceSms(ownerSlice), 64u) << "the owner's slice handed 2 of its 4 units over";
   EXPECT_EQ(gpuLoans.smsOf("infer"), 64u);
   EXPECT_EQ(backend->freeSms(0), 4u);
   EXPECT_EQ(told(borrowerPage), "lent@0:64:0:0");
   ASSERT_EQ(node.loans().size(), 1u);
-  EXPECT_EQ(node.loans()[0].gpu.units, 2u);
+  EXPECT_EQ(node.loans()[0].shares[kGpuShare].units, 2u);
   EXPECT_TRUE(ownerPage.phaseWake.load() & 2u) << "compute keeps the lent units: its entry wakes the node";
 
   acknowledge(borrowerPage);
@@ -83,7 +83,7 @@ TEST_F(GpuLendingTest, APhaseThatDoesNotKeepTheGpuLendsItsUnitsAndTheEntryThatKe
   enter(ownerPage, 2, clock.monotonicNs());
   clock.advance(30 * kUs);
   node.tick();
-  EXPECT_TRUE(node.gpuOf("infer").empty());
+  EXPECT_TRUE(node.shareOf("infer", kGpuShare).empty());
   EXPECT_EQ(backend->sliceSms(ownerSlice), 128u) << "the owner's slice is whole again";
   EXPECT_EQ(told(borrowerPage), "") << "the borrower is told to let go";
   EXPECT_EQ(loans.cpusOf("infer"), (CpuSet{0})) << "compute's CPUs are back at once";
@@ -93,21 +93,21 @@ TEST_F(GpuLendingTest, APhaseThatDoesNotKeepTheGpuLendsItsUnitsAndTheEntryThatKe
   acknowledge(borrowerPage);
   node.tick();
   EXPECT_FALSE(node.ledger().open("train"));
-  EXPECT_TRUE(node.gpuOf("infer").empty()) << "compute keeps the GPU: nothing is lent again";
+  EXPECT_TRUE(node.shareOf("infer", kGpuShare).empty()) << "compute keeps the GPU: nothing is lent again";
   const ReclaimStats &s = node.ledger().stats("train");
   EXPECT_EQ(s.missed, 0u);
   ASSERT_FALSE(s.latenciesNs.empty());
   EXPECT_LE(s.latenciesNs.back(), 2 * kMs);
   EXPECT_GE(s.latenciesNs.back(), 130 * kUs) << "counted until the borrower let go, not until the slice was made";
-  EXPECT_GT(node.lentGpuUnitNs(), 0u);
+  EXPECT_GT(node.lentUnitNs(kGpuShare), 0u);
 }
 
 TEST_F(GpuLendingTest, ABorrowerThatDoesNotLetGoInTimeIsEnded) {
   gpuLoans.setPage("infer", &borrowerPage);
-  node.addBorrower("infer", 1, &borrowerPage, 2);
+  node.addBorrower("infer", 1, &borrowerPage, {2, 0});
   enter(ownerPage, 1, clock.monotonicNs());
   node.tick();
-  ASSERT_FALSE(node.gpuOf("infer").empty());
+  ASSERT_FALSE(node.shareOf("infer", kGpuShare).empty());
   clock.advance(3 * kMs);
   enter(ownerPage, 2, clock.monotonicNs());
   TickResult taken = node.tick();
@@ -125,22 +125,22 @@ TEST_F(GpuLendingTest, ABorrowerThatDoesNotLetGoInTimeIsEnded) {
 }
 
 TEST_F(GpuLendingTest, AWholeShareIsLentAsTheOwnersOwnSliceAndABorrowerWithoutAWorkerLetsGoAtOnce) {
-  node.addBorrower("eval", 0, nullptr, 4); // asks for no CPU; no worker page yet
+  node.addBorrower("eval", 0, nullptr, {4, 0}); // asks for no CPU; no worker page yet
   enter(ownerPage, 1, clock.monotonicNs());
   node.tick();
-  EXPECT_EQ(node.gpuOf("eval"), (GpuLoan{"train", 0, 4}));
+  EXPECT_EQ(node.shareOf("eval", kGpuShare), (ShareLoan{"train", 0, 4}));
   EXPECT_EQ(gpuLoans.smsOf("eval"), 128u);
   EXPECT_EQ(backend->liveSlices(), 1u) << "the owner's slice is the borrower's while it is lent whole";
   clock.advance(kMs);
   enter(ownerPage, 2, clock.monotonicNs());
   node.tick();
-  EXPECT_TRUE(node.gpuOf("eval").empty());
+  EXPECT_TRUE(node.shareOf("eval", kGpuShare).empty());
   EXPECT_FALSE(node.lends("train"));
   EXPECT_EQ(backend->sliceSms(ownerSlice), 128u);
 }
 
 TEST_F(GpuLendingTest, AWorkerWhosePageIsKnownAfterTheLoanIsToldWhatItHasAndANewWorkerOwesNoLetGo) {
-  node.addBorrower("infer", 1, nullptr, 2); // lent before its worker's page is known
+  node.addBorrower("infer", 1, nullptr, {2, 0}); // lent before its worker's page is known
   enter(ownerPage, 1, clock.monotonicNs());
   node.tick();
   ASSERT_EQ(gpuLoans.smsOf("infer"), 64u);
@@ -159,13 +159,13 @@ TEST_F(GpuLendingTest, AWorkerWhosePageIsKnownAfterTheLoanIsToldWhatItHasAndANew
 }
 
 TEST_F(GpuLendingTest, AFaultedOwnerKeepsItsGpuAndANodeWithoutAGpuMechanismLendsNone) {
-  node.addBorrower("infer", 1, nullptr, 2);
+  node.addBorrower("infer", 1, nullptr, {2, 0});
   enter(ownerPage, 1, clock.monotonicNs());
   node.tick();
-  ASSERT_FALSE(node.gpuOf("infer").empty());
+  ASSERT_FALSE(node.shareOf("infer", kGpuShare).empty());
   node.hold("train");
   node.tick();
-  EXPECT_TRUE(node.gpuOf("infer").empty()) << "recovery starts on all of it";
+  EXPECT_TRUE(node.shareOf("infer", kGpuShare).empty()) << "recovery starts on all of it";
   EXPECT_EQ(backend->sliceSms(ownerSlice), 128u);
 
   LendingNode plain{clock, loans};
@@ -175,10 +175,10 @@ TEST_F(GpuLendingTest, AFaultedOwnerKeepsItsGpuAndANodeWithoutAGpuMechanismLends
   o2.gpuShares = {{"trainer", 0, "", 4, 32}};
   o2.phases = {{"decode", {4}}};
   plain.addOwner(o2, &borrowerPage);
-  plain.addBorrower("b2", 1, nullptr, 1);
+  plain.addBorrower("b2", 1, nullptr, {1, 0});
   enter(borrowerPage, 1, clock.monotonicNs());
   TickResult r = plain.tick();
-  EXPECT_TRUE(plain.gpuOf("b2").empty());
+  EXPECT_TRUE(plain.shareOf("b2", kGpuShare).empty());
   EXPECT_TRUE(r.errors.empty());
 }
 

@@ -191,13 +191,13 @@ TEST(LoanPlanner, TheNextDecisionIsWhenALeadStartsOrAWindowCloses) {
 Owner gpuTrainer() {
   Owner o = trainer();
   o.gpuShares = {{"trainer0", 0, "0000:17:00.0", 4, 16}, {"trainer1", 1, "0000:65:00.0", 4, 16}};
-  o.phases[1].keptShares = {0, 1}; // compute
+  o.phases[1].keptShares[kGpuShare] = {0, 1}; // compute
   return o;
 }
-Borrower gpuBorrower(const std::string &name, unsigned cpus, unsigned units, GpuLoan current = {}) {
+Borrower gpuBorrower(const std::string &name, unsigned cpus, unsigned units, ShareLoan current = {}) {
   Borrower b{name, cpus, {}};
-  b.gpuUnits = units;
-  b.currentGpu = std::move(current);
+  b.units[kGpuShare] = units;
+  b.currentShares[kGpuShare] = std::move(current);
   return b;
 }
 
@@ -205,20 +205,20 @@ TEST(LoanPlanner, GpuUnitsAreLentOnOneGpuInPhasesThatDoNotKeepThem) {
   Owner o = gpuTrainer();
   o.step = 55;
   Decision before = decide({o}, {gpuBorrower("infer", 1, 3)}, 1000 * kMs);
-  EXPECT_TRUE(before.borrowerGpu.at("infer").empty()) << "before the first phase everything is kept";
-  EXPECT_EQ(before.sharesKeptNow.at("train"), (std::vector<unsigned>{0, 1}));
+  EXPECT_TRUE(before.borrowerShares[kGpuShare].at("infer").empty()) << "before the first phase everything is kept";
+  EXPECT_EQ(before.sharesKeptNow[kGpuShare].at("train"), (std::vector<unsigned>{0, 1}));
 
   o.workerPhase = 1; // decode keeps no GPU
   Decision d = decide({o}, {gpuBorrower("infer", 1, 3), gpuBorrower("eval", 1, 3)}, 1000 * kMs);
-  EXPECT_EQ(d.borrowerGpu.at("infer"), (GpuLoan{"train", 0, 3}));
-  EXPECT_EQ(d.borrowerGpu.at("eval"), (GpuLoan{"train", 1, 3})) << "one unit left on GPU 0 is not enough: all on one GPU";
+  EXPECT_EQ(d.borrowerShares[kGpuShare].at("infer"), (ShareLoan{"train", 0, 3}));
+  EXPECT_EQ(d.borrowerShares[kGpuShare].at("eval"), (ShareLoan{"train", 1, 3})) << "one unit left on GPU 0 is not enough: all on one GPU";
   EXPECT_TRUE(d.wakeMask.at("train") & 2u) << "compute keeps lent GPU units: its entry wakes the node";
-  EXPECT_TRUE(gpuLentFrom(d, "train", {0}));
+  EXPECT_TRUE(sharesLentFrom(d, kGpuShare, "train", {0}));
 
   o.workerPhase = 2; // compute keeps both
   Decision c = decide({o}, {gpuBorrower("infer", 1, 3, {"train", 0, 3})}, 1000 * kMs);
-  EXPECT_TRUE(c.borrowerGpu.at("infer").empty());
-  EXPECT_EQ(c.sharesKeptNow.at("train"), (std::vector<unsigned>{0, 1}));
+  EXPECT_TRUE(c.borrowerShares[kGpuShare].at("infer").empty());
+  EXPECT_EQ(c.sharesKeptNow[kGpuShare].at("train"), (std::vector<unsigned>{0, 1}));
 }
 
 TEST(LoanPlanner, ABorrowerKeepsItsGpuShareAndOneWithoutCpusGetsNone) {
@@ -226,14 +226,14 @@ TEST(LoanPlanner, ABorrowerKeepsItsGpuShareAndOneWithoutCpusGetsNone) {
   o.step = 55;
   o.workerPhase = 1;
   Decision d = decide({o}, {gpuBorrower("first", 1, 2), gpuBorrower("second", 1, 2, {"train", 1, 2})}, 1000 * kMs);
-  EXPECT_EQ(d.borrowerGpu.at("second"), (GpuLoan{"train", 1, 2})) << "kept where it is";
-  EXPECT_EQ(d.borrowerGpu.at("first"), (GpuLoan{"train", 0, 2}));
+  EXPECT_EQ(d.borrowerShares[kGpuShare].at("second"), (ShareLoan{"train", 1, 2})) << "kept where it is";
+  EXPECT_EQ(d.borrowerShares[kGpuShare].at("first"), (ShareLoan{"train", 0, 2}));
   // Four lent CPUs (4..7) for a borrower of 4 and one of 1: the second is frozen, so lent no GPU.
   Decision frozen = decide({o}, {gpuBorrower("big", 4, 0), gpuBorrower("small", 1, 2)}, 1000 * kMs);
   EXPECT_TRUE(frozen.borrowerCpus.at("small").empty());
-  EXPECT_TRUE(frozen.borrowerGpu.at("small").empty());
+  EXPECT_TRUE(frozen.borrowerShares[kGpuShare].at("small").empty());
   Decision gpuOnly = decide({o}, {gpuBorrower("big", 4, 0), gpuBorrower("gpuonly", 0, 2)}, 1000 * kMs);
-  EXPECT_EQ(gpuOnly.borrowerGpu.at("gpuonly"), (GpuLoan{"train", 0, 2})) << "it asks for no CPU";
+  EXPECT_EQ(gpuOnly.borrowerShares[kGpuShare].at("gpuonly"), (ShareLoan{"train", 0, 2})) << "it asks for no CPU";
 }
 
 TEST(LoanPlanner, GpuUnitsComeBackAheadOfThePhaseThatKeepsThem) {
@@ -250,11 +250,53 @@ TEST(LoanPlanner, GpuUnitsComeBackAheadOfThePhaseThatKeepsThem) {
   o.rhythm = &rhythm;
   uint64_t decodeAt = 1000 * kMs + 10 * 20 * kMs;
   Decision early = decide({o}, {gpuBorrower("infer", 1, 2)}, decodeAt + kMs);
-  EXPECT_FALSE(early.borrowerGpu.at("infer").empty());
+  EXPECT_FALSE(early.borrowerShares[kGpuShare].at("infer").empty());
   uint64_t next = nextDecisionNs({o}, early, decodeAt + kMs);
   EXPECT_LE(next, decodeAt + 5 * kMs) << "the lead's reclaim of lent GPU units is due";
-  Decision late = decide({o}, {gpuBorrower("infer", 1, 2, early.borrowerGpu.at("infer"))}, decodeAt + 6 * kMs);
-  EXPECT_TRUE(late.borrowerGpu.at("infer").empty()) << "compute is expected within the lead";
+  Decision late = decide({o}, {gpuBorrower("infer", 1, 2, early.borrowerShares[kGpuShare].at("infer"))}, decodeAt + 6 * kMs);
+  EXPECT_TRUE(late.borrowerShares[kGpuShare].at("infer").empty()) << "compute is expected within the lead";
+}
+
+// RDMA queue pairs: the trainer's two groups (3 of 4 queue pairs lendable each, one per HCA port),
+// kept by compute only, lent as GPU units are and beside them.
+Owner rdmaTrainer() {
+  Owner o = gpuTrainer();
+  o.rdmaShares = {{"trainer0", "mlx5_0", 1, 3}, {"trainer1", "mlx5_1", 1, 3}};
+  o.phases[1].keptShares[kRdmaShare] = {0, 1}; // compute
+  return o;
+}
+
+TEST(LoanPlanner, QueuePairsAreLentOnOnePortBesideGpuUnitsAndComeBackWhenComputeKeepsThem) {
+  Owner o = rdmaTrainer();
+  o.step = 55;
+  Borrower both = gpuBorrower("infer", 1, 2);
+  both.units[kRdmaShare] = 2;
+  Borrower qpsOnly{"prep", 1, {}};
+  qpsOnly.units[kRdmaShare] = 2;
+  Decision before = decide({o}, {both, qpsOnly}, 1000 * kMs);
+  EXPECT_TRUE(before.borrowerShares[kRdmaShare].at("infer").empty()) << "before the first phase everything is kept";
+  EXPECT_EQ(before.sharesKeptNow[kRdmaShare].at("train"), (std::vector<unsigned>{0, 1}));
+
+  o.workerPhase = 1; // decode keeps no queue pair
+  Decision d = decide({o}, {both, qpsOnly}, 1000 * kMs);
+  EXPECT_EQ(d.borrowerShares[kGpuShare].at("infer"), (ShareLoan{"train", 0, 2}));
+  EXPECT_EQ(d.borrowerShares[kRdmaShare].at("infer"), (ShareLoan{"train", 0, 2}));
+  EXPECT_EQ(d.borrowerShares[kRdmaShare].at("prep"), (ShareLoan{"train", 1, 2}))
+      << "one queue pair left on mlx5_0 is not enough: all on one port";
+  EXPECT_FALSE(d.borrowerShares[kGpuShare].count("prep")) << "it asks for no GPU unit";
+  EXPECT_TRUE(d.wakeMask.at("train") & 2u) << "compute keeps lent queue pairs: its entry wakes the node";
+  EXPECT_TRUE(sharesLentFrom(d, kRdmaShare, "train", {1}));
+
+  Borrower greedy{"greedy", 1, {}};
+  greedy.units[kRdmaShare] = 4;
+  EXPECT_TRUE(decide({o}, {greedy}, 1000 * kMs).borrowerShares[kRdmaShare].at("greedy").empty())
+      << "a group keeps one of its four queue pairs";
+
+  o.workerPhase = 2; // compute keeps them
+  both.currentShares[kRdmaShare] = {"train", 0, 2};
+  Decision c = decide({o}, {both}, 1000 * kMs);
+  EXPECT_TRUE(c.borrowerShares[kRdmaShare].at("infer").empty());
+  EXPECT_FALSE(sharesLentFrom(c, "train", o.phases[1]));
 }
 
 } // namespace

@@ -44,4 +44,11 @@ for generation in (0, -1, True, "1"):
         mscale.acknowledge_gpu_slices(generation)
     except mscale.UsageError as e:
         print(e)
+# Queue pairs: the same, on their own hand-over.
+print("queue pairs:", mscale.rdma_queue_pair_update())
+for generation in (0, 2**64):
+    try:
+        mscale.acknowledge_rdma_queue_pairs(generation)
+    except mscale.UsageError as e:
+        print(e)
 sys.stdout.flush()

@@ -1,6 +1,6 @@
-# The owner's worker in lending-gpu.test: it decodes (its trainer's GPU slices lent) until the test
-# says go-compute, then computes (the slices kept) until it says go-exit, saying each phase in a file
-# of DIR once it has entered it.
+# The owner's worker in lending-gpu.test and lending-rdma.test: it decodes (its trainer's GPU slices
+# or queue pairs lent) until the test says go-compute, then computes (they are kept) until it says
+# go-exit, saying each phase in a file of DIR once it has entered it.
 import os
 import sys
 
@@ -17,7 +17,7 @@ def say(name, text=""):
 
 
 def wait_for(name):
-    wait_in(directory, name, "lending_gpu_owner")
+    wait_in(directory, name, "lending_units_owner")
 
 
 with mscale.phase("decode"):
