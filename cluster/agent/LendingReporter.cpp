@@ -14,14 +14,14 @@ bool LendingReporter::due() const {
 
 bool LendingReporter::movesOwners(const exec::LendingOffer &most) const {
   return published_ && (published_->owners != most.owners || published_->cpus != most.cpus ||
-                        published_->gpuUnits != most.gpuUnits);
+                        published_->gpuUnits != most.gpuUnits || published_->rdmaQueuePairs != most.rdmaQueuePairs);
 }
 
 std::optional<LendingRecord> LendingReporter::sample(const exec::LendingOffer &offer) {
   if (!due() && !movesOwners(offer))
     return std::nullopt;
   sampledAtNs_ = clock_.monotonicNs();
-  LendingRecord r{offer.owners, offer.cpus, offer.gpuUnits, 0, 0};
+  LendingRecord r{offer.owners, offer.cpus, offer.gpuUnits, 0, 0, offer.rdmaQueuePairs};
   // Over the window since the last sample, while the same owners lend: the lending's own counters
   // (a lending started anew, e.g. when its last owner left, starts them again).
   bool window = previous_ && previous_->owners == offer.owners && previous_->cpus == offer.cpus &&
@@ -40,7 +40,7 @@ std::optional<LendingRecord> LendingReporter::sample(const exec::LendingOffer &o
   previous_ = offer;
   auto moved = [](uint32_t a, uint32_t b, uint32_t step) { return (a > b ? a - b : b - a) >= step; };
   if (published_ && published_->owners == r.owners && published_->cpus == r.cpus &&
-      published_->gpuUnits == r.gpuUnits && !moved(published_->sharePermille, r.sharePermille, options_.shareStepPermille) &&
+      published_->gpuUnits == r.gpuUnits && published_->rdmaQueuePairs == r.rdmaQueuePairs && !moved(published_->sharePermille, r.sharePermille, options_.shareStepPermille) &&
       !moved(published_->lentCpus, r.lentCpus, 1))
     return std::nullopt;
   published_ = r;

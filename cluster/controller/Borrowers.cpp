@@ -10,13 +10,15 @@ std::optional<BorrowerAsk> borrowerAsk(const ir::Contract &contract) {
   if (!c.class_ || c.class_->value != "opportunistic")
     return std::nullopt;
   return BorrowerAsk{c.cpu_cores ? unsigned(c.cpu_cores->value) : 0u,
-                     c.gpu_sm_slices ? unsigned(c.gpu_sm_slices->value) : 0u};
+                     c.gpu_sm_slices ? unsigned(c.gpu_sm_slices->value) : 0u,
+                     c.rdma_qps ? unsigned(c.rdma_qps->value) : 0u};
 }
 
 BorrowerAsk borrowerAsk(const AssignedPlan &assigned) {
   if (!assigned.borrower())
     return {};
-  return {assigned.decoded->borrow().cpu_cores(), assigned.decoded->borrow().gpu_sm_slices()};
+  const plan::Borrow &b = assigned.decoded->borrow();
+  return {b.cpu_cores(), b.gpu_sm_slices(), b.rdma_queue_pairs()};
 }
 
 LentCapacity::LentCapacity(const ClusterState &state) : state_(state) {}
@@ -33,13 +35,16 @@ std::string LentCapacity::shortfall(const std::string &node, const BorrowerAsk &
   auto asked = asked_.find(node);
   BorrowerAsk taken = asked == asked_.end() ? BorrowerAsk{} : asked->second;
   auto left = [](unsigned has, unsigned taken) { return has > taken ? has - taken : 0u; };
-  std::string borrowed = taken.cpus || taken.gpuUnits ? " not asked by the borrowers there" : "";
+  std::string borrowed = taken.cpus || taken.gpuUnits || taken.rdmaQueuePairs ? " not asked by the borrowers there" : "";
   if (left(r.cpus, taken.cpus) < ask.cpus)
     return "it lends " + std::to_string(left(r.cpus, taken.cpus)) + " CPUs" + borrowed + ", the borrower asks " +
            std::to_string(ask.cpus);
   if (left(r.gpuUnits, taken.gpuUnits) < ask.gpuUnits)
     return "it lends " + std::to_string(left(r.gpuUnits, taken.gpuUnits)) + " GPU units on one GPU" + borrowed +
            ", the borrower asks " + std::to_string(ask.gpuUnits);
+  if (left(r.rdmaQueuePairs, taken.rdmaQueuePairs) < ask.rdmaQueuePairs)
+    return "it lends " + std::to_string(left(r.rdmaQueuePairs, taken.rdmaQueuePairs)) + " RDMA queue pairs on one port" +
+           borrowed + ", the borrower asks " + std::to_string(ask.rdmaQueuePairs);
   return {};
 }
 
@@ -47,6 +52,7 @@ void LentCapacity::take(const std::string &node, const BorrowerAsk &ask) {
   BorrowerAsk &a = asked_[node];
   a.cpus += ask.cpus;
   a.gpuUnits += ask.gpuUnits;
+  a.rdmaQueuePairs += ask.rdmaQueuePairs;
 }
 
 uint64_t LentCapacity::spare(const std::string &node) const {

@@ -30,6 +30,7 @@ namespace msc::cluster {
 struct BorrowerAsk {
   unsigned cpus = 0;
   unsigned gpuUnits = 0;
+  unsigned rdmaQueuePairs = 0;
 };
 // nullopt for a contract that is no borrower.
 std::optional<BorrowerAsk> borrowerAsk(const ir::Contract &contract);

@@ -394,7 +394,7 @@ std::optional<Drain> decodeDrain(const std::string &value, std::string &why) {
 std::string encodeLending(const LendingRecord &r) {
   return "owners " + std::to_string(r.owners) + "\ncpus " + std::to_string(r.cpus) + "\ngpu-units " +
          std::to_string(r.gpuUnits) + "\nshare-permille " + std::to_string(r.sharePermille) + "\nlent-cpus " +
-         std::to_string(r.lentCpus) + "\n";
+         std::to_string(r.lentCpus) + "\nrdma-queue-pairs " + std::to_string(r.rdmaQueuePairs) + "\n";
 }
 
 std::optional<LendingRecord> decodeLending(const std::string &value, std::string &why) {
@@ -403,7 +403,9 @@ std::optional<LendingRecord> decodeLending(const std::string &value, std::string
                                                         {"cpus", &r.cpus},
                                                         {"gpu-units", &r.gpuUnits},
                                                         {"share-permille", &r.sharePermille},
-                                                        {"lent-cpus", &r.lentCpus}};
+                                                        {"lent-cpus", &r.lentCpus},
+                                                        {"rdma-queue-pairs", &r.rdmaQueuePairs}};
+  const char *optional = "rdma-queue-pairs"; // added later: an older agent's record has no such line
   std::set<std::string> seen;
   std::istringstream in(value);
   for (std::string line; std::getline(in, line);) {
@@ -420,7 +422,7 @@ std::optional<LendingRecord> decodeLending(const std::string &value, std::string
     }
   }
   for (const auto &[name, field] : fields)
-    if (!seen.count(name)) {
+    if (!seen.count(name) && std::string(name) != optional) {
       why = std::string("no '") + name + " N' line";
       return std::nullopt;
     }
@@ -428,8 +430,9 @@ std::optional<LendingRecord> decodeLending(const std::string &value, std::string
     why = "a share of " + std::to_string(r.sharePermille) + " permille is more than the whole";
     return std::nullopt;
   }
-  if (r.owners == 0 && (r.cpus || r.gpuUnits)) {
-    why = "it lends " + std::to_string(r.cpus) + " CPUs and " + std::to_string(r.gpuUnits) + " GPU units with no owner";
+  if (r.owners == 0 && (r.cpus || r.gpuUnits || r.rdmaQueuePairs)) {
+    why = "it lends " + std::to_string(r.cpus) + " CPUs, " + std::to_string(r.gpuUnits) + " GPU units and " +
+          std::to_string(r.rdmaQueuePairs) + " queue pairs with no owner";
     return std::nullopt;
   }
   return r;

@@ -209,11 +209,12 @@ std::optional<Drain> decodeDrain(const std::string &value, std::string &why);
 // (what the owners lend at their most, summed: the largest borrower the node admits), "gpu-units N"
 // (the most GPU units one owner lends on one GPU), "share-permille N" (of the agent's last window,
 // the share of time those CPUs were lendable, as the owners' phase rhythm gives it; 0 when they lend
-// none), "lent-cpus N" (lent to borrowers as the window ended).
+// none), "lent-cpus N" (lent to borrowers as the window ended), "rdma-queue-pairs N" (the most queue
+// pairs one owner lends on one port; a record without the line, an older agent's, lends none).
 inline constexpr const char *kLendingPrefix = "/mscale/lending/";
 inline std::string lendingKey(const std::string &node) { return kLendingPrefix + node; }
 struct LendingRecord {
-  uint32_t owners = 0, cpus = 0, gpuUnits = 0, sharePermille = 0, lentCpus = 0;
+  uint32_t owners = 0, cpus = 0, gpuUnits = 0, sharePermille = 0, lentCpus = 0, rdmaQueuePairs = 0;
   bool operator==(const LendingRecord &) const = default;
 };
 std::string encodeLending(const LendingRecord &r);

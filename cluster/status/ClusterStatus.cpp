@@ -357,14 +357,16 @@ std::string drainStatus(const NodeView &n) {
 }
 
 // What a node lends, one word: "2cpu@64%" (its owners lend 2 CPUs at their most, lendable 64% of
-// the time), "2cpu+3gpu@64%" with GPU units on one GPU; "-" when nothing is lent, "unreadable".
+// the time), "2cpu+3gpu+2qp@64%" with GPU units on one GPU and queue pairs on one port; "-" when
+// nothing is lent, "unreadable".
 std::string lendsText(const NodeView &n) {
   if (!n.lendingUnreadable.empty())
     return "unreadable";
-  if (!n.lending || (!n.lending->cpus && !n.lending->gpuUnits))
+  if (!n.lending || (!n.lending->cpus && !n.lending->gpuUnits && !n.lending->rdmaQueuePairs))
     return "-";
   return std::to_string(n.lending->cpus) + "cpu" +
-         (n.lending->gpuUnits ? "+" + std::to_string(n.lending->gpuUnits) + "gpu" : std::string()) + "@" +
+         (n.lending->gpuUnits ? "+" + std::to_string(n.lending->gpuUnits) + "gpu" : std::string()) +
+         (n.lending->rdmaQueuePairs ? "+" + std::to_string(n.lending->rdmaQueuePairs) + "qp" : std::string()) + "@" +
          std::to_string(n.lending->sharePermille / 10) + "%";
 }
 } // namespace
@@ -430,7 +432,8 @@ llvm::json::Value nodesJson(const ClusterStatusView &view) {
                                         {"cpus", int64_t(n.lending->cpus)},
                                         {"gpu_units", int64_t(n.lending->gpuUnits)},
                                         {"share_permille", int64_t(n.lending->sharePermille)},
-                                        {"lent_cpus", int64_t(n.lending->lentCpus)}};
+                                        {"lent_cpus", int64_t(n.lending->lentCpus)},
+                                        {"rdma_queue_pairs", int64_t(n.lending->rdmaQueuePairs)}};
     else if (!n.lendingUnreadable.empty())
       o["lending"] = llvm::json::Object{{"state", "unreadable"}, {"why", n.lendingUnreadable}};
     if (n.ready) {

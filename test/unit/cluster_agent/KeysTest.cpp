@@ -338,7 +338,8 @@ TEST(ClusterKeys, TheAgentsAnswerToAStopRoundTripsInItsStatus) {
 
 TEST(ClusterKeys, LendingRecordRoundTripAndMalformedRecords) {
   EXPECT_EQ(lendingKey("node1"), "/mscale/lending/node1");
-  for (LendingRecord r : {LendingRecord{}, LendingRecord{2, 6, 3, 640, 1}, LendingRecord{1, 4, 0, 1000, 4}}) {
+  for (LendingRecord r :
+       {LendingRecord{}, LendingRecord{2, 6, 3, 640, 1}, LendingRecord{1, 4, 0, 1000, 4}, LendingRecord{1, 2, 0, 500, 0, 7}}) {
     std::string why;
     std::optional<LendingRecord> back = decodeLending(encodeLending(r), why);
     ASSERT_TRUE(back) << why;
@@ -360,7 +361,15 @@ TEST(ClusterKeys, LendingRecordRoundTripAndMalformedRecords) {
   EXPECT_FALSE(decodeLending(encodeLending({1, 4, 0, 1001, 0}), why));
   EXPECT_EQ(why, "a share of 1001 permille is more than the whole");
   EXPECT_FALSE(decodeLending(encodeLending({0, 4, 0, 0, 0}), why));
-  EXPECT_EQ(why, "it lends 4 CPUs and 0 GPU units with no owner");
+  EXPECT_EQ(why, "it lends 4 CPUs, 0 GPU units and 0 queue pairs with no owner");
+  EXPECT_FALSE(decodeLending(encodeLending({0, 0, 0, 0, 0, 2}), why));
+  EXPECT_EQ(why, "it lends 0 CPUs, 0 GPU units and 2 queue pairs with no owner");
+  // An older agent's record has no rdma-queue-pairs line: it reads, lending none.
+  std::string older = encodeLending({1, 4, 2, 500, 1, 0});
+  older.erase(older.find("rdma-queue-pairs"));
+  std::optional<LendingRecord> back = decodeLending(older, why);
+  ASSERT_TRUE(back) << why;
+  EXPECT_EQ(*back, (LendingRecord{1, 4, 2, 500, 1, 0}));
 }
 
 TEST(ClusterKeys, ASubmissionCarriesItsClass) {

@@ -102,6 +102,23 @@ TEST(Borrowers, WaitWhereNothingIsLentAndArePlacedOnceANodeLends) {
   EXPECT_EQ(c.lastEvent("infer"), "placed on n3");
 }
 
+// A borrower of queue pairs goes only where one owner lends that many on one port, and two are not
+// promised the same queue pairs.
+TEST(Borrowers, OfQueuePairsGoWhereAPortLendsThemAndAreNotPromisedThemTwice) {
+  Cluster c;
+  c.lends("n1", 4, 1000); // CPUs, no queue pairs
+  c.store.put(lendingKey("n2"), encodeLending({1, 4, 0, 500, 0, 3}));
+  c.submit("fetch", "contract fetch {\n  class = opportunistic;\n  cpu_cores = 1;\n  rdma_qps = 2;\n}\n");
+  c.submit("fetch2", "contract fetch2 {\n  class = opportunistic;\n  cpu_cores = 1;\n  rdma_qps = 2;\n}\n");
+  c.round();
+  EXPECT_EQ(c.nodesOf("fetch"), Nodes{"n2"}) << "n1 has more CPU to spare but lends no queue pair";
+  EXPECT_EQ(c.nodesOf("fetch2"), Nodes{});
+  std::string status = c.store.keys.at(std::string(kContractStatusPrefix) + "fetch2").value;
+  EXPECT_NE(status.find("it lends 1 RDMA queue pairs on one port not asked by the borrowers there, the borrower asks 2"),
+            std::string::npos)
+      << status;
+}
+
 TEST(Borrowers, GoWhereTheMostLentCapacityIsSpare) {
   Cluster c;
   c.lends("n1", 4, 300);
