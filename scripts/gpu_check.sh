@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Exercises the `cuda` GPU backend on a machine with an NVIDIA GPU and driver: builds msc-gpu-check
 # and the backend unit tests, then creates two green-context slices on GPU 0 (stream priorities,
-# 1 GiB memory pools), heartbeats, samples, resizes and destroys them, printing each step.
+# 1 GiB memory pools), heartbeats, samples, resizes and destroys them, and lends half of an owner's
+# slice to a borrower and takes it back as the node's lending does (issue 27, timed), printing each
+# step.
 #
 #   scripts/gpu_check.sh [path/to/libcuda.so.1]
 #
