@@ -78,8 +78,17 @@ Status Store::open(const StoreOptions &options, std::unique_ptr<Store> &out) {
     if (fd < 0 && name.empty()) {
       if (options.diskDir.empty())
         return Status::make(ErrorCode::ERR_SNAP_009, {"the memory tier needs a name, an fd, or a disk directory"});
+      // The directory's path and identity: a directory removed and made again under the same path
+      // (a job started afresh) is another store, and must not resume from the old one's memory.
       char real[PATH_MAX];
       std::string key = ::realpath(options.diskDir.c_str(), real) ? real : options.diskDir;
+      struct statx identity{};
+      if (::statx(AT_FDCWD, key.c_str(), 0, STATX_INO | STATX_BTIME, &identity) == 0) {
+        key += '\0' + std::to_string(identity.stx_dev_major) + ":" + std::to_string(identity.stx_dev_minor) + ":" +
+               std::to_string(identity.stx_ino);
+        if (identity.stx_mask & STATX_BTIME) // the inode number alone is reused at once on ext4
+          key += ":" + std::to_string(identity.stx_btime.tv_sec) + "." + std::to_string(identity.stx_btime.tv_nsec);
+      }
       char buf[40];
       std::snprintf(buf, sizeof buf, "/msc-snap-%016llx",
                     static_cast<unsigned long long>(hash64(key.data(), key.size())));

@@ -102,7 +102,7 @@ struct StoreOptions {
   bool memoryTier = true;  // false: disk only
   int memoryFd = -1;       // an fd to use for the memory tier (else MSCALE_SNAPSHOT_MEMFD, else shm_open)
   bool useEnvFd = true;    // honour MSCALE_SNAPSHOT_MEMFD
-  std::string memoryName;  // shm_open name ("msc-snap-job1"); empty: derived from diskDir
+  std::string memoryName;  // shm_open name ("msc-snap-job1"); empty: derived from diskDir's path and identity
   uint32_t keep = 3;       // disk snapshots kept (>= 1)
   uint32_t memorySlots = 2; // memory slots (>= 1; 2 keeps the previous one valid while writing)
   // With both tiers: save() returns once the memory tier has committed, and the disk file is written

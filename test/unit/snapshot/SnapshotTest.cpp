@@ -115,6 +115,33 @@ protected:
   static inline int counter = 0;
 };
 
+// A memory tier named after its disk directory belongs to that directory, not to its path: a job
+// whose directory was removed and made again starts afresh, even where the old region is still in
+// /dev/shm (a node that did not reboot).
+TEST_F(SnapshotTest, ADirectoryMadeAgainUnderTheSamePathDoesNotResumeTheOldMemoryTier) {
+  StoreOptions o = options();
+  o.memoryName.clear();
+  auto store = open(o);
+  ASSERT_TRUE(store->save(meta(801), blobs(801)).ok());
+  std::string first = store->memoryTierName();
+  store.reset();
+  auto again = open(o);
+  Restored r;
+  ASSERT_TRUE(again->restoreLatest(r).ok()) << "the same directory resumes from its memory";
+  EXPECT_EQ(r.tier, Tier::Memory);
+  again.reset();
+
+  fs::remove_all(dir + "/snaps");
+  auto fresh = open(o);
+  std::string second = fresh->memoryTierName();
+  EXPECT_NE(second, first);
+  Restored none;
+  EXPECT_FALSE(fresh->restoreLatest(none).ok()) << "resumed step " << none.meta.step << " of a removed directory";
+  fresh.reset();
+  for (const std::string &name : {first, second}) // "shm:/msc-snap-..."
+    ::shm_unlink(name.substr(name.find('/')).c_str());
+}
+
 TEST_F(SnapshotTest, RoundTripPrefersMemoryThenDisk) {
   auto store = open(options());
   ASSERT_TRUE(store->save(meta(10), blobs(10)).ok());
