@@ -378,6 +378,12 @@ void IRGen::checkWorldSizes(const ir::Contract &c) {
         << c.name << "global_batch, which micro_batch needs";
     return;
   }
+  if (f.deterministic_reduction && f.deterministic_reduction->value && !f.micro_batch) {
+    diags_.report(DiagCode::ERR_SEM_017, f.deterministic_reduction->origin.fieldRange)
+            .note(Location::none(), "the canonical order is over the step's micro-batches, the same at every size")
+        << c.name << "micro_batch, which deterministic_reduction needs";
+    return;
+  }
   if (!f.global_batch)
     return;
   const ir::WorldSizes sizes = ir::worldSizesOf(f);

@@ -12,6 +12,7 @@ WorldSizes worldSizesOf(const ComputeFields &compute) {
     s.globalBatch = static_cast<uint64_t>(compute.global_batch->value);
   if (compute.micro_batch)
     s.microBatch = static_cast<uint64_t>(compute.micro_batch->value);
+  s.deterministicReduction = compute.deterministic_reduction && compute.deterministic_reduction->value;
   return s;
 }
 

@@ -20,6 +20,7 @@ struct WorldSizes {
   unsigned min = 1, max = 1;     // the contract's `nodes` (1..1 when it does not say)
   uint64_t globalBatch = 0;      // samples a step consumes across all ranks; 0: the contract does not say
   uint64_t microBatch = 0;       // most samples a rank passes forward at once; 0: its whole share
+  bool deterministicReduction = false; // gradients summed in the micro-batches' canonical order
   bool elastic() const { return min < max; }
 };
 

@@ -47,10 +47,13 @@ std::map<std::string, std::string> batchEnvironment(const ir::WorldSizes &sizes,
   std::optional<ir::BatchSplit> split = ir::splitAt(sizes, worldSize);
   if (!split)
     return {};
-  return {{"MSCALE_GLOBAL_BATCH", std::to_string(sizes.globalBatch)},
-          {"MSCALE_RANK_BATCH", std::to_string(split->rankBatch)},
-          {"MSCALE_MICRO_BATCH", std::to_string(split->microBatch)},
-          {"MSCALE_ACCUMULATION_STEPS", std::to_string(split->accumulation)}};
+  std::map<std::string, std::string> env = {{"MSCALE_GLOBAL_BATCH", std::to_string(sizes.globalBatch)},
+                                            {"MSCALE_RANK_BATCH", std::to_string(split->rankBatch)},
+                                            {"MSCALE_MICRO_BATCH", std::to_string(split->microBatch)},
+                                            {"MSCALE_ACCUMULATION_STEPS", std::to_string(split->accumulation)}};
+  if (sizes.deterministicReduction)
+    env["MSCALE_DETERMINISTIC_REDUCTION"] = "1";
+  return env;
 }
 
 } // namespace msc::cluster

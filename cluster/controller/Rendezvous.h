@@ -30,8 +30,8 @@ std::map<std::string, std::string> rendezvousEnvironment(unsigned nodeRank, unsi
 
 // What each rank's share of the job's global batch is at the size placed (ir/WorldSize.h):
 // MSCALE_GLOBAL_BATCH, MSCALE_RANK_BATCH (samples per rank per step), MSCALE_MICRO_BATCH and
-// MSCALE_ACCUMULATION_STEPS (micro-batches per rank per step). Empty for a job that sets no
-// global batch.
+// MSCALE_ACCUMULATION_STEPS (micro-batches per rank per step), and MSCALE_DETERMINISTIC_REDUCTION=1
+// when the contract asks for it. Empty for a job that sets no global batch.
 std::map<std::string, std::string> batchEnvironment(const ir::WorldSizes &sizes, unsigned worldSize);
 
 } // namespace msc::cluster

@@ -202,6 +202,16 @@ class ElasticBatchSampler(Sampler[List[int]]):
         self._generation += 1
 
 
+# Steps reduced through a DeterministicReduction in this process: ExactResume holds a job whose
+# contract asks for deterministic_reduction (MSCALE_DETERMINISTIC_REDUCTION=1) to it, step by step.
+_reductions = 0
+
+
+def reductions() -> int:
+    """How many steps this process has reduced through a ``DeterministicReduction``."""
+    return _reductions
+
+
 class DeterministicReduction:
     """A step's gradient as the mean of its micro-batches' gradients, summed in one canonical order
     whatever the world size.  Per step::
@@ -262,5 +272,7 @@ class DeterministicReduction:
         for p in self._params:
             p.grad = total[offset:offset + p.numel()].view_as(p).clone()
             offset += p.numel()
+        global _reductions
+        _reductions += 1
         return int(ordered.shape[0])
 

@@ -62,6 +62,12 @@ from mscale import _snapshot
 from mscale._environment import env_int
 from mscale.errors import MScaleError, ResumeError, SnapshotError, UsageError
 
+
+def _elastic_reductions() -> int:
+    # mscale.elastic imports torch's samplers: loaded when a state is made, not with the package.
+    from mscale.elastic import reductions
+    return reductions()
+
 try:
     import numpy as _np
 except ImportError:  # NumPy is optional; its generator is captured when it is there
@@ -252,6 +258,10 @@ class ExactResume:
         self._disk_writer: Optional[threading.Thread] = None
         self._disk_error: Optional[BaseException] = None
         self._heartbeat = _Heartbeat()
+        # The contract's deterministic_reduction: each step must have been reduced through
+        # mscale.DeterministicReduction, or the run would depend on the world size after all.
+        self._deterministic = os.environ.get("MSCALE_DETERMINISTIC_REDUCTION") == "1"
+        self._reductions_seen = _elastic_reductions()
         self.last_snapshot_step: Optional[int] = None
         self.stopped_at: Optional[int] = None  # the step of a planned stop, once committed (should_stop)
         self.restored_from: Optional[_snapshot.Restored] = None
@@ -291,6 +301,11 @@ class ExactResume:
         if self.stopped_at is not None:
             raise UsageError("ERR_PY_024", "step %d is done after the planned stop after step %d: end the training "
                              "loop when should_stop is true" % (step, self.stopped_at))
+        if self._deterministic:
+            reduced = _elastic_reductions()
+            if reduced == self._reductions_seen:
+                raise UsageError("ERR_PY_053", step)
+            self._reductions_seen = reduced
         if self._loss_scale:
             self._loss_scale.observe(step)
         self._heartbeat(step)

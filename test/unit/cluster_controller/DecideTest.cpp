@@ -283,6 +283,24 @@ TEST(Decide, EachRankOfAPlacementLearnsWhereRankZeroListens) {
       << "a fresh port for the new placement";
 }
 
+// `deterministic_reduction = true` reaches every rank with its share of the batch, at every size.
+TEST(Decide, EveryRankOfAJobAskingForADeterministicReductionIsToldSo) {
+  const char *exact = "import \"profiles/mlvm.msc\";\ncontract pair uses profile mlvm_light {\n"
+                      "  nodes = 2..3; global_batch = 96 samples; micro_batch = 16 samples;\n"
+                      "  deterministic_reduction = true;\n"
+                      "  io_topology { r0 { gpu = any; rdma_port = nearest; } }\n}\n";
+  Cluster cluster({"n1", "n2", "n3"}, "pair", exact);
+  Decision first = cluster.decideAt();
+  const ContractAction *a = actionFor(first, "pair");
+  ASSERT_TRUE(a);
+  ASSERT_EQ(a->kind, ContractAction::Kind::Place) << statusOf(*a);
+  for (const char *node : {"n1", "n2", "n3"}) {
+    std::map<std::string, std::string> env = environmentPut(*a, node);
+    EXPECT_EQ(env["MSCALE_DETERMINISTIC_REDUCTION"], "1") << node;
+    EXPECT_EQ(env["MSCALE_MICRO_BATCH"], "16") << node;
+  }
+}
+
 // An elastic job (`nodes = 2..3`) runs at the largest size the cluster can give whole: a node lost
 // with no spare shrinks it, every rank told the new world size and its share of the same global
 // batch; below its fewest it runs nowhere.
@@ -303,6 +321,7 @@ TEST(Decide, AnElasticJobShrinksWhenANodeIsLostWithNoSpareAndEachRankLearnsItsSh
   EXPECT_EQ(rank2["MSCALE_RANK_BATCH"], "32");
   EXPECT_EQ(rank2["MSCALE_MICRO_BATCH"], "16");
   EXPECT_EQ(rank2["MSCALE_ACCUMULATION_STEPS"], "2");
+  EXPECT_FALSE(rank2.count("MSCALE_DETERMINISTIC_REDUCTION")) << "the contract does not ask for it";
   ASSERT_TRUE(eventsPut(first));
   EXPECT_EQ(eventsPut(first)->back().text, "placed on n1,n2,n3 (world size 3 of 2..3)");
   cluster.commit(first);

@@ -47,7 +47,7 @@ wait || fail "the reference run: $(tail -3 "$work"/ref/rank*.err)"
 for n in node1 node2 node3 node4; do start_agent $n; done
 mscale-controller run --name A 2> "$work/A.log" & pid[A]=$!
 until_ok 30 registered 4 || fail "the agents did not register"
-printf 'import "profiles/mlvm.msc";\ncontract elastic uses profile mlvm_light {\n  nodes = 2..4;\n  global_batch = 24 samples;\n  micro_batch = 2 samples;\n  fault_tolerance { heartbeat = 2s; }\n  io_topology { r0 { gpu = any; rdma_port = nearest; } }\n}\n' \
+printf 'import "profiles/mlvm.msc";\ncontract elastic uses profile mlvm_light {\n  nodes = 2..4;\n  global_batch = 24 samples;\n  micro_batch = 2 samples;\n  deterministic_reduction = true;\n  fault_tolerance { heartbeat = 2s; }\n  io_topology { r0 { gpu = any; rdma_port = nearest; } }\n}\n' \
   > "$work/elastic.msc"
 mscale-cli cluster submit "$work/elastic.msc" -- "${py[@]}" "$here/elastic_worker.py" "${worker[@]}" --delay 0.05 \
   > /dev/null || fail "submit"
@@ -81,4 +81,5 @@ until_ok 90 bash -c "(( \$(grep -c ' world 4 rank 0 ' '$work/train.log') > $(ste
 echo "agents back: $(ectl get --print-value-only /mscale/contract-events/elastic | grep -o 'grow from 2 nodes: stopped after step [0-9]*: placed again on [^ ]* (world size [0-9] of 2..4)' \
   | sed -e 's/step [0-9]*/step S/' -e 's/on [^ ]* (/on NODES (/' | tr '\n' ';')"
 until_ok 180 bash -c "[[ -s '$work/train.log.final' ]]" || fail "the job did not finish: $(status_of elastic)"
+echo "ranks told deterministic_reduction at each size: $(sort -u "$work/train.log.deterministic" | cut -d' ' -f2 | sort -u | tr '\n' ' ')"
 "${py[@]}" "$here/elastic_history.py" "$work/train.log" "$work/ref/train.log" --timings "$work/timings"
