@@ -50,9 +50,37 @@ struct Cluster {
   void add(const std::string &node) {
     store.put(std::string(kNodesPrefix) + node, encodeRegistration({"test", test::recordedNodeYaml()}));
   }
-  Decision decideAt(uint64_t nowNs, ReconcileOptions o = options()) {
+  Decision decideAt(uint64_t nowNs, ReconcileOptions o = options(), int64_t leaderRev = kLeaderRev) {
     ManualClock clock(nowNs, kWallUs);
-    return decide(store.read(memory), memory, clock, o, kLeaderRev);
+    return decide(store.read(memory), memory, clock, o, leaderRev);
+  }
+  // The node's agent is gone: its lease took its registration (and the statuses under it) along.
+  void lose(const std::string &node) {
+    store.remove(std::string(kNodesPrefix) + node);
+    store.remove(statusKey(node, "pair"));
+  }
+  // Where pair is assigned now, and each assignment's RANK and WORLD_SIZE: one rank per node, the
+  // ranks 0..N-1 once each, every one told N.
+  std::vector<std::string> placedOn() const {
+    std::vector<std::string> nodes;
+    for (const char *n : {"n1", "n2", "n3"})
+      if (store.keys.count(assignmentKey(n, "pair")))
+        nodes.push_back(n);
+    return nodes;
+  }
+  void expectOneCopyOfEachRank() const {
+    std::vector<std::string> nodes = placedOn();
+    std::vector<bool> seen(nodes.size());
+    for (const std::string &n : nodes) {
+      std::string why;
+      std::optional<Assignment> a = decodeAssignment(store.keys.at(assignmentKey(n, "pair")).value, why);
+      ASSERT_TRUE(a) << why;
+      EXPECT_EQ(a->environment["WORLD_SIZE"], std::to_string(nodes.size())) << n;
+      unsigned rank = unsigned(std::stoul(a->environment["RANK"]));
+      ASSERT_LT(rank, nodes.size()) << n;
+      EXPECT_FALSE(seen[rank]) << "rank " << rank << " twice";
+      seen[rank] = true;
+    }
   }
   // The status n's agent writes for pair: its worker's state and, when given, its answer to a stop.
   void said(const std::string &node, const std::string &worker, std::optional<StopAnswer> stop = std::nullopt) {
@@ -213,6 +241,65 @@ TEST(Grow, ADrainOfAGrowingJobsNodeReplacesTheGrowsAsk) {
   cluster.commit(d);
   EXPECT_EQ(cluster.stopIn("n1"), (PlannedStop{drain, 1, 0, PlannedStop::Cause::Drain}));
   EXPECT_EQ(cluster.stopIn("n2"), cluster.stopIn("n1"));
+}
+
+// Faults during a size change end in one consistent size, never in two copies of a rank.
+
+// The leader fails over after the stop step was chosen: the next leader (no memory of the grow, a
+// higher revision) reads the ask from the assignments, waits for the ranks and places the job
+// once, at the larger size.
+TEST(Grow, ALeaderFailoverMidGrowGoesOnFromTheStoreAndPlacesTheJobOnce) {
+  Cluster cluster;
+  cluster.add("n3");
+  cluster.commit(cluster.decideAt(kSecond));
+  PlannedStop stop = *cluster.stopIn("n1");
+  cluster.said("n1", "running", StopAnswer{stop.id, 1, 40, 100, 0, 0});
+  cluster.said("n2", "running", StopAnswer{stop.id, 1, 40, 100, 0, 0});
+  cluster.commit(cluster.decideAt(2 * kSecond));
+  ASSERT_EQ(cluster.stopIn("n1")->afterStep, 70u);
+
+  cluster.memory = ReconcileMemory{}; // the new leader's
+  constexpr int64_t kNext = kLeaderRev + 5;
+  Decision waiting = cluster.decideAt(3 * kSecond, options(), kNext);
+  cluster.commit(waiting);
+  EXPECT_EQ(cluster.placedOn(), (std::vector<std::string>{"n1", "n2"})) << "the ranks have not stopped yet";
+  EXPECT_EQ(cluster.stopIn("n1")->afterStep, 70u) << "the step chosen stands";
+  cluster.said("n1", "exited", StopAnswer{stop.id, 1, 40, 100, 70, 0});
+  cluster.said("n2", "exited", StopAnswer{stop.id, 1, 40, 100, 70, 0});
+  Decision grown = cluster.decideAt(4 * kSecond, options(), kNext);
+  cluster.commit(grown);
+  EXPECT_EQ(cluster.placedOn(), (std::vector<std::string>{"n1", "n2", "n3"}));
+  cluster.expectOneCopyOfEachRank();
+  for (const char *n : {"n1", "n2", "n3"})
+    cluster.said(n, "running");
+  Decision after = cluster.decideAt(5 * kSecond, options(), kNext);
+  EXPECT_FALSE(actionFor(after)) << "placed once: nothing more to do";
+}
+
+// A node of the job is lost while the job stops for a grow: the grow cannot finish (a rank will
+// never say it stopped), so after the lost node's grace the job is placed again as for any lost
+// node, at the size the nodes left allow, each rank once.
+TEST(Grow, ANodeLostWhileTheJobStopsForAGrowEndsInOneConsistentSize) {
+  Cluster cluster;
+  cluster.add("n3");
+  cluster.commit(cluster.decideAt(kSecond));
+  PlannedStop stop = *cluster.stopIn("n1");
+  cluster.said("n1", "running", StopAnswer{stop.id, 1, 40, 100, 0, 0});
+  cluster.said("n2", "running", StopAnswer{stop.id, 1, 40, 100, 0, 0});
+  cluster.commit(cluster.decideAt(2 * kSecond));
+  cluster.said("n1", "exited", StopAnswer{stop.id, 1, 40, 100, 70, 0});
+  cluster.lose("n2");
+  for (uint64_t t = 3; t <= 20; ++t) {
+    Decision d = cluster.decideAt(t * kSecond);
+    cluster.commit(d);
+    cluster.expectOneCopyOfEachRank();
+    if (const ContractAction *a = actionFor(d); a && a->kind == ContractAction::Kind::Place)
+      for (const std::string &n : cluster.placedOn())
+        cluster.said(n, "running");
+  }
+  EXPECT_EQ(cluster.placedOn(), (std::vector<std::string>{"n1", "n3"})) << "two nodes are left: the job runs on both";
+  EXPECT_FALSE(cluster.stopIn("n1")) << "the grow's ask is gone with its placement";
+  EXPECT_FALSE(cluster.stopIn("n3"));
 }
 
 // A range the cluster can never fill does not keep asking: once at its largest placeable size, the
