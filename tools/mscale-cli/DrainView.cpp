@@ -4,6 +4,7 @@
 
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/Format.h>
+#include <llvm/Support/FormatVariadic.h>
 
 #include <algorithm>
 #include <set>
@@ -24,6 +25,12 @@ std::string whereNow(const cluster::ClusterStatusView &view, const std::string &
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// An ending other than every job moved, as the coded line the CLI prints for it.
+int notCompleted(llvm::raw_ostream &os, const std::string &node, const std::string &why) {
+  os << "mscale-cli: " << etcd::Status::make(etcd::ErrorCode::ERR_CLUSTER_024, {node, why}).str() << "\n";
+  return 1;
 }
 
 } // namespace
@@ -51,25 +58,22 @@ int waitForDrain(etcd::EtcdClient &client, const std::string &node, const cluste
       auto n = std::find_if(status.nodes.begin(), status.nodes.end(),
                             [&](const cluster::NodeView &v) { return v.name == node; });
       if (n == status.nodes.end() || (!n->drain && n->drainUnreadable.empty())) {
-        os << "mscale-cli: the drain of node '" << node << "' ended before its jobs moved (the node was uncordoned); "
-           << "still there: " << llvm::join(left, ", ") << "\n";
-        return 1;
+        return notCompleted(os, node, "it ended before its jobs moved (the node was uncordoned); still there: " +
+                                          llvm::join(left, ", "));
       }
-      if (n->drain && n->drain->timedOut) {
-        os << "mscale-cli: the drain of node '" << node << "' timed out; still there, running on: "
-           << llvm::join(left, ", ") << " (drain it again with --force to move them from their newest snapshot)\n";
-        return 1;
-      }
+      if (n->drain && n->drain->timedOut)
+        return notCompleted(os, node, "it timed out; still there, running on: " + llvm::join(left, ", ") +
+                                          " (drain it again with --force to move them from their newest snapshot)");
       lastError.clear();
     } else {
       lastError = view.status().str(); // etcd briefly unreachable: the drain goes on without us
     }
     if (std::chrono::steady_clock::now() - start >= wait) {
-      os << "mscale-cli: gave up waiting for the drain of node '" << node << "' after "
-         << llvm::format("%.1f", secondsSince(start)) << " s; still there: " << llvm::join(left, ", ")
-         << (lastError.empty() ? "" : " (last read: " + lastError + ")")
-         << "; the leader goes on with it (cluster nodes shows it)\n";
-      return 1;
+      return notCompleted(os, node,
+                          "gave up waiting after " + llvm::formatv("{0:f1}", secondsSince(start)).str() +
+                              " s; still there: " + llvm::join(left, ", ") +
+                              (lastError.empty() ? "" : " (last read: " + lastError + ")") +
+                              "; the leader goes on with it (cluster nodes shows it)");
     }
     std::this_thread::sleep_for(kPoll);
   }

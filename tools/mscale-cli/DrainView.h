@@ -14,7 +14,7 @@
 namespace msc::cli {
 
 // 0 once the jobs of `drain` are placed elsewhere (or withdrawn); 1 when the drain timed out, was
-// ended (the node uncordoned) or `wait` passed first, with what is still there.
+// ended (the node uncordoned) or `wait` passed first, said as ERR_CLUSTER_024 with what is still there.
 int waitForDrain(etcd::EtcdClient &client, const std::string &node, const cluster::DrainOutcome &drain,
                  std::chrono::milliseconds wait, llvm::raw_ostream &os);
 

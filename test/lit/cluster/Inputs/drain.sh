@@ -55,3 +55,17 @@ done
 # Uncordon ends the drain: the node takes placements again.
 mscale-cli cluster uncordon "$first" > /dev/null || fail "uncordon $first"
 echo "drains left: $(ectl get --prefix --keys-only /mscale/drains/ | grep -c .)"
+
+# A job whose worker says no step (a plain command) cannot stop at a boundary: unforced, its node's
+# drain times out at the deadline, the job runs on there, and the command says so, coded.
+cluster_contract sleeper 1 "$work/sleeper.msc"
+mscale-cli cluster submit "$work/sleeper.msc" -- /bin/sleep 600 > /dev/null || fail "submit sleeper"
+until_ok 30 bash -c "[[ \$(etcdctl --endpoints=$ETCD_ENDPOINTS get --print-value-only /mscale/contract-status/sleeper | head -1) == placed* ]]" \
+  || fail "sleeper not placed: $(status_of sleeper)"
+sleeper=$(status_of sleeper | sed -n 's/^placed \([^ ]*\) .*/\1/p')
+mscale-cli cluster drain "$sleeper" --deadline 2s > "$work/timeout.out" 2>&1
+echo "drain of a job that says no step: exit $?"
+grep 'ERR_CLUSTER_024' "$work/timeout.out" | sed -e "s/'$sleeper'/'NODE'/g"
+echo "still on the node: $([[ $(status_of sleeper | sed -n 's/^placed \([^ ]*\) .*/\1/p') == "$sleeper" ]] && echo yes)"
+mscale-cli cluster withdraw sleeper > /dev/null || fail "withdraw sleeper"
+mscale-cli cluster uncordon "$sleeper" > /dev/null || fail "uncordon $sleeper"
