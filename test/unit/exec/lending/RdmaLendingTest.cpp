@@ -95,7 +95,7 @@ TEST_F(RdmaLendingTest, APhaseThatDoesNotKeepRdmaLendsQueuePairsOnItsPortAndTheE
   EXPECT_TRUE(g->failoverDevice.empty()) << "a loan does not follow the owner's failover";
   EXPECT_EQ(told(borrowerPage), "lent@mlx5_0:1:2:64");
   ASSERT_EQ(node.loans().size(), 1u);
-  const Loan &loan = node.loans()[0];
+  const Loan loan = node.loans()[0];
   EXPECT_EQ(loan.shares[kRdmaShare].units, 2u);
   EXPECT_EQ(loan.shareRoles[kRdmaShare], "grads");
   EXPECT_EQ(loan.rdmaPort, "mlx5_0:1");
