@@ -1,9 +1,10 @@
 // What the node lends, as its agent publishes it (/mscale/lending/<node>, Keys.h: LendingRecord) so
 // that the leader places borrowers where lendable capacity is (cluster/controller/Borrowers.h). The
 // node's lending (executor/agent/NodeLending.h) is sampled every `interval` of the injected clock;
-// over each window the share of time its owners' CPUs were lendable (their phase rhythm) and the
-// CPUs lent on average are worked out. Only a change is handed on: who lends and how much at most at
-// once, and the share or the CPUs lent when they moved by at least `shareStep` / one CPU. Phases
+// over each window, per resource (CPUs, GPU units, queue pairs), the share of time its owners' most
+// was lendable (their phase rhythm) and what was lent on average are worked out. Only a change is
+// handed on: who lends and how much at most at once, and a share or what is lent when they moved by
+// at least `shareStep` / one unit. Phases
 // change every few milliseconds; the cluster needs their rhythm, not each of them. A change of who
 // lends, or of their most, is sampled at once (movesOwners): a borrower on a node whose owner left
 // must not wait for the next window to be moved.

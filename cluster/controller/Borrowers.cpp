@@ -55,14 +55,21 @@ void LentCapacity::take(const std::string &node, const BorrowerAsk &ask) {
   a.rdmaQueuePairs += ask.rdmaQueuePairs;
 }
 
-uint64_t LentCapacity::spare(const std::string &node) const {
+uint64_t LentCapacity::spare(const std::string &node, const BorrowerAsk &ask) const {
   auto record = state_.lending.find(node);
   if (record == state_.lending.end())
     return 0;
+  const LendingRecord &r = record->second;
   auto asked = asked_.find(node);
   unsigned taken = asked == asked_.end() ? 0 : asked->second.cpus;
-  unsigned left = record->second.cpus > taken ? record->second.cpus - taken : 0;
-  return uint64_t(left) * record->second.sharePermille;
+  unsigned left = r.cpus > taken ? r.cpus - taken : 0;
+  // A borrower runs while all it asks for is lent: the scarcest of its resources' shares bounds it.
+  uint32_t share = r.sharePermille;
+  if (ask.gpuUnits)
+    share = std::min(share, r.gpuSharePermille);
+  if (ask.rdmaQueuePairs)
+    share = std::min(share, r.rdmaSharePermille);
+  return uint64_t(left) * share;
 }
 
 namespace {
@@ -115,7 +122,7 @@ PlacementResult placeBorrower(const ir::Contract &contract, const BorrowerAsk &a
   std::vector<std::pair<uint64_t, std::string>> ranked;
   for (const NodeState *node : registry.nodes())
     if (node->notPlaceable.empty() && steering.veto(*node).empty())
-      ranked.push_back({lent.spare(node->name), node->name});
+      ranked.push_back({lent.spare(node->name, ask), node->name});
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto &a, const auto &b) { return a.first > b.first; });
   for (unsigned i = 0; i < ranked.size(); ++i)
     steering.rank[ranked[i].second] = i;

@@ -4,7 +4,8 @@
 //   - A borrower is placed only on a node that lends at least the CPUs and GPU units it asks for,
 //     beyond what the borrowers placed there already ask (the lent CPUs are not promised twice),
 //     placeable (not cordoned, failed) and not draining; the node with the most lent capacity to
-//     spare first (CPUs left times the share of time they are lendable), then by name.
+//     spare first (CPUs left times the share of time they are lendable, or the share of the GPU
+//     units or queue pairs it asks where that is less), then by name.
 //   - It stays while its node lends that. It moves at once when the loan is taken back for good: its
 //     node lends no more what it asks (the owner left, its record does not read, its agent is
 //     gone: no record) or is drained ("borrowers are simply ended": its worker there is stopped,
@@ -44,8 +45,9 @@ public:
   // Why `node` cannot take `ask` more; empty when it can.
   std::string shortfall(const std::string &node, const BorrowerAsk &ask) const;
   void take(const std::string &node, const BorrowerAsk &ask);
-  // The lent capacity to spare on `node`: CPUs left times the share of time they are lendable.
-  uint64_t spare(const std::string &node) const;
+  // The lent capacity to spare on `node` for `ask`: CPUs left times the share of time they are
+  // lendable, or that of the GPU units or queue pairs it asks for where that is smaller.
+  uint64_t spare(const std::string &node, const BorrowerAsk &ask) const;
 
 private:
   const ClusterState &state_;

@@ -391,28 +391,45 @@ std::optional<Drain> decodeDrain(const std::string &value, std::string &why) {
   return d;
 }
 
+namespace {
+// The lending record's lines, in the order they are written; `optional` marks the lines an older
+// agent's record lacks.
+struct LendingLine {
+  const char *name;
+  uint32_t LendingRecord::*field;
+  bool optional;
+};
+constexpr LendingLine kLendingLines[] = {
+    {"owners", &LendingRecord::owners, false},
+    {"cpus", &LendingRecord::cpus, false},
+    {"gpu-units", &LendingRecord::gpuUnits, false},
+    {"share-permille", &LendingRecord::sharePermille, false},
+    {"lent-cpus", &LendingRecord::lentCpus, false},
+    {"rdma-queue-pairs", &LendingRecord::rdmaQueuePairs, true},
+    {"gpu-share-permille", &LendingRecord::gpuSharePermille, true},
+    {"lent-gpu-units", &LendingRecord::lentGpuUnits, true},
+    {"rdma-share-permille", &LendingRecord::rdmaSharePermille, true},
+    {"lent-queue-pairs", &LendingRecord::lentQueuePairs, true},
+};
+} // namespace
+
 std::string encodeLending(const LendingRecord &r) {
-  return "owners " + std::to_string(r.owners) + "\ncpus " + std::to_string(r.cpus) + "\ngpu-units " +
-         std::to_string(r.gpuUnits) + "\nshare-permille " + std::to_string(r.sharePermille) + "\nlent-cpus " +
-         std::to_string(r.lentCpus) + "\nrdma-queue-pairs " + std::to_string(r.rdmaQueuePairs) + "\n";
+  std::string out;
+  for (const LendingLine &l : kLendingLines)
+    out += std::string(l.name) + " " + std::to_string(r.*l.field) + "\n";
+  return out;
 }
 
 std::optional<LendingRecord> decodeLending(const std::string &value, std::string &why) {
   LendingRecord r;
-  const std::pair<const char *, uint32_t *> fields[] = {{"owners", &r.owners},
-                                                        {"cpus", &r.cpus},
-                                                        {"gpu-units", &r.gpuUnits},
-                                                        {"share-permille", &r.sharePermille},
-                                                        {"lent-cpus", &r.lentCpus},
-                                                        {"rdma-queue-pairs", &r.rdmaQueuePairs}};
-  const char *optional = "rdma-queue-pairs"; // added later: an older agent's record has no such line
   std::set<std::string> seen;
   std::istringstream in(value);
   for (std::string line; std::getline(in, line);) {
     size_t space = line.find(' ');
     std::string field = line.substr(0, space), rest = space == std::string::npos ? "" : line.substr(space + 1);
-    auto known = std::find_if(std::begin(fields), std::end(fields), [&](const auto &f) { return field == f.first; });
-    if (known == std::end(fields) || !number(rest, *known->second) || std::to_string(*known->second) != rest) {
+    auto known = std::find_if(std::begin(kLendingLines), std::end(kLendingLines),
+                              [&](const LendingLine &l) { return field == l.name; });
+    if (known == std::end(kLendingLines) || !number(rest, r.*known->field) || std::to_string(r.*known->field) != rest) {
       why = "the line '" + line + "' does not read";
       return std::nullopt;
     }
@@ -421,15 +438,18 @@ std::optional<LendingRecord> decodeLending(const std::string &value, std::string
       return std::nullopt;
     }
   }
-  for (const auto &[name, field] : fields)
-    if (!seen.count(name) && std::string(name) != optional) {
-      why = std::string("no '") + name + " N' line";
+  for (const LendingLine &l : kLendingLines)
+    if (!seen.count(l.name) && !l.optional) {
+      why = std::string("no '") + l.name + " N' line";
       return std::nullopt;
     }
-  if (r.sharePermille > 1000) {
-    why = "a share of " + std::to_string(r.sharePermille) + " permille is more than the whole";
-    return std::nullopt;
-  }
+  if (!seen.count("gpu-share-permille"))
+    r.gpuSharePermille = r.sharePermille; // an older agent's: its GPU units were not timed apart
+  for (uint32_t share : {r.sharePermille, r.gpuSharePermille, r.rdmaSharePermille})
+    if (share > 1000) {
+      why = "a share of " + std::to_string(share) + " permille is more than the whole";
+      return std::nullopt;
+    }
   if (r.owners == 0 && (r.cpus || r.gpuUnits || r.rdmaQueuePairs)) {
     why = "it lends " + std::to_string(r.cpus) + " CPUs, " + std::to_string(r.gpuUnits) + " GPU units and " +
           std::to_string(r.rdmaQueuePairs) + " queue pairs with no owner";

@@ -205,20 +205,27 @@ std::optional<Drain> decodeDrain(const std::string &value, std::string &why);
 
 // /mscale/lending/<node>: what the owners on a node lend (contracts with phases), published by its
 // agent under its lease (gone with the agent) and rewritten only when it changes, so that the leader
-// places borrowers (class = opportunistic) where lendable capacity is. Lines "owners N", "cpus N"
-// (what the owners lend at their most, summed: the largest borrower the node admits), "gpu-units N"
-// (the most GPU units one owner lends on one GPU), "share-permille N" (of the agent's last window,
-// the share of time those CPUs were lendable, as the owners' phase rhythm gives it; 0 when they lend
-// none), "lent-cpus N" (lent to borrowers as the window ended), "rdma-queue-pairs N" (the most queue
-// pairs one owner lends on one port; a record without the line, an older agent's, lends none).
+// places borrowers (class = opportunistic) where lendable capacity is. Per resource, what the owners
+// lend at their most, the share of the agent's last window that much was lendable (as the owners'
+// phase rhythm gives it; 0 when they lend none) and what was lent to borrowers as the window ended:
+//   CPUs         "cpus N" (summed: the largest borrower the node admits), "share-permille N",
+//                "lent-cpus N";
+//   GPU units    "gpu-units N" (the most one owner lends on one GPU), "gpu-share-permille N",
+//                "lent-gpu-units N";
+//   queue pairs  "rdma-queue-pairs N" (the most one owner lends on one port),
+//                "rdma-share-permille N", "lent-queue-pairs N";
+// and "owners N". The queue-pair lines and the GPU share and lent lines came later: a record
+// without them (an older agent's) lends no queue pairs, none lent, and its GPU units share the CPUs'
+// share.
 inline constexpr const char *kLendingPrefix = "/mscale/lending/";
 inline std::string lendingKey(const std::string &node) { return kLendingPrefix + node; }
 struct LendingRecord {
   uint32_t owners = 0, cpus = 0, gpuUnits = 0, sharePermille = 0, lentCpus = 0, rdmaQueuePairs = 0;
+  uint32_t gpuSharePermille = 0, lentGpuUnits = 0, rdmaSharePermille = 0, lentQueuePairs = 0;
   bool operator==(const LendingRecord &) const = default;
 };
 std::string encodeLending(const LendingRecord &r);
-// nullopt with `why` when a line is missing, there twice or does not read, the share is above 1000,
+// nullopt with `why` when a line is missing, there twice or does not read, a share is above 1000,
 // or a node without owners says it lends something.
 std::optional<LendingRecord> decodeLending(const std::string &value, std::string &why);
 

@@ -357,17 +357,23 @@ std::string drainStatus(const NodeView &n) {
 }
 
 // What a node lends, one word: "2cpu@64%" (its owners lend 2 CPUs at their most, lendable 64% of
-// the time), "2cpu+3gpu+2qp@64%" with GPU units on one GPU and queue pairs on one port; "-" when
-// nothing is lent, "unreadable".
+// the time), "2cpu@64%+3gpu@40%+2qp@40%" with GPU units on one GPU and queue pairs on one port and
+// their shares; "-" when nothing is lent, "unreadable".
 std::string lendsText(const NodeView &n) {
   if (!n.lendingUnreadable.empty())
     return "unreadable";
-  if (!n.lending || (!n.lending->cpus && !n.lending->gpuUnits && !n.lending->rdmaQueuePairs))
+  const std::optional<LendingRecord> &l = n.lending;
+  if (!l || (!l->cpus && !l->gpuUnits && !l->rdmaQueuePairs))
     return "-";
-  return std::to_string(n.lending->cpus) + "cpu" +
-         (n.lending->gpuUnits ? "+" + std::to_string(n.lending->gpuUnits) + "gpu" : std::string()) +
-         (n.lending->rdmaQueuePairs ? "+" + std::to_string(n.lending->rdmaQueuePairs) + "qp" : std::string()) + "@" +
-         std::to_string(n.lending->sharePermille / 10) + "%";
+  auto part = [](uint32_t units, const char *unit, uint32_t permille) {
+    return std::to_string(units) + unit + "@" + std::to_string(permille / 10) + "%";
+  };
+  std::string text = part(l->cpus, "cpu", l->sharePermille);
+  if (l->gpuUnits)
+    text += "+" + part(l->gpuUnits, "gpu", l->gpuSharePermille);
+  if (l->rdmaQueuePairs)
+    text += "+" + part(l->rdmaQueuePairs, "qp", l->rdmaSharePermille);
+  return text;
 }
 } // namespace
 
@@ -433,7 +439,11 @@ llvm::json::Value nodesJson(const ClusterStatusView &view) {
                                         {"gpu_units", int64_t(n.lending->gpuUnits)},
                                         {"share_permille", int64_t(n.lending->sharePermille)},
                                         {"lent_cpus", int64_t(n.lending->lentCpus)},
-                                        {"rdma_queue_pairs", int64_t(n.lending->rdmaQueuePairs)}};
+                                        {"rdma_queue_pairs", int64_t(n.lending->rdmaQueuePairs)},
+                                        {"gpu_share_permille", int64_t(n.lending->gpuSharePermille)},
+                                        {"lent_gpu_units", int64_t(n.lending->lentGpuUnits)},
+                                        {"rdma_share_permille", int64_t(n.lending->rdmaSharePermille)},
+                                        {"lent_queue_pairs", int64_t(n.lending->lentQueuePairs)}};
     else if (!n.lendingUnreadable.empty())
       o["lending"] = llvm::json::Object{{"state", "unreadable"}, {"why", n.lendingUnreadable}};
     if (n.ready) {

@@ -520,8 +520,16 @@ LendingOffer NodeLending::offer() {
       o.lendableCpus = n.lendableCores();
       o.lendableCoreNs = n.lendableCoreNs();
       o.lentCoreNs = n.lentCoreNs();
-      for (const lending::Loan &l : n.loans())
+      for (unsigned k = 0; k < lending::kShareKinds; ++k) {
+        o.lendableUnits[k] = n.lendableUnits(lending::ShareKind(k));
+        o.lendableUnitNs[k] = n.lendableUnitNs(lending::ShareKind(k));
+        o.lentUnitNs[k] = n.lentUnitNs(lending::ShareKind(k));
+      }
+      for (const lending::Loan &l : n.loans()) {
         o.lentCpus += unsigned(l.cpus.size());
+        for (unsigned k = 0; k < lending::kShareKinds; ++k)
+          o.lentUnits[k] += l.shares[k].units;
+      }
     });
   return o;
 }

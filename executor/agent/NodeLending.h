@@ -50,7 +50,7 @@ struct OwnerDevices {
 
 // What the node lends, as the cluster's placement of borrowers reads it (cluster/agent's
 // LendingReporter publishes it): the most its owners lend, what they could lend and what is lent
-// now, and the core-time lendable so far on the lending's monotonic clock.
+// now, and the core-time (unit-time) lendable and lent so far on the lending's monotonic clock.
 struct LendingOffer {
   unsigned owners = 0;
   unsigned cpus = 0;     // the CPUs the owners lend at their most, summed (the largest borrower admitted)
@@ -59,6 +59,9 @@ struct LendingOffer {
   unsigned lendableCpus = 0, lentCpus = 0; // as of the lending's last tick
   uint64_t lendableCoreNs = 0;             // LendingNode::lendableCoreNs
   uint64_t lentCoreNs = 0;                 // LendingNode::lentCoreNs
+  // The same of GPU units and queue pairs (lending::ShareKind), on one GPU / port.
+  lending::PerShareKind<unsigned> lendableUnits = {}, lentUnits = {};
+  lending::PerShareKind<uint64_t> lendableUnitNs = {}, lentUnitNs = {};
   uint64_t atNs = 0;                       // when it was read (monotonic)
 };
 

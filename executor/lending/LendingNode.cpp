@@ -390,8 +390,10 @@ TickResult LendingNode::tick() {
   }
   if (lastTickNs_ && now > lastTickNs_) {
     lentCoreNs_ += lentCount * (now - lastTickNs_);
-    for (unsigned k = 0; k < kShareKinds; ++k)
+    for (unsigned k = 0; k < kShareKinds; ++k) {
       lentUnitNs_[k] += lentUnits[k] * (now - lastTickNs_);
+      lendableUnitNs_[k] += uint64_t(lendableUnits_[k]) * (now - lastTickNs_);
+    }
     lendableCoreNs_ += uint64_t(lendableCores_) * (now - lastTickNs_);
   }
   lastTickNs_ = now;
@@ -443,6 +445,8 @@ TickResult LendingNode::tick() {
     auto kept = d.kept.find(o.contract);
     lendableCores_ += unsigned(o.cpus.size() - (kept == d.kept.end() ? 0 : kept->second.size()));
   }
+  for (unsigned k = 0; k < kShareKinds; ++k)
+    lendableUnits_[k] = shareMechanisms_[k] ? d.lendableUnits[k] : 0;
   for (const std::string &device : d.throttledDevices)
     ioKeptAtNs_[device] = now;
   std::erase_if(ioKeptAtNs_, [&](const auto &kept) { return now - kept.second >= options_.ioHoldNs; });

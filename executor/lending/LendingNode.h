@@ -135,6 +135,11 @@ public:
   uint64_t lendableCoreNs() const { return lendableCoreNs_; }
   // The CPUs the owners could lend as of the last tick.
   unsigned lendableCores() const { return lendableCores_; }
+  // The same for units of `kind`: unit-nanoseconds lendable so far (the most units of one share its
+  // owners did not keep, over time: a borrower of the kind asks for units of one share), and the
+  // units lendable as of the last tick (none of a kind the node has no mechanism for).
+  uint64_t lendableUnitNs(ShareKind kind) const { return lendableUnitNs_[kind]; }
+  unsigned lendableUnits(ShareKind kind) const { return lendableUnits_[kind]; }
   uint64_t reclaimCostNs() const { return reclaimCostNs_; }
   const YieldStats &yieldStats() const { return yieldStats_; }
 
@@ -213,7 +218,8 @@ private:
   ReclaimLedger ledger_;
   uint64_t reclaimCostNs_ = 0; // smoothed cost of one shrink or freeze, for lead = auto
   uint64_t lastTickNs_ = 0, lentCoreNs_ = 0, lendableCoreNs_ = 0;
-  PerShareKind<uint64_t> lentUnitNs_ = {};
+  PerShareKind<uint64_t> lentUnitNs_ = {}, lendableUnitNs_ = {};
+  PerShareKind<unsigned> lendableUnits_ = {};
   unsigned lendableCores_ = 0;
   YieldStats yieldStats_;
   std::map<unsigned, uint64_t> homeAtNs_; // per CPU: when its last take-back returned

@@ -27,6 +27,8 @@ void decideShares(ShareKind kind, const std::vector<Owner> &owners,
     for (unsigned s = 0; s < shareCount(owners[i], kind); ++s)
       if (!keptShares[i][kind].count(s))
         free[{owners[i].contract, s}] = shareUnits(owners[i], kind, s);
+  for (const auto &[share, units] : free)
+    d.lendableUnits[kind] = std::max(d.lendableUnits[kind], units);
   std::map<std::string, ShareLoan> &out = d.borrowerShares[kind];
   auto take = [&](const Borrower &b, const std::string &owner, unsigned share) {
     auto it = free.find({owner, share});

@@ -132,6 +132,9 @@ struct Decision {
   // its active phases keep (all between phases).
   PerShareKind<std::map<std::string, ShareLoan>> borrowerShares;
   PerShareKind<std::map<std::string, std::vector<unsigned>>> sharesKeptNow;
+  // Per kind: the most units of one share no owner keeps now or soon, borrowers or not (what one
+  // borrower of the kind could be lent now), as lendableCores is for CPUs.
+  PerShareKind<unsigned> lendableUnits = {};
 };
 // Whether any borrower's loan of `kind` in `d` is of a share of `owner` in `shares` (sorted).
 bool sharesLentFrom(const Decision &d, ShareKind kind, const std::string &owner, const std::vector<unsigned> &shares);

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -339,7 +340,8 @@ TEST(ClusterKeys, TheAgentsAnswerToAStopRoundTripsInItsStatus) {
 TEST(ClusterKeys, LendingRecordRoundTripAndMalformedRecords) {
   EXPECT_EQ(lendingKey("node1"), "/mscale/lending/node1");
   for (LendingRecord r :
-       {LendingRecord{}, LendingRecord{2, 6, 3, 640, 1}, LendingRecord{1, 4, 0, 1000, 4}, LendingRecord{1, 2, 0, 500, 0, 7}}) {
+       {LendingRecord{}, LendingRecord{2, 6, 3, 640, 1}, LendingRecord{1, 4, 0, 1000, 4}, LendingRecord{1, 2, 0, 500, 0, 7},
+        LendingRecord{1, 2, 4, 500, 1, 3, 250, 4, 1000, 2}}) {
     std::string why;
     std::optional<LendingRecord> back = decodeLending(encodeLending(r), why);
     ASSERT_TRUE(back) << why;
@@ -360,16 +362,24 @@ TEST(ClusterKeys, LendingRecordRoundTripAndMalformedRecords) {
   }
   EXPECT_FALSE(decodeLending(encodeLending({1, 4, 0, 1001, 0}), why));
   EXPECT_EQ(why, "a share of 1001 permille is more than the whole");
+  for (LendingRecord over : {LendingRecord{1, 4, 2, 500, 0, 0, 1001}, LendingRecord{1, 4, 0, 500, 0, 2, 0, 0, 1200}}) {
+    EXPECT_FALSE(decodeLending(encodeLending(over), why));
+    EXPECT_EQ(why, "a share of " + std::to_string(std::max(over.gpuSharePermille, over.rdmaSharePermille)) +
+                       " permille is more than the whole");
+  }
   EXPECT_FALSE(decodeLending(encodeLending({0, 4, 0, 0, 0}), why));
   EXPECT_EQ(why, "it lends 4 CPUs, 0 GPU units and 0 queue pairs with no owner");
   EXPECT_FALSE(decodeLending(encodeLending({0, 0, 0, 0, 0, 2}), why));
   EXPECT_EQ(why, "it lends 0 CPUs, 0 GPU units and 2 queue pairs with no owner");
-  // An older agent's record has no rdma-queue-pairs line: it reads, lending none.
+  // An older agent's record ends before the rdma-queue-pairs line: it reads, lending no queue pairs,
+  // none lent, its GPU units lendable as its CPUs are.
   std::string older = encodeLending({1, 4, 2, 500, 1, 0});
   older.erase(older.find("rdma-queue-pairs"));
   std::optional<LendingRecord> back = decodeLending(older, why);
   ASSERT_TRUE(back) << why;
-  EXPECT_EQ(*back, (LendingRecord{1, 4, 2, 500, 1, 0}));
+  EXPECT_EQ(*back, (LendingRecord{1, 4, 2, 500, 1, 0, 500, 0, 0, 0}));
+  EXPECT_FALSE(decodeLending(good + "gpu-share-permille 5\n", why));
+  EXPECT_EQ(why, "the 'gpu-share-permille' line is there twice");
 }
 
 TEST(ClusterKeys, ASubmissionCarriesItsClass) {

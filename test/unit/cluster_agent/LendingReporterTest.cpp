@@ -66,5 +66,49 @@ TEST(LendingReporter, ALendingStartedAnewStartsItsWindowAnew) {
   EXPECT_EQ(again->sharePermille, 250u);
 }
 
+TEST(LendingReporter, GpuUnitsAndQueuePairsHaveTheirOwnShareAndLentUnits) {
+  ManualClock clock(0);
+  LendingReporter r({std::chrono::seconds(1), 50}, clock);
+  // Besides its CPUs, the owner lends 4 GPU units on one GPU and 3 queue pairs on one port; its
+  // all-reduce keeps the queue pairs in more phases than its forward keeps the GPU.
+  auto devices = [](exec::LendingOffer o, unsigned gpuNow, unsigned qpNow, uint64_t gpuNs, uint64_t qpNs,
+                    unsigned gpuLent = 0, uint64_t gpuLentNs = 0) {
+    o.gpuUnits = 4;
+    o.rdmaQueuePairs = 3;
+    o.lendableUnits = {gpuNow, qpNow};
+    o.lendableUnitNs = {gpuNs, qpNs};
+    o.lentUnits = {gpuLent, 0};
+    o.lentUnitNs = {gpuLentNs, 0};
+    return o;
+  };
+  std::optional<LendingRecord> first = r.sample(devices(offer(0, 0), 2, 0, 0, 0));
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->gpuSharePermille, 500u) << "no window yet: 2 of 4 units lendable now";
+  EXPECT_EQ(first->rdmaSharePermille, 0u);
+  // Over one second: the GPU's 4 units lendable 30% of the time, 2 of them lent throughout; the
+  // queue pairs 90% of it; the CPUs 60%.
+  clock.advance(kSecond);
+  std::optional<LendingRecord> second =
+      r.sample(devices(offer(kSecond, 4 * 600 * kMs), 4, 3, 4 * 300 * kMs, 3 * 900 * kMs, 2, 2 * kSecond));
+  ASSERT_TRUE(second);
+  EXPECT_EQ(*second, (LendingRecord{1, 4, 4, 600, 0, 3, 300, 2, 900, 0}));
+  // Only the queue pairs' rhythm moved: that is said too.
+  clock.advance(kSecond);
+  std::optional<LendingRecord> third = r.sample(
+      devices(offer(2 * kSecond, 4 * 1200 * kMs), 4, 3, 4 * 600 * kMs, 3 * 1300 * kMs, 2, 4 * kSecond));
+  ASSERT_TRUE(third);
+  EXPECT_EQ(third->rdmaSharePermille, 400u);
+  EXPECT_EQ(third->gpuSharePermille, 300u);
+  // A GPU unit more lent on average is a change; the same rhythm is not.
+  clock.advance(kSecond);
+  EXPECT_FALSE(r.sample(
+      devices(offer(3 * kSecond, 4 * 1800 * kMs), 4, 3, 4 * 900 * kMs, 3 * 1700 * kMs, 2, 6 * kSecond)));
+  clock.advance(kSecond);
+  std::optional<LendingRecord> more = r.sample(
+      devices(offer(4 * kSecond, 4 * 2400 * kMs), 4, 3, 4 * 1200 * kMs, 3 * 2100 * kMs, 3, 9 * kSecond));
+  ASSERT_TRUE(more);
+  EXPECT_EQ(more->lentGpuUnits, 3u);
+}
+
 } // namespace
 } // namespace msc::cluster

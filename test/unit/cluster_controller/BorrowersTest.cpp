@@ -133,6 +133,21 @@ TEST(Borrowers, GoWhereTheMostLentCapacityIsSpare) {
   EXPECT_EQ(c.nodesOf("prep"), Nodes{"n2"});
 }
 
+// A borrower runs while all it asks is lent: one of GPU units goes where they are lendable the
+// longest, one of CPUs alone where the CPUs are.
+TEST(Borrowers, OfGpuUnitsGoWhereTheUnitsAreLendableTheLongest) {
+  Cluster c;
+  // n1: its CPUs lendable 90% of the time, its GPU units 10% (a forward that keeps the GPU most of
+  // the step); n2: both 60%.
+  c.store.put(lendingKey("n1"), encodeLending({1, 4, 4, 900, 0, 0, 100, 0, 0, 0}));
+  c.store.put(lendingKey("n2"), encodeLending({1, 4, 4, 600, 0, 0, 600, 0, 0, 0}));
+  c.submit("render", "contract render {\n  class = opportunistic;\n  cpu_cores = 1;\n  gpu_sm_slices = 2;\n}\n");
+  c.submit("prep", kPrep);
+  c.round();
+  EXPECT_EQ(c.nodesOf("render"), Nodes{"n2"}) << "n1's CPUs are lendable longer, its GPU units are not";
+  EXPECT_EQ(c.nodesOf("prep"), Nodes{"n1"});
+}
+
 TEST(Borrowers, AreNotPromisedTheSameLentCpusTwice) {
   Cluster c;
   c.lends("n1", 4, 1000);

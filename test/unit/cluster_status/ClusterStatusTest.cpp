@@ -256,7 +256,7 @@ TEST(ClusterStatus, NodesShowWhatTheirOwnersLend) {
   for (const char *n : {"n1", "n2", "n3", "n4", "n5"})
     s.keys[std::string(kNodesPrefix) + n] = encodeRegistration({"0.9", machineYaml()});
   s.keys[lendingKey("n1")] = encodeLending({1, 2, 0, 640, 1});
-  s.keys[lendingKey("n2")] = encodeLending({2, 6, 3, 1000, 0});
+  s.keys[lendingKey("n2")] = encodeLending({2, 6, 3, 1000, 0, 2, 400, 1, 250, 0});
   s.keys[lendingKey("n3")] = encodeLending({});
   s.keys[lendingKey("n4")] = "owners 1\ncpus 2\n";
   s.keys[lendingKey("n5")] = encodeLending({1, 2, 0, 500, 0});
@@ -275,7 +275,7 @@ TEST(ClusterStatus, NodesShowWhatTheirOwnersLend) {
   };
   EXPECT_NE(text.find("  ADDRESS  LENDS "), std::string::npos) << text;
   EXPECT_EQ(lends("n1"), "2cpu@64%");
-  EXPECT_EQ(lends("n2"), "6cpu+3gpu@100%");
+  EXPECT_EQ(lends("n2"), "6cpu@100%+3gpu@40%+2qp@25%");
   EXPECT_EQ(lends("n3"), "-");
   EXPECT_EQ(lends("n4"), "unreadable");
   EXPECT_EQ(lends("n5"), "unreadable");
@@ -287,6 +287,13 @@ TEST(ClusterStatus, NodesShowWhatTheirOwnersLend) {
   EXPECT_EQ(lending->getInteger("cpus"), 2);
   EXPECT_EQ(lending->getInteger("share_permille"), 640);
   EXPECT_EQ(lending->getInteger("lent_cpus"), 1);
+  const llvm::json::Object *n2 = (*json.getAsObject()->getArray("nodes"))[1].getAsObject()->getObject("lending");
+  ASSERT_TRUE(n2);
+  EXPECT_EQ(n2->getInteger("gpu_share_permille"), 400);
+  EXPECT_EQ(n2->getInteger("lent_gpu_units"), 1);
+  EXPECT_EQ(n2->getInteger("rdma_queue_pairs"), 2);
+  EXPECT_EQ(n2->getInteger("rdma_share_permille"), 250);
+  EXPECT_EQ(n2->getInteger("lent_queue_pairs"), 0);
 }
 
 TEST(ClusterStatus, NodesShowTheirDrainAndADrainWaitsForTheJobsStillThere) {

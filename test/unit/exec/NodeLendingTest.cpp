@@ -191,6 +191,13 @@ TEST_F(NodeLendingTest, QueuePairsAreAdmittedAgainstOnePortAndLentThroughTheOwne
   EXPECT_EQ(lending.loans()[0].rdmaPort, "mlx5_0:1");
   EXPECT_EQ(backend.group(*group)->queuePairs, 1u);
   EXPECT_EQ(backend.liveGroups(), 2u);
+  // What the agent publishes of it: the queue pairs lendable and lent now, and their unit-time.
+  ASSERT_TRUE(eventually([&] { return lending.offer().lendableUnitNs[lending::kRdmaShare] > 0; }));
+  LendingOffer offer = lending.offer();
+  EXPECT_EQ(offer.rdmaQueuePairs, 3u);
+  EXPECT_EQ(offer.lendableUnits[lending::kRdmaShare], 3u);
+  EXPECT_EQ(offer.lentUnits[lending::kRdmaShare], 3u);
+  EXPECT_EQ(offer.lendableUnits[lending::kGpuShare], 0u);
   enter(2); // compute keeps them: the borrower has no worker to tell, so it lets go at once
   ASSERT_TRUE(eventually([&] { return backend.liveGroups() == 1; }));
   EXPECT_EQ(backend.group(*group)->queuePairs, 4u);

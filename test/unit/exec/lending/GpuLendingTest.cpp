@@ -102,6 +102,28 @@ TEST_F(GpuLendingTest, APhaseThatDoesNotKeepTheGpuLendsItsUnitsAndTheEntryThatKe
   EXPECT_GT(node.lentUnitNs(kGpuShare), 0u);
 }
 
+// What the cluster is told the node lends of its GPU over time: the units of the share its phases
+// do not keep, whether a borrower took them or not.
+TEST_F(GpuLendingTest, TheUnitTimeLendableIsCountedInPhasesThatDoNotKeepTheGpu) {
+  node.tick();
+  EXPECT_EQ(node.lendableUnits(kGpuShare), 0u) << "before the first phase the owner keeps its GPU";
+  clock.advance(1 * kMs);
+  enter(ownerPage, 1, clock.monotonicNs());
+  node.tick();
+  EXPECT_EQ(node.lendableUnitNs(kGpuShare), 0u);
+  EXPECT_EQ(node.lendableUnits(kGpuShare), 4u) << "no borrower: all 4 units lendable all the same";
+  clock.advance(3 * kMs);
+  enter(ownerPage, 2, clock.monotonicNs());
+  node.tick();
+  EXPECT_EQ(node.lendableUnitNs(kGpuShare), 4 * 3 * kMs);
+  EXPECT_EQ(node.lendableUnits(kGpuShare), 0u) << "compute keeps the GPU";
+  clock.advance(5 * kMs);
+  node.tick();
+  EXPECT_EQ(node.lendableUnitNs(kGpuShare), 4 * 3 * kMs);
+  EXPECT_EQ(node.lendableUnitNs(kRdmaShare), 0u) << "no queue pairs here";
+  EXPECT_EQ(node.lentUnitNs(kGpuShare), 0u);
+}
+
 TEST_F(GpuLendingTest, ABorrowerThatDoesNotLetGoInTimeIsEnded) {
   gpuLoans.setPage("infer", &borrowerPage);
   node.addBorrower("infer", 1, &borrowerPage, {2, 0});
