@@ -1,5 +1,6 @@
 #include "tools/mscale-train-sim/Trainer.h"
 
+#include "tools/mscale-train-sim/Collective.h"
 #include "tools/mscale-train-sim/Dataset.h"
 #include "tools/mscale-train-sim/StateBuffer.h"
 #include "worker/WorkerApi.h"
@@ -57,13 +58,18 @@ float noise(uint64_t &rng) {
   return (static_cast<float>(splitmix64(rng) >> 40) / static_cast<float>(1 << 24) - 0.5f) * 0.02f;
 }
 
-// Forward + backward on a batch with the loss multiplied by `scale`; returns the (unscaled) mean loss.
-float gradients(Model &m, const std::vector<Sample> &batch, uint64_t &rng, float scale, std::vector<float> &grad) {
+// Forward + backward on `n` samples from `batch` with the loss multiplied by `scale`, each sample's
+// share 1/`of` of the mean; returns their share of the (unscaled) mean loss. Sample i's input noise
+// is drawn from rngOf(i).
+template <class RngOf>
+float gradients(Model &m, const Sample *batch, size_t n, size_t of, RngOf rngOf, float scale, std::vector<float> &grad) {
   grad.assign(m.params.size(), 0.f);
   float *gw1 = grad.data(), *gb1 = gw1 + kHidden * kFeatures, *gw2 = gb1 + kHidden, *gb2 = gw2 + kHidden;
   float loss = 0;
-  const float inv = 1.f / static_cast<float>(batch.size());
-  for (const Sample &s : batch) {
+  const float inv = 1.f / static_cast<float>(of);
+  for (size_t i = 0; i < n; ++i) {
+    const Sample &s = batch[i];
+    uint64_t &rng = rngOf(i);
     float x[kFeatures], h[kHidden];
     for (int k = 0; k < kFeatures; ++k)
       x[k] = s.x[k] + noise(rng);
@@ -194,6 +200,19 @@ public:
       if (!uring)
         std::fprintf(stderr, "mscale-train-sim: io_uring unavailable (%s); reading with pread\n", why.c_str());
     }
+    if (o.elastic) {
+      if (!o.microBatch || o.batch % o.microBatch) {
+        std::fprintf(stderr, "mscale-train-sim: error[ERR_DRV_005]: invalid option value: --elastic needs a "
+                             "--micro-batch that divides --batch %u\n", o.batch);
+        return kExitUsage;
+      }
+      microBatches = o.batch / o.microBatch;
+      if (o.world > microBatches || o.rank >= o.world) {
+        std::fprintf(stderr, "mscale-train-sim: error[ERR_DRV_005]: invalid option value: rank %u of %u, and a step "
+                             "has %u micro-batches (one at least for each rank)\n", o.rank, o.world, microBatches);
+        return kExitUsage;
+      }
+    }
     reader = std::make_unique<FaultInjectingReader>(uring ? static_cast<DataReader &>(*uring) : pread);
     loader = std::make_unique<Loader>(files, o.seed, *reader);
     uint64_t initRng = o.seed * 7919 + 1;
@@ -235,15 +254,7 @@ public:
     }
     snapshot::Restored r;
     std::optional<BeatWhileBusy> busy(std::in_place, mscale::worker::kStepRestoring);
-    Status s = store->restoreLatest(r, [&](const std::string &name, snapshot::BlobKind, uint64_t size) -> void * {
-      if (name == "model.params" && size == model.params.size() * sizeof(float))
-        return model.params.data();
-      if (name == "optimizer.momentum" && size == model.momentum.size() * sizeof(float))
-        return model.momentum.data();
-      if (name == "optimizer.extra" && size == extra->size())
-        return extra->data();
-      return nullptr;
-    });
+    Status s = store->restoreLatest(r, destination());
     busy.reset();
     for (const auto &k : r.skipped) {
       log.line("# skipped " + std::string(snapshot::tierName(k.tier)) + " snapshot " + std::to_string(k.step) + ": " +
@@ -263,6 +274,30 @@ public:
     return kExitNoSnapshot;
   }
 
+  // An elastic job's ranks meet (Collective.h) and resume from one step: rank 0 restores its newest
+  // snapshot and tells the others, which restore that one from the storage they share.
+  std::optional<int> start() {
+    if (!o.elastic)
+      return restore();
+    if (o.rank == 0)
+      if (std::optional<int> stop = restore())
+        return stop;
+    std::string error;
+    collective = Collective::join(o.rank, o.world, o.masterAddress, o.masterPort, uint32_t(model.params.size()),
+                                  microBatches, o.rendezvousTimeoutMs, error);
+    uint64_t resumeStep = step;
+    if (!collective || !collective->agreeOnResume(resumeStep, error))
+      return lostTheJob(error);
+    if (o.rank > 0)
+      if (std::optional<int> stop = restoreAt(resumeStep))
+        return stop;
+    if (!collective->restored(error))
+      return lostTheJob(error);
+    log.line("# rank " + std::to_string(o.rank) + " of " + std::to_string(o.world) + " from step " +
+             std::to_string(step + 1));
+    return std::nullopt;
+  }
+
   // One step: a batch, its gradients, the update with loss scaling, the log line; then the
   // snapshot it is due for, the heartbeat and any slice hand-over.
   std::optional<int> trainStep() {
@@ -276,7 +311,17 @@ public:
       return kExitIoError;
     }
     float scale = static_cast<float>(ls.scale);
-    float loss = gradients(model, batch, noiseRng, scale, grad);
+    float loss = 0;
+    std::string ids;
+    if (o.elastic) {
+      if (std::optional<int> lost = reduceStep(scale, loss, ids))
+        return lost;
+    } else {
+      loss = gradients(
+          model, batch.data(), batch.size(), batch.size(), [&](size_t) -> uint64_t & { return noiseRng; }, scale, grad);
+      for (const Sample &s : batch)
+        ids += (ids.empty() ? "" : ",") + std::to_string(s.id);
+    }
     float gmax = 0;
     for (float g : grad)
       gmax = std::max(gmax, std::fabs(g));
@@ -298,21 +343,20 @@ public:
         ls.history.push_back({step, ls.scale});
       }
     }
-    std::string ids;
-    for (const Sample &s : batch)
-      ids += (ids.empty() ? "" : ",") + std::to_string(s.id);
     char tail[160];
     std::snprintf(tail, sizeof tail, " loss %a lr %a scale %g%s", static_cast<double>(loss), lr, scale,
                   overflow ? " overflow" : "");
     log.line("step " + std::to_string(step) + " epoch " + std::to_string(loader->state().epoch) + " ids " + ids +
              tail);
+    if (std::string error; collective && !collective->logged(step, error))
+      return lostTheJob(error);
     if (step == o.failAtStep) {
       say("failing at step " + std::to_string(step) + " (--fail-at-step)");
       struct rlimit none = {0, 0};
       ::setrlimit(RLIMIT_CORE, &none);
       std::abort();
     }
-    bool saved = store && o.snapshotEvery && step % o.snapshotEvery == 0;
+    bool saved = keepsSnapshots() && o.snapshotEvery && step % o.snapshotEvery == 0;
     if (saved)
       if (std::optional<int> stop = save(lr))
         return stop;
@@ -402,6 +446,11 @@ private:
   // behind). Exits 0 without the final line: the job is not done.
   std::optional<int> stopForMove(double lr, bool saved) {
     std::string at = std::to_string(step);
+    if (o.elastic && o.rank > 0) { // rank 0 commits the step for the job
+      log.line("# stopped after step " + at + ": planned move");
+      mscale::worker::stoppedAt(step);
+      return kExitOk;
+    }
     if (!store || !store->hasDiskTier()) {
       // Nothing would carry the state to another node. Run on: the executor sees the step pass.
       say("not stopping after step " + at + " for a planned move: no disk tier (--snapshot-dir)");
@@ -452,6 +501,73 @@ private:
     return std::nullopt;
   }
 
+  snapshot::BlobDestination destination() {
+    return [this](const std::string &name, snapshot::BlobKind, uint64_t size) -> void * {
+      if (name == "model.params" && size == model.params.size() * sizeof(float))
+        return model.params.data();
+      if (name == "optimizer.momentum" && size == model.momentum.size() * sizeof(float))
+        return model.momentum.data();
+      if (name == "optimizer.extra" && size == extra->size())
+        return extra->data();
+      return nullptr;
+    };
+  }
+
+  // Of an elastic job, rank 0 alone writes snapshots: the others hold the same state.
+  bool keepsSnapshots() const { return store && !(o.elastic && o.rank > 0); }
+
+  // A rank > 0 of an elastic job: the step rank 0 resumes from (0: a fresh start), read from the
+  // snapshots rank 0 keeps.
+  std::optional<int> restoreAt(uint64_t resumeStep) {
+    if (!resumeStep) {
+      log.line("# start step 1 (rank 0 starts afresh)");
+      return std::nullopt;
+    }
+    snapshot::Restored r;
+    Status s = anyTier ? snapshot::Store::open(so, store) : Status::make(snapshot::ErrorCode::ERR_SNAP_003, {o.snapshotDir});
+    if (s)
+      s = store->restoreAtMost(resumeStep, r, destination());
+    if (s && r.meta.step == resumeStep)
+      return resumeFrom(r);
+    std::string why = s ? "its newest readable snapshot is of step " + std::to_string(r.meta.step) : s.str();
+    std::fprintf(stderr, "mscale-train-sim: rank %u: rank 0 resumes from step %llu, which this rank cannot restore: %s\n",
+                 o.rank, static_cast<unsigned long long>(resumeStep), why.c_str());
+    log.line("# cannot restore step " + std::to_string(resumeStep) + ": " + why);
+    return kExitNoSnapshot;
+  }
+
+  // This rank's micro-batches of the step (each sample's input noise drawn from its own place in
+  // the global batch, so that any rank computes it alike), then the step's sum over every rank's.
+  std::optional<int> reduceStep(float scale, float &loss, std::string &ids) {
+    auto [first, last] = microBatchesOf(o.rank, o.world, microBatches);
+    std::vector<MicroBatchGradient> mine;
+    for (uint32_t mb = first; mb < last; ++mb) {
+      MicroBatchGradient g;
+      g.index = mb;
+      const size_t at = size_t(mb) * o.microBatch;
+      uint64_t rng = 0;
+      auto rngOf = [&](size_t i) -> uint64_t & {
+        rng = noiseRng ^ (step * 0x9e3779b97f4a7c15ull) ^ ((at + i + 1) * 0xc2b2ae3d27d4eb4full);
+        return rng;
+      };
+      g.loss = gradients(model, batch.data() + at, o.microBatch, batch.size(), rngOf, scale, g.grad);
+      for (size_t i = at; i < at + o.microBatch; ++i)
+        ids += (ids.empty() ? "" : ",") + std::to_string(batch[i].id);
+      mine.push_back(std::move(g));
+    }
+    std::string error;
+    if (!collective->reduce(step, mine, loss, grad, error))
+      return lostTheJob(error);
+    return std::nullopt;
+  }
+
+  // A peer of an elastic job is gone, or never came: this attempt of the job is over.
+  int lostTheJob(const std::string &error) {
+    std::fprintf(stderr, "mscale-train-sim: rank %u of %u: %s\n", o.rank, o.world, error.c_str());
+    log.line("# rank " + std::to_string(o.rank) + " of " + std::to_string(o.world) + ": " + error);
+    return kExitPeerLost;
+  }
+
   const TrainerOptions &o;
   Log log;
   snapshot::StoreOptions so;
@@ -465,6 +581,8 @@ private:
   uint64_t noiseRng = 0;
   snapshot::LossScaleState ls;
   std::unique_ptr<StateBuffer> extra;
+  std::unique_ptr<Collective> collective;
+  uint32_t microBatches = 0;
   std::vector<Sample> batch;
   std::vector<float> grad;
 };
@@ -475,7 +593,7 @@ int runTrainer(const TrainerOptions &o) {
   Run run(o);
   if (std::optional<int> stop = run.setUp())
     return *stop;
-  if (std::optional<int> stop = run.restore())
+  if (std::optional<int> stop = run.start())
     return *stop;
   mscale::worker::heartbeat(run.step); // restored (or starting): the executor times the resume from here
   for (++run.step; run.step <= o.steps; ++run.step)

@@ -31,6 +31,16 @@ struct TrainerOptions {
   bool quiet = false;
   std::string restartReason; // why this attempt is a restart (logged with the resume line); else MSCALE_RESTART_REASON
   std::string reader = "io_uring"; // or "pread"
+  // --elastic: one rank of a job whose world size may change between attempts (Collective.h).
+  // `batch` is the global batch, computed in micro-batches of `microBatch` samples; each rank
+  // computes its run of them and the ranks sum every step's in index order. Rank 0 alone keeps the
+  // snapshots, in `snapshotDir` on the storage the ranks share; the others restore the step it
+  // restored from there. The history is the same at any world size.
+  bool elastic = false;
+  uint32_t rank = 0, world = 1, microBatch = 0;
+  std::string masterAddress = "127.0.0.1";
+  uint16_t masterPort = 0;
+  uint32_t rendezvousTimeoutMs = 30000;
 };
 
 // Exit statuses of the worker; the supervisor maps them to fault classes.
@@ -40,6 +50,7 @@ constexpr int kExitUsage = 2;
 constexpr int kExitNoSnapshot = 3; // ERR_SNAP_003 on a restart, or ERR_SNAP_004
 constexpr int kExitDiskFull = 73;  // a snapshot write found the disk full: fault class disk-full
 constexpr int kExitIoError = 74;   // EX_IOERR: fault class nvme-io-error
+constexpr int kExitPeerLost = 75;  // EX_TEMPFAIL: a rank of an elastic job went away, or never came
 
 int runTrainer(const TrainerOptions &options);
 

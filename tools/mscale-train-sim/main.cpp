@@ -35,6 +35,15 @@ const char *kUsage =
     "  --state-mib N          add an N MiB optimizer blob to every snapshot (benchmarks)\n"
     "  --reader io_uring|pread  how data files are read (default io_uring)\n"
     "  --quiet                no progress on stderr\n"
+    "  --elastic              one rank of a job whose world size may change between attempts: RANK and\n"
+    "                         WORLD_SIZE say which, the ranks meet at MASTER_ADDR:MASTER_PORT (rank 0\n"
+    "                         listens), --batch is the global batch, computed in micro-batches that the\n"
+    "                         ranks share out and sum in one order each step (the history is the same\n"
+    "                         at any size); rank 0 alone keeps the snapshots, in --snapshot-dir on the\n"
+    "                         storage the ranks share (disk tier only), and the others resume the step it\n"
+    "                         resumes. A rank lost or missing ends the attempt: exit 75\n"
+    "  --micro-batch N        samples of a micro-batch (--elastic; default MSCALE_MICRO_BATCH)\n"
+    "  --rendezvous-timeout-ms N  how long the ranks wait for each other (--elastic; default 30000)\n"
     "Under mscale-exec: MSCALE_SNAPSHOT_DIR/_EVERY/_KEEP/_MEMFD (from the plan) stand in for the snapshot\n"
     "options not given; MSCALE_RESUME=1 means --resume; heartbeats go to the control page. A warm standby\n"
     "(MSCALE_STANDBY=1) allocates its state, then waits for the executor to hand it the job. Asked on the\n"
@@ -77,6 +86,38 @@ bool faultStep(const char *s, uint64_t &out) {
 const char *env(const char *name) {
   const char *v = std::getenv(name);
   return v && *v ? v : nullptr;
+}
+
+// An elastic rank (--elastic): who it is and where the ranks meet come from the environment, as a
+// placement gives them. Rank r > 0 appends to <log>.rank<r>; the snapshots are the job's, in the
+// directory as given, disk tier only (the ranks may be on other nodes).
+int runElastic(msc::workload::TrainerOptions &o) {
+  auto fail = [](const std::string &what) {
+    std::fprintf(stderr, "mscale-train-sim: error[ERR_DRV_005]: invalid option value: --elastic %s\n", what.c_str());
+    return msc::workload::kExitUsage;
+  };
+  uint64_t rank = 0, world = 1, port = 0, micro = 0;
+  if (env("WORLD_SIZE") && (!number(env("WORLD_SIZE"), world) || world == 0 || world > 65536))
+    return fail("needs WORLD_SIZE from 1 to 65536");
+  if (env("RANK") && (!number(env("RANK"), rank) || rank >= world))
+    return fail("needs RANK below WORLD_SIZE");
+  if (world > 1 && (!env("MASTER_PORT") || !number(env("MASTER_PORT"), port) || port == 0 || port > 65535))
+    return fail("needs MASTER_PORT (1..65535) where ranks meet");
+  if (!o.microBatch && env("MSCALE_MICRO_BATCH") && number(env("MSCALE_MICRO_BATCH"), micro) && micro <= UINT32_MAX)
+    o.microBatch = static_cast<uint32_t>(micro);
+  o.rank = static_cast<uint32_t>(rank);
+  o.world = static_cast<uint32_t>(world);
+  o.masterPort = static_cast<uint16_t>(port);
+  if (env("MASTER_ADDR"))
+    o.masterAddress = env("MASTER_ADDR");
+  o.memoryTier = false;
+  if (rank > 0 && !o.logPath.empty())
+    o.logPath += ".rank" + std::to_string(rank);
+  if (o.dataDir.empty()) {
+    std::fputs(kUsage, stderr);
+    return msc::workload::kExitUsage;
+  }
+  return msc::workload::runTrainer(o);
 }
 
 } // namespace
@@ -144,6 +185,12 @@ int main(int argc, char **argv) {
       ok = value(v) && (std::string(v) == "io_uring" || std::string(v) == "pread"), o.reader = v ? v : "";
     } else if (a == "--quiet") {
       o.quiet = true;
+    } else if (a == "--elastic") {
+      o.elastic = true;
+    } else if (a == "--micro-batch") {
+      ok = num(n) && n > 0 && n <= UINT32_MAX, o.microBatch = static_cast<uint32_t>(n);
+    } else if (a == "--rendezvous-timeout-ms") {
+      ok = num(n) && n > 0 && n <= 3'600'000, o.rendezvousTimeoutMs = static_cast<uint32_t>(n);
     } else {
       std::fprintf(stderr, "mscale-train-sim: error[ERR_DRV_005]: unknown option '%s'\n%s", a.c_str(), kUsage);
       return msc::workload::kExitUsage;
@@ -182,6 +229,8 @@ int main(int argc, char **argv) {
   // memory tier named after that, so that ranks sharing a machine or a directory never mix. Rank 0
   // keeps the paths as given. The ranks do not talk: each resumes from its own newest snapshot.
   uint64_t rank = 0, worldSize = 1;
+  if (o.elastic)
+    return runElastic(o);
   if (env("WORLD_SIZE") && number(env("WORLD_SIZE"), worldSize) && worldSize > 1 && env("RANK") &&
       number(env("RANK"), rank) && rank > 0) {
     std::string suffix = "rank" + std::to_string(rank);
