@@ -26,6 +26,7 @@ const char *faultClassName(FaultClass c) {
   case FaultClass::WorkerHung: return "worker-hung";
   case FaultClass::DiskFull: return "disk-full";
   case FaultClass::NodeLost: return "node-lost";
+  case FaultClass::PeerLost: return "peer-lost";
   }
   return "?";
 }
@@ -47,6 +48,7 @@ std::optional<Fault> classifyWorkerExit(int status) {
   case 0: return std::nullopt;
   case kWorkerExitIoError: return Fault{FaultClass::NvmeIoError, "exit 74: a data read failed"};
   case kWorkerExitDiskFull: return Fault{FaultClass::DiskFull, "exit 73: a snapshot write found the disk full"};
+  case kWorkerExitPeerLost: return Fault{FaultClass::PeerLost, "exit 75: another rank of the job went away"};
   default: return Fault{FaultClass::WorkerCrashed, "exit " + std::to_string(code)};
   }
 }

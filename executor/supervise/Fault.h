@@ -3,7 +3,9 @@
 //
 // The worker talks to the supervisor through the control page (worker/WorkerApi.h) and its exit
 // status: 0 completed; 74 a data read failed (nvme-io-error); 73 a snapshot write found the disk
-// full; 3 nothing valid to resume from (the supervisor stops: never a silent fresh start).
+// full; 75 another rank of the job went away and took this one's collective with it (peer-lost: its
+// own fault is that rank's); 3 nothing valid to resume from (the supervisor stops: never a silent
+// fresh start).
 #pragma once
 
 #include <cstdint>
@@ -16,7 +18,7 @@ class FaultTolerance;
 
 namespace msc::exec {
 
-enum class FaultClass { GpuLost, NvmeIoError, RdmaPortDown, WorkerCrashed, WorkerHung, DiskFull, NodeLost };
+enum class FaultClass { GpuLost, NvmeIoError, RdmaPortDown, WorkerCrashed, WorkerHung, DiskFull, NodeLost, PeerLost };
 const char *faultClassName(FaultClass c);
 // A fault of a device the node holds for the contract (its discovery is stale after it).
 bool isDeviceFault(FaultClass c);
@@ -31,6 +33,7 @@ struct Fault {
 // Worker exit statuses with a meaning to the supervisor (the worker side: WorkerApi.h users).
 constexpr int kWorkerExitDiskFull = 73;
 constexpr int kWorkerExitIoError = 74;
+constexpr int kWorkerExitPeerLost = 75; // EX_TEMPFAIL
 
 // How a worker ended (a waitpid status): nullopt when it completed (exit 0).
 std::optional<Fault> classifyWorkerExit(int waitStatus);

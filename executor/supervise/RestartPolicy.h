@@ -11,7 +11,10 @@
 //   - A crash loop is not restarted: `crashLoopAfter` program faults in a row (a crash or a hang,
 //     not a device's) at the same step, none getting past the step the one before failed at.
 //     Progress up to the step does not break it: a script that raises at step 30 resumes from
-//     step 20 and fails at 30 again, every time. Device faults neither count nor break it.
+//     step 20 and fails at 30 again, every time. Device faults neither count nor break it, nor
+//     does a lost peer (exit 75): a rank whose collective broke because another rank's process
+//     ended is not failing on its own, and a job whose ranks restart one after another must not be
+//     judged a crash loop on the ranks that only lost them.
 // Pure: fed the fault, the clock and whether the attempt progressed; the supervisor acts.
 #pragma once
 

@@ -51,6 +51,7 @@ from __future__ import annotations
 import io
 import os
 import random
+import re
 import sys
 import traceback
 import threading
@@ -73,10 +74,16 @@ try:
 except ImportError:  # NumPy is optional; its generator is captured when it is there
     _np = None
 
-# Exit statuses the supervisor classifies (executor/Supervisor.h): 3 = nothing to resume from
-# (ERR_EXEC_022), 73 = a snapshot write found the disk full (ERR_EXEC_025).
+# Exit statuses the supervisor classifies (executor/supervise/Fault.h): 3 = nothing to resume from
+# (ERR_EXEC_022), 73 = a snapshot write found the disk full (ERR_EXEC_025), 75 = another rank went
+# away and broke this one's collective (peer-lost: not this rank's crash).
 EXIT_NOTHING_TO_RESUME = 3
 EXIT_DISK_FULL = 73
+EXIT_PEER_LOST = 75
+
+# What gloo's TCP transport raises when the other end of a pair is gone (torch 1.13:
+# "[./gloo/transport/tcp/pair.cc:589] Read error [127.0.0.1]:3742: Connection reset by peer").
+_PEER_GONE = re.compile(r"gloo/transport/tcp/.*(Connection reset by peer|Connection closed by peer|Broken pipe)")
 
 _RNG_PART = "rng"
 _RESERVED = {_RNG_PART, "loss_scale"}
@@ -628,4 +635,6 @@ def exit_status_of(error: BaseException) -> int:
         return EXIT_NOTHING_TO_RESUME
     if isinstance(error, SnapshotError) and "No space left" in error.message:
         return EXIT_DISK_FULL
+    if isinstance(error, RuntimeError) and _PEER_GONE.search(str(error)):
+        return EXIT_PEER_LOST
     return 1

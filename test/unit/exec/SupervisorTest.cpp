@@ -36,6 +36,11 @@ TEST(Supervisor, ClassifiesHowAWorkerEnded) {
   auto full = classifyWorkerExit(exited(kWorkerExitDiskFull));
   ASSERT_TRUE(full);
   EXPECT_EQ(full->kind, FaultClass::DiskFull);
+  auto peer = classifyWorkerExit(exited(kWorkerExitPeerLost));
+  ASSERT_TRUE(peer);
+  EXPECT_EQ(peer->kind, FaultClass::PeerLost);
+  EXPECT_EQ(peer->detail, "exit 75: another rank of the job went away");
+  EXPECT_STREQ(faultClassName(FaultClass::PeerLost), "peer-lost");
   auto killed = classifyWorkerExit(signalled(9));
   ASSERT_TRUE(killed);
   EXPECT_EQ(killed->kind, FaultClass::WorkerCrashed);

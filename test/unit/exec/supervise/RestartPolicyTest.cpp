@@ -110,6 +110,19 @@ TEST(RestartPolicy, GettingPastTheStepBreaksTheLoopAndDeviceFaultsNeitherCountNo
   EXPECT_EQ(policy.onFault(FaultClass::WorkerCrashed, true, 0, kMs, 31).verdict, RestartVerdict::CrashLoop);
 }
 
+// A rank of a multi-rank job whose peer restarted loses its collective at the peer's step, again
+// and again while the peer crash-loops: that is the peer's loop, not this rank's.
+TEST(RestartPolicy, ALostPeerNeitherCountsTowardACrashLoopNorBreaksOne) {
+  RestartPolicy policy(config());
+  for (int i = 0; i < 5; ++i)
+    EXPECT_TRUE(policy.onFault(FaultClass::PeerLost, true, 0, kMs, 30).restarts()) << "loss " << i;
+  EXPECT_TRUE(policy.onFault(FaultClass::WorkerCrashed, true, 0, kMs, 30).restarts());
+  EXPECT_TRUE(policy.onFault(FaultClass::WorkerCrashed, true, 0, kMs, 30).restarts());
+  EXPECT_TRUE(policy.onFault(FaultClass::PeerLost, true, 0, kMs, 31).restarts()) << "past the step, but not this rank's doing";
+  EXPECT_EQ(policy.onFault(FaultClass::WorkerCrashed, true, 0, kMs, 30).verdict, RestartVerdict::CrashLoop);
+  EXPECT_EQ(policy.restarts(), 8u) << "each loss is a restart all the same";
+}
+
 TEST(RestartPolicy, ACrashLoopCheckOfZeroLeavesItToTheBudget) {
   RestartPolicyConfig c = config(4);
   c.crashLoopAfter = 0;
