@@ -56,6 +56,7 @@ Supervisor::Supervisor(Session &session, Logger &log, SupervisorOptions options)
   heartbeatNs_ = heartbeatIntervalNs(ft);
   misses_ = heartbeatMisses(ft);
   hangAfterNs_ = hangBudgetNs(ft);
+  startWithinNs_ = startBudgetNs(ft);
   beatSampleNs_ = beatSampleIntervalNs(ft);
   resetControllers();
 }
@@ -246,11 +247,14 @@ void Supervisor::sampleBeats(uint64_t now) {
     return;
   }
   liveness_.observe(group_, now);
-  std::optional<Liveness::Hang> hang = liveness_.hung(group_, now, hangAfterNs_);
+  std::optional<Liveness::Hang> hang = liveness_.hung(group_, now, hangAfterNs_, startWithinNs_);
   if (!hang)
     return;
   Fault fault{FaultClass::WorkerHung,
-              "no worker heartbeat for " + formatMillis(now - hang->lastBeatNs) + ", " + detectionPeriod()};
+              hang->neverBeat ? "no first worker heartbeat within " + formatMillis(now - hang->lastBeatNs) +
+                                    " of its start (start_within " + formatMillis(startWithinNs_) +
+                                    "): stuck starting up or at its rendezvous"
+                              : "no worker heartbeat for " + formatMillis(now - hang->lastBeatNs) + ", " + detectionPeriod()};
   if (group_.size() > 1)
     fault.detail = "rank " + std::to_string(hang->rank) + ": " + fault.detail;
   fault.rank = hang->rank;

@@ -208,7 +208,7 @@ private:
   std::optional<GiveUp> giveUp_;
   bool stopping_ = false;               // a forwarded signal: the worker's end is not a fault
   std::optional<int> finished_;         // see finished()
-  uint64_t heartbeatNs_, windowNs_, hangAfterNs_;
+  uint64_t heartbeatNs_, windowNs_, hangAfterNs_, startWithinNs_;
   uint32_t misses_;
   uint64_t beatSampleNs_;
   uint64_t nextHeartbeat_ = UINT64_MAX, nextBeatSample_ = UINT64_MAX, nextWindow_ = UINT64_MAX; // set by start()

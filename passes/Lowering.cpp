@@ -198,6 +198,8 @@ plan::Plan lowerToPlan(const ir::Contract &contract, const Placement &placement,
   pft->set_lr_scheduler(valueOr(ft.lr_scheduler, bool(ir::defaults::fault_tolerance::lr_scheduler)));
   pft->set_in_memory_tier(valueOr(ft.in_memory_tier, bool(ir::defaults::fault_tolerance::in_memory_tier)));
   pft->set_heartbeat_ns(ft.heartbeat ? ft.heartbeat->value.value : uint64_t(ir::defaults::fault_tolerance::heartbeat));
+  if (ft.start_within)
+    pft->set_start_within_ns(ft.start_within->value.value);
   pft->set_heartbeat_misses(
       static_cast<uint32_t>(valueOr(ft.heartbeat_misses, ir::defaults::fault_tolerance::heartbeat_misses)));
   pft->set_snapshot_dir(valueOr(ft.snapshot_dir, std::string()));

@@ -70,6 +70,8 @@ uint64_t hangBudgetNs(const plan::FaultTolerance &ft) {
   return heartbeat > UINT64_MAX / misses ? UINT64_MAX : uint64_t(misses) * heartbeat;
 }
 
+uint64_t startBudgetNs(const plan::FaultTolerance &ft) { return ft.start_within_ns(); }
+
 uint64_t beatSampleIntervalNs(const plan::FaultTolerance &ft) {
   return std::max<uint64_t>(heartbeatIntervalNs(ft) / kBeatSamplesPerHeartbeat, 1'000'000);
 }

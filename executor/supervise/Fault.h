@@ -46,6 +46,8 @@ uint64_t heartbeatIntervalNs(const plan::FaultTolerance &ft);
 uint32_t heartbeatMisses(const plan::FaultTolerance &ft);
 // heartbeat x misses: the silence after which a worker that has beaten is hung.
 uint64_t hangBudgetNs(const plan::FaultTolerance &ft);
+// start_within: the silence after its start after which a worker that has not beaten is hung (0: none).
+uint64_t startBudgetNs(const plan::FaultTolerance &ft);
 // How often workers' beats are sampled: several times per heartbeat, so that a hang is declared
 // within a small part of a heartbeat after the budget.
 uint64_t beatSampleIntervalNs(const plan::FaultTolerance &ft);

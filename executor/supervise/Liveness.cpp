@@ -26,10 +26,17 @@ bool Liveness::observe(const BeatSource &source, uint64_t now) {
   return beat;
 }
 
-std::optional<Liveness::Hang> Liveness::hung(const BeatSource &source, uint64_t now, uint64_t hangAfterNs) const {
+std::optional<Liveness::Hang> Liveness::hung(const BeatSource &source, uint64_t now, uint64_t hangAfterNs,
+                                             uint64_t startWithinNs) const {
   for (unsigned r = 0; r < source.ranks() && r < ranks_.size(); ++r) {
-    if (!source.beats(r) || ranks_[r].beats == 0)
+    if (!source.beats(r))
       continue;
+    if (ranks_[r].beats == 0) { // still starting: lastBeatNs is when its attempt began
+      if (startWithinNs && silentTooLong(now - ranks_[r].lastBeatNs, startWithinNs, source.finishing(r),
+                                         [&] { return source.exiting(r); }))
+        return Hang{r, ranks_[r].lastBeatNs, true};
+      continue;
+    }
     if (silentTooLong(now - ranks_[r].lastBeatNs, hangAfterNs, source.finishing(r), [&] { return source.exiting(r); }))
       return Hang{r, ranks_[r].lastBeatNs};
   }

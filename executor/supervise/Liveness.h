@@ -1,6 +1,7 @@
 // Whether each rank of a job still makes progress: kubelet's liveness probe, read from the rank's
 // control page. A rank that has beaten and then stays silent for the plan's heartbeat x misses is
-// hung. Silence before the first beat is start-up (an interpreter importing torch), not a hang.
+// hung. Silence before the first beat is start-up (an interpreter importing torch, a rendezvous
+// waiting for the other ranks): a hang only past the plan's `start_within`, when it sets one.
 //
 // The room keeps when each rank last beat; the ranks' pages are read through a BeatSource (the
 // WorkerGroup on a node, a model in tests and in the simulator), so the rule runs in virtual time.
@@ -41,15 +42,18 @@ class Liveness {
 public:
   struct Hang {
     unsigned rank = 0;
-    uint64_t lastBeatNs = 0;
+    uint64_t lastBeatNs = 0; // never beaten: when its attempt started
+    bool neverBeat = false;  // silent since its start for `startWithinNs`
   };
 
   // A new attempt started at `now` with `ranks` ranks: none has beaten yet.
   void restart(unsigned ranks, uint64_t now);
   // Reads every running rank's beats at `now`. True when some rank beat since the last call.
   bool observe(const BeatSource &source, uint64_t now);
-  // The first rank, in rank order, that beat and then not for `hangAfterNs` (see silentTooLong).
-  std::optional<Hang> hung(const BeatSource &source, uint64_t now, uint64_t hangAfterNs) const;
+  // The first rank, in rank order, that beat and then not for `hangAfterNs` (see silentTooLong),
+  // or that has not beaten `startWithinNs` after its attempt started (0: never for that).
+  std::optional<Hang> hung(const BeatSource &source, uint64_t now, uint64_t hangAfterNs,
+                           uint64_t startWithinNs = 0) const;
   // Some rank of this contract has used its control page, in any attempt.
   bool everBeat() const { return everBeat_; }
   uint64_t lastBeatNs(unsigned r) const { return r < ranks_.size() ? ranks_[r].lastBeatNs : 0; }

@@ -282,6 +282,9 @@ public:
     if (o.rank == 0)
       if (std::optional<int> stop = restore())
         return stop;
+    // Waiting for the other ranks is not being hung: beat meanwhile, so that the supervisor's
+    // start_within finds the rank that never came, not the ones waiting for it.
+    BeatWhileBusy waiting(mscale::worker::kStepRestoring);
     std::string error;
     collective = Collective::join(o.rank, o.world, o.masterAddress, o.masterPort, uint32_t(model.params.size()),
                                   microBatches, o.rendezvousTimeoutMs, error);

@@ -237,6 +237,31 @@ TEST(VirtualSupervisor, AWorkerIsHungAtExactlyHeartbeatTimesMissesAfterItsLastBe
   EXPECT_TRUE(job.logged("(restart 1 of at most 10)"));
 }
 
+// start_within bounds the silence before a worker's first beat: one stuck at its rendezvous (or in
+// start-up) is hung then, and restarted with the back-off of attempts that made no progress.
+TEST(VirtualSupervisor, AWorkerThatNeverBeatsIsHungAfterStartWithin) {
+  VirtualJob job;
+  job.plan.mutable_fault_tolerance()->set_start_within_ns(2'000 * kMs);
+  job.session = std::make_unique<Session>(job.plan, "virtual", "virtual.msp", job.log, SessionOptions{});
+  job.program = [&](pid_t pid, size_t attempt, uint64_t now) {
+    if (attempt > 0)
+      trainEvery100ms(job.host, pid, now);
+  };
+  job.start({});
+  job.runFor(1'990 * kMs);
+  const SimWorkerHost::Worker &first = job.host.workers()[0];
+  EXPECT_TRUE(first.signals.empty()) << "within start_within: starting up";
+  job.runFor(40 * kMs);
+  ASSERT_EQ(first.signals, std::vector<int>{SIGKILL});
+  EXPECT_TRUE(job.logged("(no first worker heartbeat within 2000.0 ms of its start (start_within 2000.0 ms): stuck "
+                         "starting up or at its rendezvous)"))
+      << job.logText();
+  job.runFor(100 * kMs);
+  EXPECT_EQ(job.host.workers().size(), 2u) << "restarted";
+  job.runFor(10'000 * kMs);
+  EXPECT_EQ(job.host.workers().size(), 2u) << "the restart beats: no hang, however long it runs";
+}
+
 // The agent's lending takes back what an owner lent through this hook: it must run once a fault is
 // known, before the faulted worker is stopped or any new one started.
 TEST(VirtualSupervisor, AFaultIsToldBeforeTheWorkerIsStoppedOrRestarted) {

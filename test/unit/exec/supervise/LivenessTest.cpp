@@ -73,6 +73,28 @@ TEST(Liveness, SilenceBeforeTheFirstBeatIsStartUp) {
   EXPECT_FALSE(live.everBeat());
 }
 
+// A rank stuck before its first beat (at a rendezvous the others wait in, or starting up) is hung
+// once the plan's start_within has passed since its attempt began; without one it is start-up.
+TEST(Liveness, ARankThatNeverBeatsIsHungOncePastStartWithin) {
+  constexpr uint64_t kStartWithin = 30'000 * kMs;
+  Ranks ranks(2);
+  Liveness live;
+  live.restart(2, 5 * kMs);
+  for (uint64_t t = 20 * kMs; t < kStartWithin + 5 * kMs; t += 20 * kMs) { // rank 0 trains, rank 1 never beats
+    ++ranks.pages[0].beats;
+    live.observe(ranks, t);
+  }
+  EXPECT_FALSE(live.hung(ranks, kStartWithin + 5 * kMs - 1, kBudget, kStartWithin));
+  std::optional<Liveness::Hang> hang = live.hung(ranks, kStartWithin + 5 * kMs, kBudget, kStartWithin);
+  ASSERT_TRUE(hang);
+  EXPECT_EQ(hang->rank, 1u);
+  EXPECT_TRUE(hang->neverBeat);
+  EXPECT_EQ(hang->lastBeatNs, 5 * kMs) << "silent since its attempt began";
+  EXPECT_FALSE(live.hung(ranks, 3'600'000 * kMs, 3'600'000 * kMs)) << "without start_within, start-up is not bounded";
+  ranks.pages[1].running = false;
+  EXPECT_FALSE(live.hung(ranks, 3'600'000 * kMs, 3'600'000 * kMs, kStartWithin)) << "a rank that ended is not hung";
+}
+
 TEST(Liveness, TheFirstSilentRankInRankOrderAndARestartForgetsTheBeats) {
   Ranks ranks(3);
   Liveness live;
