@@ -100,6 +100,10 @@ def main():
         codes = [p.wait(timeout=120) for p in procs]
         if kill:
             killed += 1
+            lost = [-signal.SIGKILL if r == victim else 75 for r in range(world)]
+            if codes != lost:
+                sys.exit("attempt %d: rank %d killed, the ranks ended with %s, not %s (75: peer lost)" %
+                         (attempt, victim, codes, lost))
         elif not last:
             planned += 1
             if any(codes):
