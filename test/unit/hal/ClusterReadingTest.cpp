@@ -179,6 +179,9 @@ TEST(ClusterByNode, AgreesWithTheWholeReadingOnEdgeCases) {
       "nodes:\n  - name: a\n    numa_nodes: [ { id: 0, cpus: \"0\" } ]\n"
       "  - name: b\n    numa_nodes: [ { id: 0, cpus: \"0\" }, { id: 0, cpus: \"1\" } ]\n"
       "  - name: c\n    numa_nodes: [ { id: 0, cpus: \"0\" } ]\n    nonsense: 1\n",
+      // empty items, one of them with a line of spaces (the fuzzer's)
+      "---\n# N-\n# een the thr\nnodes:\n  - \n    \n  - \n      \n...\n",
+      "nodes:\n  - \n  - \n",
   };
   for (const char *text : cases) {
     SCOPED_TRACE(text);
