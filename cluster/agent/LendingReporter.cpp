@@ -60,15 +60,14 @@ std::optional<LendingRecord> LendingReporter::sample(const exec::LendingOffer &o
   // (a lending started anew, e.g. when its last owner left, starts them again).
   bool window = previous_ && previous_->owners == offer.owners && offer.atNs > previous_->atNs;
   uint64_t ns = window ? offer.atNs - previous_->atNs : 0;
-  auto measure = [&](Counters (*of)(const exec::LendingOffer &), uint32_t &share, uint32_t &lent) {
-    Counters before = window ? of(*previous_) : Counters{};
-    std::tie(share, lent) = shareAndLent(of(offer), window ? &before : nullptr, ns);
+  auto measure = [&](const Counters &now, const Counters &before, uint32_t &share, uint32_t &lent) {
+    std::tie(share, lent) = shareAndLent(now, window ? &before : nullptr, ns);
   };
-  measure(cpusOf, r.sharePermille, r.lentCpus);
-  measure([](const exec::LendingOffer &o) { return unitsOf(o, exec::lending::kGpuShare); }, r.gpuSharePermille,
-          r.lentGpuUnits);
-  measure([](const exec::LendingOffer &o) { return unitsOf(o, exec::lending::kRdmaShare); }, r.rdmaSharePermille,
-          r.lentQueuePairs);
+  using exec::lending::kGpuShare, exec::lending::kRdmaShare;
+  const exec::LendingOffer &before = window ? *previous_ : offer; // read only with a window
+  measure(cpusOf(offer), cpusOf(before), r.sharePermille, r.lentCpus);
+  measure(unitsOf(offer, kGpuShare), unitsOf(before, kGpuShare), r.gpuSharePermille, r.lentGpuUnits);
+  measure(unitsOf(offer, kRdmaShare), unitsOf(before, kRdmaShare), r.rdmaSharePermille, r.lentQueuePairs);
   previous_ = offer;
   auto moved = [](uint32_t a, uint32_t b, uint32_t step) { return (a > b ? a - b : b - a) >= step; };
   const uint32_t step = options_.shareStepPermille;

@@ -290,51 +290,56 @@ bool Collective::reduce(uint64_t step, const std::vector<MicroBatchGradient> &mi
     return true;
   }
   // Rank 0: every micro-batch in its slot, then one sum in index order.
-  std::vector<MicroBatchGradient> all(microBatches_);
-  std::vector<bool> have(microBatches_);
-  auto place = [&](const MicroBatchGradient &g) { all[g.index] = g, have[g.index] = true; };
+  std::vector<const MicroBatchGradient *> slots(microBatches_, nullptr);
   for (const MicroBatchGradient &g : mine)
-    place(g);
+    slots[g.index] = &g;
+  std::vector<MicroBatchGradient> &theirs = received_;
+  theirs.resize(microBatches_); // kept across steps: no allocation per step once sized
   for (uint32_t r = 1; r < world_; ++r) {
-    uint64_t theirs = 0;
+    uint64_t theirStep = 0;
     uint32_t count = 0;
     std::string why;
     auto [first, last] = microBatchesOf(r, world_, microBatches_);
-    if (!readValue(peers_[r], theirs, why) || !readValue(peers_[r], count, why)) {
+    if (!readValue(peers_[r], theirStep, why) || !readValue(peers_[r], count, why)) {
       error = "step " + std::to_string(step) + ": rank " + std::to_string(r) + ": " + why;
       return false;
     }
-    if (theirs != step || count != last - first) {
+    if (theirStep != step || count != last - first) {
       error = "step " + std::to_string(step) + ": rank " + std::to_string(r) + " sent " + std::to_string(count) +
-              " micro-batches of step " + std::to_string(theirs) + ", not its " + std::to_string(last - first);
+              " micro-batches of step " + std::to_string(theirStep) + ", not its " + std::to_string(last - first);
       return false;
     }
     for (uint32_t i = 0; i < count; ++i) {
-      MicroBatchGradient g;
-      g.grad.resize(params_);
-      if (!readValue(peers_[r], g.index, why) || !readValue(peers_[r], g.loss, why) ||
-          !readAll(peers_[r], g.grad.data(), bytes, why)) {
+      uint32_t index = 0;
+      if (!readValue(peers_[r], index, why)) {
         error = "step " + std::to_string(step) + ": rank " + std::to_string(r) + ": " + why;
         return false;
       }
-      if (g.index < first || g.index >= last || have[g.index]) {
+      if (index < first || index >= last || slots[index]) {
         error = "step " + std::to_string(step) + ": rank " + std::to_string(r) + " sent micro-batch " +
-                std::to_string(g.index) + ", not one of its [" + std::to_string(first) + ", " + std::to_string(last) + ")";
+                std::to_string(index) + ", not one of its [" + std::to_string(first) + ", " + std::to_string(last) + ")";
         return false;
       }
-      place(g);
+      MicroBatchGradient &g = theirs[index];
+      g.index = index;
+      g.grad.resize(params_);
+      if (!readValue(peers_[r], g.loss, why) || !readAll(peers_[r], g.grad.data(), bytes, why)) {
+        error = "step " + std::to_string(step) + ": rank " + std::to_string(r) + ": " + why;
+        return false;
+      }
+      slots[index] = &g;
     }
   }
   loss = 0;
   grad.assign(params_, 0.f);
   for (uint32_t m = 0; m < microBatches_; ++m) {
-    if (!have[m] || all[m].grad.size() != params_) {
+    if (!slots[m] || slots[m]->grad.size() != params_) {
       error = "step " + std::to_string(step) + ": micro-batch " + std::to_string(m) + " is missing";
       return false;
     }
-    loss += all[m].loss;
+    loss += slots[m]->loss;
     for (uint32_t i = 0; i < params_; ++i)
-      grad[i] += all[m].grad[i];
+      grad[i] += slots[m]->grad[i];
   }
   for (uint32_t r = 1; r < world_; ++r)
     if (!writeValue(peers_[r], step, error) || !writeValue(peers_[r], loss, error) ||

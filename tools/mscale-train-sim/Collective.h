@@ -61,6 +61,7 @@ private:
 
   uint32_t rank_, world_, params_, microBatches_;
   std::vector<int> peers_; // rank 0: the socket of rank r at r (peers_[0] unused); else: rank 0's at 0
+  std::vector<MicroBatchGradient> received_; // rank 0: the other ranks' micro-batches of a step, by index
 };
 
 } // namespace msc::workload
