@@ -96,6 +96,9 @@ def rank_main(rank: int, world: int, port: int, work: str, mode: str, until: int
         with open(os.path.join(work, "final"), "w") as f:
             f.write(hashlib.sha256(params).hexdigest()[:16] + "\n")
     state.close()
+    # Every rank leaves the group together: one that tears gloo down while a peer still has a
+    # collective in flight can abort that peer's process.
+    dist.barrier()
     dist.destroy_process_group()
 
 
