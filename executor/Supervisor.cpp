@@ -103,8 +103,8 @@ std::map<std::string, std::string> Supervisor::attemptEnvironment(uint32_t attem
   return env;
 }
 
-bool Supervisor::startWorker(DiagnosticEngine &diags, const std::string &restartReason) {
-  std::map<std::string, std::string> env = attemptEnvironment(restarts_.restarts(), !restartReason.empty());
+bool Supervisor::startWorker(DiagnosticEngine &diags, const std::string &restartReason, std::optional<bool> resume) {
+  std::map<std::string, std::string> env = attemptEnvironment(attemptNumber(), resume.value_or(!restartReason.empty()));
   if (!restartReason.empty())
     env["MSCALE_RESTART_REASON"] = restartReason;
   if (!group_.start(options_.command, env, diags))
@@ -574,7 +574,7 @@ bool Supervisor::recover(const Fault &fault, DiagnosticEngine &diags, int &statu
 }
 
 bool Supervisor::restart(const std::string &what, DiagnosticEngine &diags) {
-  uint32_t attempt = restarts_.restarts();
+  uint32_t attempt = attemptNumber();
   std::string who = group_.size() > 1 ? "all " + std::to_string(group_.size()) + " ranks" : std::string("the worker");
   log_.info(session_.contract(), "restarting " + who + " after " + what + " from the newest snapshot (restart " +
                                      std::to_string(attempt) + " of at most " + std::to_string(options_.maxRestarts) +
@@ -647,7 +647,7 @@ uint64_t Supervisor::nextWakeNs(uint64_t now) const {
 }
 
 bool Supervisor::steadyForStandby() const {
-  if (!restarts_.budgetLeft() || !group_.running() || pendingFault_ || giveUp_ || stopping_ ||
+  if (!restarts_.budgetLeft() || !group_.running() || pendingFault_ || giveUp_ || stopping_ || reassigning_ ||
       recovery_.active || handOver_.active)
     return false;
   std::optional<uint64_t> step = group_.commonStep();
@@ -690,7 +690,7 @@ void Supervisor::tick(uint64_t now) {
     host_.killWorkers(group_.liveStandbyPids());
   }
   noteProgress(now);
-  standby_.tick(now, steadyForStandby(), restarts_.restarts() + 1, options_.command);
+  standby_.tick(now, steadyForStandby(), attemptNumber() + 1, options_.command);
   handOverTick(now);
   if (now >= nextWindow_) {
     monitorTick(now);
@@ -722,7 +722,7 @@ std::optional<int> Supervisor::onWorkerExit(pid_t pid, int status, DiagnosticEng
     handOverTick(now);
   bool completed = WIFEXITED(status) && WEXITSTATUS(status) == 0;
   // The first rank to fail on its own ends the attempt of the whole job; later ends are the stop's.
-  if (!completed && !stopping_ && !pendingFault_ && !giveUp_) {
+  if (!completed && !stopping_ && !pendingFault_ && !giveUp_ && !reassigning_) {
     bool several = group_.size() > 1;
     using mscale::worker::Failure;
     if (said.kind == Failure::NothingToResume || said.kind == Failure::RetryCannotFix) {
@@ -755,6 +755,8 @@ std::optional<int> Supervisor::finishAttempt(uint64_t now, DiagnosticEngine &dia
 }
 
 std::optional<int> Supervisor::endAttempt(uint64_t now, DiagnosticEngine &diags) {
+  if (reassigning_)
+    return startReassigned(now, diags);
   const std::string &contract = session_.contract();
   bool completed = group_.allCompleted(); // even if a fault was raised meanwhile
   std::optional<Fault> fault = completed ? std::nullopt : pendingFault_;
@@ -793,6 +795,56 @@ std::optional<int> Supervisor::endAttempt(uint64_t now, DiagnosticEngine &diags)
     recovery_.active = false;
     return code;
   }
+  return std::nullopt;
+}
+
+bool Supervisor::reassign(std::map<std::string, std::string> environment, const std::string &why,
+                          std::string &error) {
+  if (options_.command.empty()) {
+    error = "the contract runs no worker";
+    return false;
+  }
+  if (!restarts_.config().recoverable) {
+    error = "the plan has no recovery point (fault_tolerance.recovery_point): the job cannot resume at its new place";
+    return false;
+  }
+  const std::string &contract = session_.contract();
+  uint64_t now = clock_.monotonicNs();
+  options_.environment = std::move(environment);
+  record("reassigned", why);
+  // What the old place was doing is over: its fault, its restart, its planned stop, its end.
+  pendingFault_.reset();
+  giveUp_.reset();
+  pendingRestart_.reset();
+  recovery_.active = false;
+  stopping_ = false;
+  finished_.reset();
+  stopAfter_ = 0;
+  group_.requestStopAfter(0);
+  reassigning_ = why;
+  if (group_.running()) {
+    log_.info(contract, "reassigned (" + why + "): stopping the running attempt to start at the new place");
+    group_.stop(std::nullopt, after(now, options_.rankStopGraceNs));
+    return true;
+  }
+  LogDiagnosticPrinter printer(log_);
+  printer.setContract(contract);
+  DiagnosticEngine diags(nullptr, printer);
+  if (std::optional<int> status = startReassigned(now, diags))
+    finished_ = status; // it could not start: supervision is over, as after a restart that fails
+  return true;
+}
+
+std::optional<int> Supervisor::startReassigned(uint64_t now, DiagnosticEngine &diags) {
+  std::string why = std::exchange(reassigning_, std::nullopt).value_or(std::string());
+  ++reassignments_;
+  standby_.discard("the job was placed anew");
+  log_.info(session_.contract(), "starting attempt " + std::to_string(attemptNumber()) + " at the new place (" + why +
+                                     "), keeping the applied resources and the memory tier");
+  if (!startWorker(diags, "reassigned", /*resume=*/false))
+    return 1;
+  nextHeartbeat_ = after(now, heartbeatNs_);
+  nextBeatSample_ = after(now, beatSampleNs_);
   return std::nullopt;
 }
 

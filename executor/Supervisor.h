@@ -91,7 +91,7 @@ struct SupervisorOptions {
 
 struct HistoryEntry {
   int64_t unixMs = 0;
-  std::string kind;    // "fault", "recovered", "resize", "held", "refused", "gave-up"
+  std::string kind;    // "fault", "recovered", "resize", "held", "refused", "gave-up", "reassigned"
   std::string text;
 };
 
@@ -138,6 +138,22 @@ public:
   std::optional<uint64_t> stepNs() const;
   // The step every rank stopped after, as their pages say (WorkerGroup::stoppedAt).
   std::optional<uint64_t> stoppedAt() const { return group_.stoppedAt(); }
+  // ---- a new placement of the job that keeps this node (issue 29: a world size changed) ----
+  // The job was placed anew and this node keeps it, with the variables of its new place
+  // (`environment`: the rank, the world size and rendezvous, the rank's share of the batch): the
+  // running attempt is stopped (SIGTERM, SIGKILL after the grace) and the next one starts with them
+  // as the placement's first worker does (it restores what it finds: no MSCALE_RESUME), without a
+  // fault and without spending the restart budget; MSCALE_RESTART_REASON says "reassigned". What
+  // this node had stays: the applied session and the memory tiers, so a survivor that holds the
+  // step the job resumes from restores it from memory instead of disk. A standby stood by for the
+  // old place is discarded (it started with the old place's variables) and another stands by once
+  // the new attempt runs steady. The
+  // old placement's planned stop is withdrawn. Supervision that had ended (a planned stop
+  // completed, the job gave up) starts again. False with `error` when nothing can be kept: the plan
+  // has no recovery point or runs no worker (the caller releases and admits anew).
+  bool reassign(std::map<std::string, std::string> environment, const std::string &why, std::string &error);
+  // Attempts started by a new placement of the job (reassign).
+  uint32_t reassignments() const { return reassignments_; }
   // The warm standby's processes (plan fault_tolerance.standby_worker), not yet reaped: whoever
   // reaps the workers reaps these too and reports them through onWorkerExit(pid, ...).
   std::vector<pid_t> standbyPids() const { return standby_.pids(); }
@@ -146,8 +162,14 @@ public:
 
 private:
   struct SliceWatch;
-  // Starts every rank (one worker when there are no ranks) of a new attempt.
-  bool startWorker(DiagnosticEngine &diags, const std::string &restartReason);
+  // Starts every rank (one worker when there are no ranks) of a new attempt: a restart (it must
+  // resume: MSCALE_RESUME) when `restartReason` is set, unless `resume` says otherwise.
+  bool startWorker(DiagnosticEngine &diags, const std::string &restartReason,
+                   std::optional<bool> resume = std::nullopt);
+  // The number of the next attempt started: one per restart and per reassignment.
+  uint32_t attemptNumber() const { return restarts_.restarts() + reassignments_; }
+  // The attempt of a new placement (reassign), once the old one's ranks have all ended.
+  std::optional<int> startReassigned(uint64_t now, DiagnosticEngine &diags);
   // The variables of attempt `attempt` (a restart when `restart`), without the restart reason.
   std::map<std::string, std::string> attemptEnvironment(uint32_t attempt, bool restart) const;
   // Whether the running attempt may be stood by for now (WarmStandby::tick).
@@ -207,6 +229,9 @@ private:
   };
   std::optional<GiveUp> giveUp_;
   bool stopping_ = false;               // a forwarded signal: the worker's end is not a fault
+  // A new placement (reassign): the running ranks are being stopped to start with these reasons.
+  std::optional<std::string> reassigning_;
+  uint32_t reassignments_ = 0;
   std::optional<int> finished_;         // see finished()
   uint64_t heartbeatNs_, windowNs_, hangAfterNs_, startWithinNs_;
   uint32_t misses_;

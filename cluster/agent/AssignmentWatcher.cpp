@@ -223,6 +223,46 @@ void AssignmentWatcher::refuse(const std::string &contract, int64_t leaderRevisi
   writeStatus(contract, s, statusLease);
 }
 
+namespace {
+// "rank 2 of 4 -> rank 1 of 3": where the node was in the job and where it is now.
+std::string placeChange(const Assignment &previous, const Assignment &next) {
+  auto place = [](const Assignment &a) {
+    auto get = [&](const char *name) {
+      auto it = a.environment.find(name);
+      return it == a.environment.end() ? std::string("?") : it->second;
+    };
+    return "rank " + get("RANK") + " of " + get("WORLD_SIZE");
+  };
+  return place(previous) + " -> " + place(next);
+}
+} // namespace
+
+bool AssignmentWatcher::keptAcrossPlacement(exec::NodeLedger &ledger, const std::string &contract,
+                                            const Assignment &next, const std::string &value,
+                                            const std::string &unstoppedBytes, int64_t statusLease) {
+  auto a = admitted_.find(contract);
+  if (a == admitted_.end() || !ledger.find(contract))
+    return false;
+  std::string why;
+  std::optional<Assignment> previous = decodeAssignment(a->second.value, why);
+  if (!previous || !samePlacedJob(*previous, next))
+    return false;
+  std::string change = placeChange(*previous, next), error;
+  // The old placement's planned stop, if one was asked, ends with it (the supervisor withdraws it).
+  Admitted kept{value, next.leaderRevision, {}, unstoppedBytes, next.stop, {}};
+  if (!ledger.reassign(contract, next.environment, "the job placed anew: " + change, error)) {
+    log_.info(contract, "placed anew (" + change + ") but not kept in place: " + error);
+    return false;
+  }
+  log_.info(contract, "placed anew (" + change + ", leader revision " + std::to_string(next.leaderRevision) +
+                          "): the worker restarts at its new place, the resources and the memory tier stay");
+  a->second = std::move(kept);
+  AssignmentStatus s = statusOf(ledger, contract);
+  a->second.lastStatus = encodeStatus(s);
+  writeStatus(contract, s, statusLease);
+  return true;
+}
+
 void AssignmentWatcher::onPut(exec::NodeLedger &ledger, const etcd::KeyValue &kv, int64_t statusLease) {
   const std::string contract = contractOfKey(kv.key, assignmentsPrefix(node_));
   if (contract.empty()) {
@@ -270,6 +310,8 @@ void AssignmentWatcher::onPut(exec::NodeLedger &ledger, const etcd::KeyValue &kv
         {kv.key, "the plan is for contract '" + plan->provenance().contract() + "', the key names '" + contract + "'"});
     return refuse(contract, assignment->leaderRevision, etcd::codeName(s.code), {s.str()}, statusLease);
   }
+  if (plan && keptAcrossPlacement(ledger, contract, *assignment, kv.value, unstoppedBytes, statusLease))
+    return;
   if (plan) {
     // A changed assignment replaces the old one: released, then admitted anew. So is a contract the
     // ledger holds without a running worker that this watcher did not admit: the agent re-applied

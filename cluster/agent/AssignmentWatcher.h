@@ -58,6 +58,12 @@ public:
 private:
   void onPut(exec::NodeLedger &ledger, const etcd::KeyValue &kv, int64_t statusLease);
   void onDelete(exec::NodeLedger &ledger, const std::string &key);
+  // A changed assignment that is the same job placed anew on this node (samePlacedJob: another
+  // world size, another rank): the contract stays applied and its worker restarts at its new place
+  // (NodeLedger::reassign), so the node keeps its warm state. False when it cannot be kept in place:
+  // then it is released and admitted anew.
+  bool keptAcrossPlacement(exec::NodeLedger &ledger, const std::string &contract, const Assignment &next,
+                           const std::string &value, const std::string &unstoppedBytes, int64_t statusLease);
   // Refuses an assignment: logs the diagnostic and writes a "refused" status.
   void refuse(const std::string &contract, int64_t leaderRevision, const std::string &code,
               const std::vector<std::string> &messages, int64_t statusLease);

@@ -307,6 +307,27 @@ std::string encodeAssignment(const Assignment &a) {
   return deterministicBytes(m);
 }
 
+bool isPlacementVariable(const std::string &name) {
+  static const std::set<std::string> kPlacement = {
+      "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT",
+      "MSCALE_GLOBAL_BATCH", "MSCALE_RANK_BATCH", "MSCALE_MICRO_BATCH", "MSCALE_ACCUMULATION_STEPS",
+      "MSCALE_DETERMINISTIC_REDUCTION"};
+  return kPlacement.count(name) != 0;
+}
+
+bool samePlacedJob(const Assignment &previous, const Assignment &next) {
+  if (previous.plan != next.plan || previous.command != next.command)
+    return false;
+  auto submitted = [](const std::map<std::string, std::string> &environment) {
+    std::map<std::string, std::string> out;
+    for (const auto &[name, value] : environment)
+      if (!isPlacementVariable(name))
+        out.emplace(name, value);
+    return out;
+  };
+  return submitted(previous.environment) == submitted(next.environment);
+}
+
 std::optional<Assignment> decodeAssignment(const std::string &value, std::string &why) {
   proto::Assignment m;
   if (value.empty() || !m.ParseFromString(value)) {

@@ -266,6 +266,15 @@ std::string encodeAssignment(const Assignment &a);
 // leader revision that is not positive, or no plan.
 std::optional<Assignment> decodeAssignment(const std::string &value, std::string &why);
 
+// The variables an assignment carries for the leader's placement of the job rather than from its
+// submission (controller/Rendezvous.h): the rank's place in the world and its share of the global
+// batch at the size placed.
+bool isPlacementVariable(const std::string &name);
+// Whether `next` is `previous` placed anew on the same node: the same plan and command, and an
+// environment that differs in placement variables alone (a world-size change the node survives).
+// Planned stops and leader revisions are not compared.
+bool samePlacedJob(const Assignment &previous, const Assignment &next);
+
 // A contract as submitted: what /mscale/contracts/<contract> holds.
 struct Submission {
   std::string contract;

@@ -454,6 +454,30 @@ bool NodeLedger::resize(const std::string &contract, const plan::Plan &next, con
   return true;
 }
 
+bool NodeLedger::reassign(const std::string &contract, std::map<std::string, std::string> environment,
+                          const std::string &why, std::string &error) {
+  auto it = contracts_.find(contract);
+  if (it == contracts_.end() || !it->second->supervisor || it->second->command.empty() ||
+      !it->second->session->applied()) {
+    error = "the contract is not applied here with a worker";
+    return false;
+  }
+  Contract &c = *it->second;
+  if (!c.supervisor->reassign(std::move(environment), why, error))
+    return false;
+  // A worker that had ended (a planned stop) runs again; one being stopped is followed by reaping.
+  if (c.workerState != WorkerState::Running && c.session->workerPid() > 0) {
+    c.workerState = WorkerState::Running;
+    c.exitStatus = 0;
+  }
+  if (std::optional<int> status = c.supervisor->finished()) {
+    c.workerState = WorkerState::Exited;
+    c.exitStatus = *status;
+  }
+  c.lastPid = c.session->workerPid();
+  return true;
+}
+
 void NodeLedger::reapWorkers() {
   for (auto &[name, c] : contracts_) {
     if (c->supervisor) // a warm standby that ended (or was discarded): the supervisor's to note

@@ -84,6 +84,13 @@ public:
   bool resize(const std::string &contract, const plan::Plan &next, const std::string &why, std::string &error,
               DiagnosticEngine &diags);
 
+  // The job of `contract` was placed anew and keeps this node with other placement variables
+  // (Supervisor::reassign): its worker restarts with `environment`, the applied resources and the
+  // memory tier stay. False with `error` when the contract is not admitted with a worker or nothing
+  // can be kept; nothing changed then (the caller releases and admits anew).
+  bool reassign(const std::string &contract, std::map<std::string, std::string> environment, const std::string &why,
+                std::string &error);
+
   // Binds process `pid` (started by someone else, e.g. slurmstepd) to an applied contract, watches
   // its heartbeats from then on (AttachedProcesses.h) and returns what it needs. The caller has
   // checked that the contract exists and that the asker may move the process. Null with

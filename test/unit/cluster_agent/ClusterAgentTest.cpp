@@ -17,6 +17,7 @@
 #include <functional>
 #include <sstream>
 #include <thread>
+#include <sys/stat.h>
 
 using namespace msc;
 using namespace msc::cluster;
@@ -385,4 +386,79 @@ TEST_F(ClusterAgentTest, EtcdUnreachablePastTheTtlStopsTheWorkers) {
     return kv && kv->lease != lease && ledger_->find("t1") && status("t1") && status("t1")->worker == "running";
   }, 30000ms)) << logText();
   std::cout << "registered again and running " << et::secondsSince(back) << " s after etcd came back\n";
+}
+
+namespace {
+// The variables of a running process, from /proc (root reads any).
+std::map<std::string, std::string> environmentOf(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ");
+  std::map<std::string, std::string> out;
+  for (std::string entry; std::getline(in, entry, '\0');)
+    if (size_t eq = entry.find('='); eq != std::string::npos)
+      out[entry.substr(0, eq)] = entry.substr(eq + 1);
+  return out;
+}
+// The file (device, inode) behind a process's descriptor: a memfd is the same region only if equal.
+std::pair<dev_t, ino_t> fileOf(pid_t pid, const std::string &fd) {
+  struct stat st {};
+  if (::stat(("/proc/" + std::to_string(pid) + "/fd/" + fd).c_str(), &st) != 0)
+    return {0, 0};
+  return {st.st_dev, st.st_ino};
+}
+} // namespace
+
+// Issue 29: a world-size change that keeps this node (the survivor of a shrink, a node of a grow)
+// restarts its worker at the new place with the contract still applied and the same memory tier;
+// an assignment whose submission changed is another job: released and admitted anew.
+TEST_F(ClusterAgentTest, TheSameJobPlacedAnewKeepsItsResourcesAndMemoryTier) {
+  ASSERT_TRUE(startAgent());
+  plan::Plan p = exec::test::livePlan("t1", false, 0);
+  p.mutable_fault_tolerance()->set_snapshot_every_steps(10);
+  p.mutable_fault_tolerance()->set_in_memory_tier(true);
+  auto placed = [&](int64_t leaderRevision, const std::string &rank, const std::string &world,
+                    const std::string &dataset) {
+    Assignment a;
+    a.leaderRevision = leaderRevision;
+    a.plan = plan::encodePlan(p);
+    a.command = {MSC_EXEC_TEST_WORKER, "sleep", "30"};
+    a.environment = {{"RANK", rank}, {"WORLD_SIZE", world}, {"MASTER_PORT", "2950" + rank}, {"DATASET", dataset}};
+    return encodeAssignment(a);
+  };
+  putAssignment("t1", 10, placed(10, "2", "4", "laion"));
+  ASSERT_TRUE(pump([&] { return status("t1") && status("t1")->worker == "running"; })) << logText();
+  const exec::Session *session = ledger_->find("t1")->session.get();
+  pid_t first = session->workerPid();
+  std::map<std::string, std::string> env = environmentOf(first);
+  ASSERT_TRUE(env.count("MSCALE_SNAPSHOT_MEMFD")) << "the plan keeps an in-memory tier";
+  std::pair<dev_t, ino_t> tier = fileOf(first, env["MSCALE_SNAPSHOT_MEMFD"]);
+
+  putAssignment("t1", 11, placed(11, "1", "3", "laion"));
+  ASSERT_TRUE(pump([&] {
+    auto s = status("t1");
+    return s && s->leaderRevision == 11 && s->worker == "running" && s->pid != first;
+  })) << logText();
+  ASSERT_EQ(ledger_->find("t1")->session.get(), session) << "the contract was not released";
+  pid_t second = session->workerPid();
+  EXPECT_FALSE(running(first));
+  env = environmentOf(second);
+  EXPECT_EQ(env["RANK"], "1");
+  EXPECT_EQ(env["WORLD_SIZE"], "3");
+  EXPECT_EQ(env["MSCALE_RESTART_REASON"], "reassigned");
+  EXPECT_EQ(fileOf(second, env["MSCALE_SNAPSHOT_MEMFD"]), tier) << "the memory tier the old place wrote";
+  EXPECT_NE(logText().find("placed anew (rank 2 of 4 -> rank 1 of 3, leader revision 11)"), std::string::npos)
+      << logText();
+
+  // Another dataset is another job: released, admitted anew, a new memory tier.
+  putAssignment("t1", 12, placed(12, "1", "3", "coco"));
+  ASSERT_TRUE(pump([&] {
+    auto s = status("t1");
+    return s && s->leaderRevision == 12 && s->worker == "running";
+  })) << logText();
+  EXPECT_NE(logText().find("assignment changed: releasing the contract before admitting the new plan"),
+            std::string::npos);
+  pid_t third = ledger_->find("t1")->session->workerPid();
+  env = environmentOf(third);
+  EXPECT_EQ(env["DATASET"], "coco");
+  EXPECT_EQ(env.count("MSCALE_RESTART_REASON"), 0u);
+  EXPECT_NE(fileOf(third, env["MSCALE_SNAPSHOT_MEMFD"]), tier);
 }

@@ -36,6 +36,40 @@ TEST(ClusterKeys, AssignmentRoundTrip) {
   EXPECT_EQ(back->environment, a.environment);
 }
 
+// The same job placed anew on a node (another rank, another world size) is told from another job.
+TEST(ClusterKeys, AnAssignmentThatDiffersInItsPlacementAloneIsTheSameJobPlacedAnew) {
+  Assignment before;
+  before.leaderRevision = 3;
+  before.plan = "plan bytes";
+  before.command = {"python3", "train.py"};
+  before.environment = {{"RANK", "2"}, {"WORLD_SIZE", "4"}, {"MASTER_ADDR", "n1"}, {"MASTER_PORT", "29500"},
+                        {"MSCALE_MICRO_BATCH", "8"}, {"MSCALE_ACCUMULATION_STEPS", "3"}, {"DATASET", "laion"}};
+  Assignment after = before;
+  after.leaderRevision = 4;
+  after.environment["RANK"] = "1";
+  after.environment["WORLD_SIZE"] = "3";
+  after.environment["MASTER_ADDR"] = "n2";
+  after.environment["MASTER_PORT"] = "29501";
+  after.environment["MSCALE_ACCUMULATION_STEPS"] = "4";
+  after.stop = PlannedStop{7, 1, 40, PlannedStop::Cause::Grow};
+  EXPECT_TRUE(samePlacedJob(before, after));
+  after.environment.erase("MSCALE_ACCUMULATION_STEPS");
+  EXPECT_TRUE(samePlacedJob(before, after)) << "a placement variable gone is a placement too";
+
+  Assignment other = after;
+  other.environment["DATASET"] = "coco";
+  EXPECT_FALSE(samePlacedJob(before, other)) << "the submission changed";
+  other = after;
+  other.environment.erase("DATASET");
+  EXPECT_FALSE(samePlacedJob(before, other));
+  other = after;
+  other.plan = "another plan";
+  EXPECT_FALSE(samePlacedJob(before, other));
+  other = after;
+  other.command.push_back("--epochs=3");
+  EXPECT_FALSE(samePlacedJob(before, other));
+}
+
 TEST(ClusterKeys, MalformedAssignments) {
   std::string why;
   EXPECT_FALSE(decodeAssignment("not a protobuf \xff\xff", why));

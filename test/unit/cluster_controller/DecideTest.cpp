@@ -241,6 +241,15 @@ std::map<std::string, std::string> environmentPut(const ContractAction &a, const
   return {};
 }
 
+std::optional<Assignment> assignmentPut(const ContractAction &a, const std::string &node) {
+  for (const etcd::TxnOp &op : a.ops)
+    if (op.key == assignmentKey(node, a.contract)) {
+      std::string why;
+      return decodeAssignment(op.value, why);
+    }
+  return std::nullopt;
+}
+
 // Every rank of a multi-node job gets what torchrun gives: its rank, the world, and where rank 0
 // listens (the first node's advertised address) on a port that is fresh at every placement; the
 // submission's own values of those names give way.
@@ -254,6 +263,7 @@ TEST(Decide, EachRankOfAPlacementLearnsWhereRankZeroListens) {
   ASSERT_TRUE(a);
   ASSERT_EQ(a->kind, ContractAction::Kind::Place) << statusOf(*a);
   std::map<std::string, std::string> rank0 = environmentPut(*a, "n1"), rank1 = environmentPut(*a, "n2");
+  std::optional<Assignment> survivorBefore = assignmentPut(*a, "n2");
   EXPECT_EQ(rank0["RANK"], "0");
   EXPECT_EQ(rank1["RANK"], "1");
   EXPECT_EQ(rank1["NODE_RANK"], "1");
@@ -281,6 +291,25 @@ TEST(Decide, EachRankOfAPlacementLearnsWhereRankZeroListens) {
   EXPECT_EQ(newRank0["MASTER_ADDR"], "n2") << "a node that advertises no address is reached by its name";
   EXPECT_EQ(std::stoi(newRank0["MASTER_PORT"]), port + 1 == kRendezvousPortBase + kRendezvousPorts ? kRendezvousPortBase : port + 1)
       << "a fresh port for the new placement";
+  // The survivor's new assignment is its old one placed anew: its agent keeps the contract in place.
+  std::optional<Assignment> survivorAfter = assignmentPut(*a, "n2");
+  ASSERT_TRUE(survivorBefore && survivorAfter);
+  EXPECT_TRUE(samePlacedJob(*survivorBefore, *survivorAfter));
+}
+
+// What a placement sets is what an agent takes for placement variables (Keys.h): a survivor's
+// assignment differs from its old one in nothing else.
+TEST(Decide, EveryVariableAPlacementSetsIsAPlacementVariable) {
+  for (const auto &[name, value] : rendezvousEnvironment(1, 3, "10.0.0.1", 29501))
+    EXPECT_TRUE(isPlacementVariable(name)) << name;
+  ir::WorldSizes sizes;
+  sizes.min = 2, sizes.max = 4, sizes.globalBatch = 96, sizes.microBatch = 8, sizes.deterministicReduction = true;
+  std::map<std::string, std::string> batch = batchEnvironment(sizes, 3);
+  EXPECT_EQ(batch.size(), 5u);
+  for (const auto &[name, value] : batch)
+    EXPECT_TRUE(isPlacementVariable(name)) << name;
+  EXPECT_FALSE(isPlacementVariable("EPOCHS"));
+  EXPECT_FALSE(isPlacementVariable("MSCALE_PLAN"));
 }
 
 // `deterministic_reduction = true` reaches every rank with its share of the batch, at every size.

@@ -500,3 +500,128 @@ TEST(VirtualSupervisor, AThousandSimulatedSecondsWithAFaultEveryHundred) {
   EXPECT_EQ(job.host.workers().size(), 11u);
   RecordProperty("wall_seconds_for_1000_simulated", std::to_string(seconds));
 }
+
+// ---- a new placement that keeps the node (issue 29: the job's world size changed) ----------------
+
+namespace {
+// A job whose plan keeps snapshots in an in-memory tier, placed as `rank` of `world`.
+void startPlaced(VirtualJob &job, const std::string &rank, const std::string &world) {
+  job.plan.mutable_fault_tolerance()->set_in_memory_tier(true);
+  job.session = std::make_unique<Session>(job.plan, "virtual", "virtual.msp", job.log, SessionOptions{});
+  SupervisorOptions o;
+  o.environment = {{"RANK", rank}, {"WORLD_SIZE", world}, {"DATASET", "laion"}};
+  job.start(std::move(o));
+}
+} // namespace
+
+TEST(VirtualSupervisor, ANewPlacementRestartsTheWorkerAtItsNewPlaceWithTheSameMemoryTier) {
+  VirtualJob job;
+  job.program = [&](pid_t pid, size_t attempt, uint64_t now) { trainEvery100ms(job.host, pid, now, attempt * 100); };
+  startPlaced(job, "2", "4");
+  job.runFor(1'000 * kMs);
+  std::string error;
+  ASSERT_TRUE(job.supervisor->reassign({{"RANK", "1"}, {"WORLD_SIZE", "3"}, {"DATASET", "laion"}},
+                                       "rank 2 of 4 -> rank 1 of 3", error))
+      << error;
+  job.runFor(500 * kMs);
+  ASSERT_EQ(job.host.workers().size(), 2u) << job.logText();
+  const SimWorkerHost::Worker &old = job.host.workers()[0], &placed = job.host.workers()[1];
+  EXPECT_EQ(old.signals, std::vector<int>{SIGTERM}) << "asked to leave, not killed";
+  EXPECT_EQ(placed.env.at("RANK"), "1");
+  EXPECT_EQ(placed.env.at("WORLD_SIZE"), "3");
+  EXPECT_EQ(placed.env.at("DATASET"), "laion");
+  EXPECT_EQ(placed.env.at("MSCALE_ATTEMPT"), "1");
+  EXPECT_EQ(placed.env.at("MSCALE_RESTART_REASON"), "reassigned");
+  EXPECT_EQ(placed.env.count("MSCALE_RESUME"), 0u) << "it restores what it finds, as a placement's first worker";
+  ASSERT_TRUE(old.env.count("MSCALE_SNAPSHOT_MEMFD"));
+  EXPECT_EQ(placed.env.at("MSCALE_SNAPSHOT_MEMFD"), old.env.at("MSCALE_SNAPSHOT_MEMFD"))
+      << "the memory tier the old place wrote is the new place's";
+  EXPECT_EQ(job.count("fault"), 0u) << job.logText();
+  EXPECT_EQ(job.count("reassigned"), 1u);
+  EXPECT_EQ(job.supervisor->reassignments(), 1u);
+  EXPECT_FALSE(job.status);
+  EXPECT_TRUE(job.logged("keeping the applied resources and the memory tier")) << job.logText();
+}
+
+TEST(VirtualSupervisor, ARankThatIgnoresTheStopIsKilledAfterTheGraceAndNoFaultIsRaised) {
+  VirtualJob job;
+  job.program = [&](pid_t pid, size_t attempt, uint64_t now) { trainEvery100ms(job.host, pid, now, attempt * 100); };
+  startPlaced(job, "0", "2");
+  job.runFor(500 * kMs);
+  job.host.find(job.host.workers()[0].pid)->ignoresSigterm = true;
+  std::string error;
+  ASSERT_TRUE(job.supervisor->reassign({{"RANK", "0"}, {"WORLD_SIZE", "3"}, {"DATASET", "laion"}}, "grow", error));
+  job.runFor(1'000 * kMs); // the grace: 2 s by default
+  EXPECT_EQ(job.host.workers().size(), 1u) << "still in its grace";
+  job.runFor(1'500 * kMs);
+  ASSERT_EQ(job.host.workers().size(), 2u) << job.logText();
+  EXPECT_EQ(job.host.workers()[0].signals, (std::vector<int>{SIGTERM, SIGKILL}));
+  EXPECT_EQ(job.host.workers()[1].env.at("WORLD_SIZE"), "3");
+  EXPECT_EQ(job.count("fault"), 0u) << job.logText();
+}
+
+// A grow: the job stopped after a step at its old size (a planned stop: every rank exited 0) and
+// supervision ended; the new placement starts it again at the larger size.
+TEST(VirtualSupervisor, ANewPlacementAfterAPlannedStopStartsSupervisionAgain) {
+  VirtualJob job;
+  job.program = [&](pid_t pid, size_t attempt, uint64_t now) {
+    if (attempt == 0 && now == 600 * kMs)
+      job.host.exit(pid, 0);
+    else
+      trainEvery100ms(job.host, pid, now, attempt * 100);
+  };
+  startPlaced(job, "0", "2");
+  job.supervisor->requestStopAfter(5);
+  job.runFor(1'000 * kMs);
+  ASSERT_EQ(job.status, std::optional<int>(0)) << job.logText();
+  job.status.reset();
+  std::string error;
+  ASSERT_TRUE(job.supervisor->reassign({{"RANK", "0"}, {"WORLD_SIZE", "4"}, {"DATASET", "laion"}},
+                                       "rank 0 of 2 -> rank 0 of 4", error))
+      << error;
+  EXPECT_FALSE(job.supervisor->finished());
+  job.runFor(1'000 * kMs);
+  ASSERT_EQ(job.host.workers().size(), 2u);
+  EXPECT_EQ(job.host.workers()[1].env.at("WORLD_SIZE"), "4");
+  EXPECT_FALSE(job.status) << "the new attempt runs on";
+  ASSERT_NE(job.host.workers()[1].page, nullptr);
+  EXPECT_EQ(job.host.workers()[1].page->stopAfterStep.load(), 0u) << "the old placement's planned stop is withdrawn";
+}
+
+TEST(VirtualSupervisor, AJobWithoutARecoveryPointIsNotKeptAcrossANewPlacement) {
+  VirtualJob job;
+  job.plan.mutable_fault_tolerance()->set_snapshot_every_steps(0);
+  job.program = [&](pid_t pid, size_t, uint64_t now) { trainEvery100ms(job.host, pid, now); };
+  job.session = std::make_unique<Session>(job.plan, "virtual", "virtual.msp", job.log, SessionOptions{});
+  job.start({});
+  job.runFor(300 * kMs);
+  std::string error;
+  EXPECT_FALSE(job.supervisor->reassign({{"RANK", "1"}}, "shrink", error));
+  EXPECT_NE(error.find("no recovery point"), std::string::npos) << error;
+  job.runFor(300 * kMs);
+  EXPECT_EQ(job.host.workers().size(), 1u);
+  EXPECT_TRUE(job.host.workers()[0].signals.empty()) << "nothing changed";
+  EXPECT_EQ(job.count("reassigned"), 0u);
+}
+
+// A second node lost while the first new placement is still stopping the old attempt: the newer
+// placement wins and one worker starts, never one per placement.
+TEST(VirtualSupervisor, TwoPlacementsInARowStartOneWorkerAtTheNewerPlace) {
+  VirtualJob job;
+  job.program = [&](pid_t pid, size_t attempt, uint64_t now) { trainEvery100ms(job.host, pid, now, attempt * 100); };
+  startPlaced(job, "3", "4");
+  job.runFor(500 * kMs);
+  job.host.find(job.host.workers()[0].pid)->ignoresSigterm = true; // still leaving its collective
+  std::string error;
+  ASSERT_TRUE(job.supervisor->reassign({{"RANK", "2"}, {"WORLD_SIZE", "3"}, {"DATASET", "laion"}}, "4 -> 3", error));
+  job.runFor(100 * kMs);
+  ASSERT_TRUE(job.supervisor->reassign({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"DATASET", "laion"}}, "3 -> 2", error));
+  job.runFor(3'000 * kMs);
+  ASSERT_EQ(job.host.workers().size(), 2u) << job.logText();
+  EXPECT_EQ(job.host.workers()[1].env.at("RANK"), "1");
+  EXPECT_EQ(job.host.workers()[1].env.at("WORLD_SIZE"), "2");
+  EXPECT_EQ(job.host.running().size(), 1u);
+  EXPECT_EQ(job.supervisor->reassignments(), 1u);
+  EXPECT_EQ(job.count("reassigned"), 2u);
+  EXPECT_EQ(job.count("fault"), 0u);
+}

@@ -81,5 +81,7 @@ until_ok 90 bash -c "(( \$(grep -c ' world 4 rank 0 ' '$work/train.log') > $(ste
 echo "agents back: $(ectl get --print-value-only /mscale/contract-events/elastic | grep -o 'grow from 2 nodes: stopped after step [0-9]*: placed again on [^ ]* (world size [0-9] of 2..4)' \
   | sed -e 's/step [0-9]*/step S/' -e 's/on [^ ]* (/on NODES (/' | tr '\n' ';')"
 until_ok 180 bash -c "[[ -s '$work/train.log.final' ]]" || fail "the job did not finish: $(status_of elastic)"
+# A node kept across a size change keeps its memory tier: rank 0, kept every time, resumes from it.
+echo "resumed from a kept memory tier after a size change: $(cat "$work"/node*/state/logs/elastic/*.log 2>/dev/null | grep -c 'resumed at step [0-9]* from memory')"
 echo "ranks told deterministic_reduction at each size: $(sort -u "$work/train.log.deterministic" | cut -d' ' -f2 | sort -u | tr '\n' ' ')"
 "${py[@]}" "$here/elastic_history.py" "$work/train.log" "$work/ref/train.log" --timings "$work/timings"

@@ -4,8 +4,8 @@ this rank's share of the global batch (ElasticBatchSampler), reduces the micro-b
 in one order (DeterministicReduction) and reports to ExactResume(replicated=True): rank 0 keeps the
 snapshots, every rank of any later size resumes from them; a planned stop (a grow, a drain) ends
 the worker after the step asked.  Every rank appends one line a step to --log:
-``t T placement P step S world W rank R epoch E samples I,J,... loss HEX`` (P: the rendezvous port
-and the supervisor's attempt, new at every start), one write each, so that the ranks' lines
+``t T placement P step S world W rank R epoch E samples I,J,... loss HEX`` (P: rank 0's rendezvous
+port and supervisor's attempt, new at every start of the job), one write each, so that the ranks' lines
 interleave whole.  Rank 0 of the run that finishes writes the parameters' digest to <log>.final.
 Usage: elastic_worker.py --log FILE --snapshot-dir DIR --steps N [--every K] [--delay S]"""
 import argparse
@@ -43,7 +43,11 @@ def main() -> int:
     if os.environ.get("MSCALE_DETERMINISTIC_REDUCTION") == "1":  # the contract's; ExactResume holds us to it
         with open(args.log + ".deterministic", "a") as told:
             told.write("world %d rank %d\n" % (world, rank))
-    placement = "%s.%s" % (os.environ.get("MASTER_PORT", "?"), os.environ.get("MSCALE_ATTEMPT", "0"))
+    # Rank 0's rendezvous port and attempt, the same on every rank of this run: each node numbers its
+    # own attempts (a node kept across a new placement has had more of them than one just placed).
+    tag = ["%s.%s" % (os.environ.get("MASTER_PORT", "?"), os.environ.get("MSCALE_ATTEMPT", "0"))]
+    dist.broadcast_object_list(tag, src=0)
+    placement = tag[0]
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
