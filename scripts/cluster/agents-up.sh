@@ -5,7 +5,8 @@
 #   scripts/cluster/agents-up.sh DIR N [--netns] [--lease-ttl 5s] [TOPOLOGY...]
 # Agent K serves node nodeK, recorded by the K-th TOPOLOGY (cycling; default: the JUWELS Booster
 # 4xA100 node of ../shared/fixtures/topologies), and keeps in DIR/agents/nodeK/: node.yaml (its
-# config), state/ (its state directory), agent.sock, agent.log, agent.pid, relay.pid, relay.ready.
+# config), state/ (its state directory), agent.sock, agent.log, agent.pid, relay.pid, relay.ready,
+# serve.sh (starts the agent again as it was started: a node that comes back after its agent died).
 # Each agent reaches etcd through a relay of its own (scripts/cluster/relay.py), so that
 # scripts/cluster/partition.sh can cut one node off. With --netns each agent runs in a network
 # namespace of its own (msc-<id>-nodeK; DIR/agents/nodeK/netns), whose loopback holds the only way
@@ -108,11 +109,20 @@ YAML
     address=127.0.0.1
   fi
   echo "$address" >"$ad/address"
-  setsid "${run[@]}" "$exec_tool" serve --endpoints "$endpoints" --node "$node" --topology "$topo" \
-    --config "$ad/node.yaml" --socket "$ad/agent.sock" --lease-ttl "$lease_ttl" --advertise-address "$address" \
-    --metrics "$address:0" \
-    </dev/null >/dev/null 2>"$ad/agent.log" &
-  echo $! >"$ad/agent.pid"
+  # The agent's start, kept as a script: a node that comes back (its agent killed) is started again
+  # with it, in its namespace, as it was first.
+  {
+    echo '#!/usr/bin/env bash'
+    echo "# Starts the agent of $node as scripts/cluster/agents-up.sh did; its pid goes to agent.pid."
+    printf 'setsid'
+    printf ' %q' "${run[@]}" "$exec_tool" serve --endpoints "$endpoints" --node "$node" --topology "$topo" \
+      --config "$ad/node.yaml" --socket "$ad/agent.sock" --lease-ttl "$lease_ttl" --advertise-address "$address" \
+      --metrics "$address:0"
+    printf ' </dev/null >/dev/null 2>>%q &\n' "$ad/agent.log"
+    printf 'echo $! >%q\n' "$ad/agent.pid"
+  } >"$ad/serve.sh"
+  : >"$ad/agent.log"
+  bash "$ad/serve.sh"
 done
 
 deadline=$((SECONDS + register_wait_s))

@@ -1,35 +1,27 @@
 #!/usr/bin/env bash
-# elastic-ddp.sh WORK TOPOLOGY: an elastic data-parallel PyTorch job (nodes = 2..4, gloo, the
-# worker elastic_worker.py) on four node agents of the recorded TOPOLOGY with the sim backends, and
-# one controller, on the etcd of $ETCD_ENDPOINTS. It is placed at 4; two agents are SIGKILLed one
-# after the other (4 -> 3 -> 2, each a lost node with no spare); both are started again and the job
-# grows back to 4 at a snapshot boundary. Its history is then checked against the same job run
-# uninterrupted at 4 ranks on this machine (elastic_history.py). Prints one line per fact for
-# FileCheck (the timings on stderr); every process it started is stopped on exit.
-work=$1 topology=$2
+# elastic-ddp.sh WORK: an elastic data-parallel PyTorch job (nodes = 2..4, gloo, the worker
+# elastic_worker.py) on the four node agents of scripts/with-etcd.sh (network namespaces, each node
+# its own address; recorded nodes, sim backends) and its controller. It is placed at 4; two agents are
+# SIGKILLed one after the other (4 -> 3 -> 2, each a lost node with no spare); both are started again
+# in their namespaces (DIR/agents/NODE/serve.sh) and the job grows back to 4 at a snapshot boundary.
+# Its history is then checked against the same job run uninterrupted at 4 ranks on this machine
+# (elastic_history.py). Prints one line per fact for FileCheck (the timings on stderr); the job's
+# processes are stopped on exit, the cluster by with-etcd.sh.
+work=$1
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../../.." && pwd)
 mkdir -p "$work/ref"
-declare -A pid
 cleanup() {
-  for p in "${pid[@]}"; do kill "$p" 2>/dev/null; done
   pkill -f "$work/train.log" 2>/dev/null
   wait 2>/dev/null
 }
 trap cleanup EXIT
 source "$here/common.sh"
-fail_logs="$work/A.log $work/node*.log"
+agents=$CLUSTER_DIR/agents
+fail_logs="$CLUSTER_DIR/controllers/*.log $agents/*/agent.log"
 py=(env PYTHONPATH="$root/python" MSCALE_BIN="$(dirname "$(command -v mscale-exec)")" /usr/bin/python3)
 steps=${STEPS:-800}
 worker=(--log "$work/train.log" --snapshot-dir "$work/snaps" --steps "$steps" --every 5)
-start_agent() { # NODE
-  mkdir -p "$work/$1/state"
-  printf 'gpu_backend: sim\nrdma: { enabled: true, backend: sim }\nhost_backend: sim\nstate_dir: %s\nclaims_dir: %s\n' \
-    "$work/$1/state" "$work/$1/claims" > "$work/$1/node.yaml"
-  mscale-exec serve --endpoints "$ETCD_ENDPOINTS" --node "$1" --topology "$topology" --config "$work/$1/node.yaml" \
-    --socket "$work/$1/agent.sock" --lease-ttl 2s --advertise-address 127.0.0.1 2>> "$work/$1.log" &
-  pid[$1]=$!
-}
 registered() { [[ $(ectl get --prefix /mscale/nodes/ --keys-only | grep -c .) == "$1" ]]; }
 placed_on() { status_of elastic | sed -n 's/^placed \([^ ]*\) .*/\1/p'; }
 size_now() { placed_on | tr ',' '\n' | grep -c .; }
@@ -44,12 +36,11 @@ for r in 0 1 2 3; do
 done
 wait || fail "the reference run: $(tail -3 "$work"/ref/rank*.err)"
 
-for n in node1 node2 node3 node4; do start_agent $n; done
-mscale-controller run --name A 2> "$work/A.log" & pid[A]=$!
 until_ok 30 registered 4 || fail "the agents did not register"
 printf 'import "profiles/mlvm.msc";\ncontract elastic uses profile mlvm_light {\n  nodes = 2..4;\n  global_batch = 24 samples;\n  micro_batch = 2 samples;\n  deterministic_reduction = true;\n  fault_tolerance { heartbeat = 2s; }\n  io_topology { r0 { gpu = any; rdma_port = nearest; } }\n}\n' \
   > "$work/elastic.msc"
-mscale-cli cluster submit "$work/elastic.msc" -- "${py[@]}" "$here/elastic_worker.py" "${worker[@]}" --delay 0.05 \
+# gloo finds its own address through the interface that holds the node's: eth0 in a namespace.
+mscale-cli cluster submit "$work/elastic.msc" --env GLOO_SOCKET_IFNAME=eth0 -- "${py[@]}" "$here/elastic_worker.py" "${worker[@]}" --delay 0.05 \
   > /dev/null || fail "submit"
 until_ok 30 bash -c "[[ \$(etcdctl --endpoints=$ETCD_ENDPOINTS get --print-value-only /mscale/contract-status/elastic | head -1) == placed* ]]" \
   || fail "not placed: $(status_of elastic)"
@@ -58,8 +49,7 @@ echo "placed at $(size_now) nodes"
 shrink() { # the agent of the job's last node is SIGKILLed; the job is placed again one smaller
   local before victim
   before=$(size_now) victim=$(placed_on | tr ',' '\n' | tail -1)
-  kill -9 "${pid[$victim]}"
-  unset "pid[$victim]"
+  kill -9 "$(cat "$agents/$victim/agent.pid")"
   echo "kill $(date +%s.%N)" >> "$work/timings"
   echo "$victim" >> "$work/killed"
   until_ok 60 bash -c "[[ \$(etcdctl --endpoints=$ETCD_ENDPOINTS get --print-value-only /mscale/contract-status/elastic | head -1) == placed* && \$(etcdctl --endpoints=$ETCD_ENDPOINTS get --print-value-only /mscale/contract-status/elastic | head -1) != *$victim* ]]" \
@@ -74,7 +64,7 @@ until_ok 90 bash -c "(( \$(grep -c ' world 2 rank 0 ' '$work/train.log' 2>/dev/n
 
 # Capacity returns: both agents start again; the job grows at a snapshot boundary.
 echo "grow $(date +%s.%N)" >> "$work/timings"
-for n in $(cat "$work/killed"); do start_agent "$n"; done
+for n in $(cat "$work/killed"); do bash "$agents/$n/serve.sh"; done
 until_ok 30 registered 4 || fail "the agents did not register again"
 until_ok 90 bash -c "(( \$(grep -c ' world 4 rank 0 ' '$work/train.log') > $(steps_at 4) ))" \
   || fail "the job did not grow back to 4: $(status_of elastic); $(ectl get --print-value-only /mscale/contract-events/elastic | tail -3)"
@@ -82,6 +72,6 @@ echo "agents back: $(ectl get --print-value-only /mscale/contract-events/elastic
   | sed -e 's/step [0-9]*/step S/' -e 's/on [^ ]* (/on NODES (/' | tr '\n' ';')"
 until_ok 180 bash -c "[[ -s '$work/train.log.final' ]]" || fail "the job did not finish: $(status_of elastic)"
 # A node kept across a size change keeps its memory tier: rank 0, kept every time, resumes from it.
-echo "resumed from a kept memory tier after a size change: $(cat "$work"/node*/state/logs/elastic/*.log 2>/dev/null | grep -c 'resumed at step [0-9]* from memory')"
+echo "resumed from a kept memory tier after a size change: $(cat "$agents"/node*/state/logs/elastic/*.log 2>/dev/null | grep -c 'resumed at step [0-9]* from memory')"
 echo "ranks told deterministic_reduction at each size: $(sort -u "$work/train.log.deterministic" | cut -d' ' -f2 | sort -u | tr '\n' ' ')"
 "${py[@]}" "$here/elastic_history.py" "$work/train.log" "$work/ref/train.log" --timings "$work/timings"

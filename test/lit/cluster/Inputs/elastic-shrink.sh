@@ -40,14 +40,26 @@ echo "placed on $(tr ',' '\n' <<< "$nodes" | sort -u | wc -l) nodes; status: $(e
 until_ok 30 bash -c "(( \$(wc -l < '$told' 2>/dev/null || echo 0) >= 3 ))" || fail "the ranks did not start"
 sort "$told"
 last=${nodes##*,}
-kill -9 "$(cat "$CLUSTER_DIR/agents/$last/agent.pid")"
-echo "agent of rank 2's node SIGKILLed"
+leader=$(mscale-controller leader | cut -d' ' -f1)
+kill -9 "$(cat "$CLUSTER_DIR/agents/$last/agent.pid")" "$(cat "$CLUSTER_DIR/controllers/$leader.pid")"
+echo "agent of rank 2's node SIGKILLed, and the leading controller"
 until_ok 40 bash -c "s=\$(etcdctl --endpoints=$ETCD_ENDPOINTS get --print-value-only /mscale/contract-status/elastic | head -1); [[ \$s == placed* && \$s != *'$last'* ]]" \
   || fail "elastic not placed again: $(status_of elastic)"
 again=$(placed_on elastic)
 echo "placed again on the $(tr ',' '\n' <<< "$again" | wc -l) nodes left: $([[ $again == "${nodes%,*}" ]] && echo yes)"
 until_ok 30 bash -c "(( \$(wc -l < '$told') >= 5 ))" || fail "the ranks of the new size did not start"
 tail -n 2 "$told" | sort
+# From the other side: the job's workers that run, by what their environment says (never two of a rank).
+running_ranks() {
+  local p
+  for p in $(pgrep -x sleep); do
+    tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -q "^MSCALE_GLOBAL_BATCH=96$" || continue
+    echo "rank $(tr '\0' '\n' < "/proc/$p/environ" | sed -n 's/^RANK=//p') of $(tr '\0' '\n' < "/proc/$p/environ" | sed -n 's/^WORLD_SIZE=//p')"
+  done | sort | tr '\n' ';' | sed 's/;/; /g; s/ $//'
+}
+# The old placement's workers are stopped within their grace (2 s); then the new ones alone run.
+for _ in $(seq 50); do [[ $(running_ranks) == "rank 0 of 2; rank 1 of 2;" ]] && break; sleep 0.2; done
+echo "workers running: $(running_ranks)"
 mscale-cli cluster status elastic | grep -o 'placed again on .*world size.*' | sed "s/$again/NODES/"
 first=${again%%,*}
 second=${again#*,}
