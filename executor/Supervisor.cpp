@@ -576,9 +576,10 @@ bool Supervisor::recover(const Fault &fault, DiagnosticEngine &diags, int &statu
 bool Supervisor::restart(const std::string &what, DiagnosticEngine &diags) {
   uint32_t attempt = attemptNumber();
   std::string who = group_.size() > 1 ? "all " + std::to_string(group_.size()) + " ranks" : std::string("the worker");
+  // The budget counts restarts after faults; the attempt number counts new placements too.
   log_.info(session_.contract(), "restarting " + who + " after " + what + " from the newest snapshot (restart " +
-                                     std::to_string(attempt) + " of at most " + std::to_string(options_.maxRestarts) +
-                                     ")");
+                                     std::to_string(restarts_.restarts()) + " of at most " +
+                                     std::to_string(options_.maxRestarts) + ")");
   if (standby_.takeOver(attempt, what, clock_.monotonicNs()))
     attemptStarted(clock_.monotonicNs());
   else if (!startWorker(diags, what))

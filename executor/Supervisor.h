@@ -147,10 +147,10 @@ public:
   // this node had stays: the applied session and the memory tiers, so a survivor that holds the
   // step the job resumes from restores it from memory instead of disk. A standby stood by for the
   // old place is discarded (it started with the old place's variables) and another stands by once
-  // the new attempt runs steady. The
-  // old placement's planned stop is withdrawn. Supervision that had ended (a planned stop
-  // completed, the job gave up) starts again. False with `error` when nothing can be kept: the plan
-  // has no recovery point or runs no worker (the caller releases and admits anew).
+  // the new attempt runs steady. The old placement's planned stop is withdrawn. Supervision that
+  // had ended (a planned stop completed, the job gave up) starts again. False with `error` when
+  // nothing can be kept: the plan has no recovery point or runs no worker (the caller releases and
+  // admits anew).
   bool reassign(std::map<std::string, std::string> environment, const std::string &why, std::string &error);
   // Attempts started by a new placement of the job (reassign).
   uint32_t reassignments() const { return reassignments_; }
@@ -229,7 +229,7 @@ private:
   };
   std::optional<GiveUp> giveUp_;
   bool stopping_ = false;               // a forwarded signal: the worker's end is not a fault
-  // A new placement (reassign): the running ranks are being stopped to start with these reasons.
+  // A new placement (reassign) and why: the running ranks are being stopped to start at it.
   std::optional<std::string> reassigning_;
   uint32_t reassignments_ = 0;
   std::optional<int> finished_;         // see finished()

@@ -34,19 +34,31 @@ const char *scopeName(Scope scope) {
   return "?";
 }
 
+bool takesNodeOut(exec::FaultClass c) {
+  switch (c) {
+  case exec::FaultClass::GpuLost:
+  case exec::FaultClass::NodeLost:
+  case exec::FaultClass::RdmaPortDown:
+  case exec::FaultClass::NvmeIoError:
+    return true;
+  default:
+    return false;
+  }
+}
+
 std::vector<FaultCause> faultCauses(RateTable table) {
   std::vector<FaultCause> out;
   if (table == RateTable::Llama3) {
     // Observed on the job of 16,384 GPUs, 2,048 nodes, over 54 days: per component of its scope.
     auto observed = [](Scope scope) { return scope == Scope::Gpu ? 16384.0 : scope == Scope::Node ? 2048.0 : 1.0; };
-#define LLAMA3_CAUSE(Id, Name, ScopeName, Events, Source)                                                   \
-  out.push_back({#Id, Name, scopeOf(#ScopeName), double(Events) / (observed(scopeOf(#ScopeName)) * 54 * 24), \
-                 Source});
+#define LLAMA3_CAUSE(Id, Name, ScopeName, Class, Events, Source)                                            \
+  out.push_back({#Id, Name, scopeOf(#ScopeName), exec::FaultClass::Class,                                    \
+                 double(Events) / (observed(scopeOf(#ScopeName)) * 54 * 24), Source});
 #include "sim/FaultCauses.def"
   } else {
-#define SEED_CAUSE(Id, Name, ScopeName, Events, Components, Days, Source)                                 \
-  out.push_back({#Id, Name, scopeOf(#ScopeName), double(Events) / (double(Components) * double(Days) * 24), \
-                 Source});
+#define SEED_CAUSE(Id, Name, ScopeName, Class, Events, Components, Days, Source)                          \
+  out.push_back({#Id, Name, scopeOf(#ScopeName), exec::FaultClass::Class,                                    \
+                 double(Events) / (double(Components) * double(Days) * 24), Source});
 #include "sim/FaultCauses.def"
   }
   return out;

@@ -5,6 +5,8 @@
 // policies or of what an interruption costs.
 #pragma once
 
+#include "executor/supervise/Fault.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -17,11 +19,15 @@ namespace msc::sim {
 
 enum class Scope { Gpu, Node, Job };
 const char *scopeName(Scope scope);
+// Whether a fault of this class takes its GPU or node out of the job until it is repaired (a lost
+// GPU or node, a port down, a failing drive), rather than ending the worker alone.
+bool takesNodeOut(exec::FaultClass c);
 
 struct FaultCause {
   std::string id;          // FaultCauses.def's Id: "GpuHbm3"
   std::string name;        // "GPU HBM3 memory"
   Scope scope = Scope::Job;
+  exec::FaultClass faultClass = exec::FaultClass::WorkerCrashed; // how the node's supervisor sees it
   double perComponentHour = 0; // interruptions per component (GPU, node, job) per hour
   std::string source;      // where the rate was published
 };

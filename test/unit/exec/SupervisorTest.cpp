@@ -625,3 +625,26 @@ TEST(VirtualSupervisor, TwoPlacementsInARowStartOneWorkerAtTheNewerPlace) {
   EXPECT_EQ(job.count("reassigned"), 2u);
   EXPECT_EQ(job.count("fault"), 0u);
 }
+
+// A new placement is an attempt, not a restart: a crash after it is the budget's first restart and
+// the job's third attempt.
+TEST(VirtualSupervisor, ANewPlacementSpendsNoRestartButCountsAsAnAttempt) {
+  VirtualJob job;
+  job.program = [&](pid_t pid, size_t attempt, uint64_t now) {
+    if (attempt == 1 && now == 1'500 * kMs)
+      job.host.exit(pid, 1);
+    else
+      trainEvery100ms(job.host, pid, now, attempt * 100);
+  };
+  startPlaced(job, "1", "2");
+  job.runFor(500 * kMs);
+  std::string error;
+  ASSERT_TRUE(job.supervisor->reassign({{"RANK", "0"}, {"WORLD_SIZE", "3"}, {"DATASET", "laion"}}, "grow", error));
+  job.runFor(2'000 * kMs);
+  ASSERT_EQ(job.host.workers().size(), 3u) << job.logText();
+  EXPECT_TRUE(job.logged("(restart 1 of at most 10)")) << job.logText();
+  EXPECT_EQ(job.host.workers()[2].env.at("MSCALE_ATTEMPT"), "2");
+  EXPECT_EQ(job.host.workers()[2].env.at("MSCALE_RESUME"), "1");
+  EXPECT_EQ(job.host.workers()[2].env.at("WORLD_SIZE"), "3") << "a restart keeps the new place";
+  EXPECT_EQ(job.count("fault"), 1u);
+}
