@@ -14,7 +14,8 @@ namespace msc::sim {
 namespace {
 constexpr double kHourNs = 3.6e12;
 
-enum class Part { Detection, WaitingForNode, Replacement, Restart };
+// A part of a recovery: the hours of the run it is accounted to.
+using Part = double SyncJobRun::*;
 
 // The job's state between events: training (with the snapshot cadence) or recovering (a queue of
 // timed parts, each accounted to its cause).
@@ -79,23 +80,7 @@ private:
     attemptTrained_ += ns;
     out_.training += double(ns) / kHourNs;
   }
-  void account(Part part, uint64_t ns) {
-    double h = double(ns) / kHourNs;
-    switch (part) {
-    case Part::Detection:
-      out_.detection += h;
-      break;
-    case Part::WaitingForNode:
-      out_.waitingForNode += h;
-      break;
-    case Part::Replacement:
-      out_.replacement += h;
-      break;
-    case Part::Restart:
-      out_.restart += h;
-      break;
-    }
-  }
+  void account(Part part, uint64_t ns) { out_.*part += double(ns) / kHourNs; }
   void finishPart() {
     recovery_.pop_front();
     if (recovery_.empty()) { // the job trains again: a new attempt
@@ -123,7 +108,7 @@ private:
     const FaultCause &cause = model_.causes()[fault.cause];
     exec::RestartDecision d = policy_.onFault(cause.faultClass, attemptTrained_ > 0, attemptStartedNs_, now_);
     recovery_.clear(); // a fault during a recovery starts it over
-    recovery_.push_back({Part::Detection, cause.faultClass == exec::FaultClass::WorkerHung ? costs_.hangDetectNs
+    recovery_.push_back({&SyncJobRun::detection, cause.faultClass == exec::FaultClass::WorkerHung ? costs_.hangDetectNs
                                                                                             : costs_.crashDetectNs});
     if (takesNodeOut(cause.faultClass)) {
       collectRepairs();
@@ -135,10 +120,10 @@ private:
         wait = repairs_.top() - now_;
         repairs_.pop();
       }
-      recovery_.push_back({Part::WaitingForNode, wait});
-      recovery_.push_back({Part::Replacement, costs_.replaceNodeNs});
+      recovery_.push_back({&SyncJobRun::waitingForNode, wait});
+      recovery_.push_back({&SyncJobRun::replacement, costs_.replaceNodeNs});
     }
-    recovery_.push_back({Part::Restart, d.delayNs + costs_.restartNs});
+    recovery_.push_back({&SyncJobRun::restart, d.delayNs + costs_.restartNs});
     attemptStartedNs_ = now_;
     attemptTrained_ = 0;
     // Parts of no length end at once (the job trains again now if all are).
