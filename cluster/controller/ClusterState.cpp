@@ -129,7 +129,8 @@ ClusterState clusterStateFrom(const std::vector<etcd::KeyValue> &kvs, int64_t re
       std::shared_ptr<const plan::Plan> decoded;
       if (std::optional<plan::Plan> plan = plan::decodePlan(a->plan, kv.key, quiet))
         decoded = std::make_shared<const plan::Plan>(std::move(*plan));
-      state.assigned[rest.substr(slash + 1)].push_back({rest.substr(0, slash), kv.key, std::move(*a), std::move(decoded)});
+      state.assigned[rest.substr(slash + 1)].push_back(
+          {rest.substr(0, slash), kv.key, std::move(*a), std::move(decoded), kv.modRevision});
     }
   }
   std::erase_if(memory.nodes, [&](const auto &entry) { return !state.nodes.count(entry.first); });

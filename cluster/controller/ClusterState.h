@@ -27,6 +27,9 @@ struct AssignedPlan {
   // The plan decoded once per read (null when it does not decode: the agent refuses it), shared by
   // the copies of the state a round makes.
   std::shared_ptr<const plan::Plan> decoded = {};
+  // The store revision the assignment was written at: which placement of the contract it is (a
+  // contract placed again on the same node by the same leader is another).
+  int64_t modRevision = 0;
   // Its plan borrows (class = opportunistic): it holds nothing of the node.
   bool borrower() const { return decoded && decoded->has_borrow(); }
 };

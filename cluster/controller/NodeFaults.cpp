@@ -48,7 +48,8 @@ std::vector<NodeFault> workerFaults(const std::string &node, const ClusterState 
 
 std::optional<NodeFault> lostFault(const std::string &contract, const AssignedPlan &a, const ClusterState &state,
                                    int64_t nowUnixMs) {
-  std::string id = "lost:" + contract + ":" + std::to_string(a.assignment.leaderRevision);
+  std::string id =
+      "lost:" + contract + ":" + std::to_string(a.assignment.leaderRevision) + ":" + std::to_string(a.modRevision);
   if (a.borrower() || recorded(a.node, id, state))
     return std::nullopt;
   return NodeFault{nowUnixMs, std::move(id), contract + ": node lost (its workers with it)"};

@@ -161,7 +161,8 @@ bool isNodeName(const std::string &name, std::string &why);
 // names a fault once, so that a leader that sees it again adds nothing:
 //   worker:<contract>:<leader-rev>:<n>  the n-th fault of the workers of the contract's assignment
 //                                       from that leader revision, as its agent counts them;
-//   lost:<contract>:<leader-rev>        the node lost under that assignment (its workers with it).
+//   lost:<contract>:<leader-rev>:<rev>  the node lost under that assignment (its workers with it),
+//                                       the assignment written at store revision <rev>.
 // One more kind of line is no fault but a mark: an operator uncordoned the node, and the lemon rule
 // counts the faults after it (else the next round would cordon the node again at once):
 //   uncordoned:<leader-rev>:<history-rev>  written by Uncordon with the cordon's removal.

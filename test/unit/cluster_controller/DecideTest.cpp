@@ -766,12 +766,52 @@ TEST(Decide, ANodeLostUnderAContractIsAFaultOnceTheContractIsPlacedAgain) {
   Decision after = cluster.decideAt(12 * kSecond);
   std::vector<NodeFault> h = historyPut(after, "n2");
   ASSERT_EQ(h.size(), 1u);
-  EXPECT_EQ(h[0].id, "lost:pair:7");
+  EXPECT_EQ(h[0].id, "lost:pair:7:40"); // the assignment's revision: the store's here
   EXPECT_EQ(h[0].text, "pair: node lost (its workers with it)");
   EXPECT_TRUE(historyPut(after, "n1").empty());
   cluster.commit(after);
   // The history is the machine's: it stays while the node is away, and counts when it is back.
   EXPECT_TRUE(cluster.store.keys.count(nodeFaultsKey("n2")));
+}
+
+// The same node lost again under a later placement by the same leader is another fault: a node
+// that keeps being lost under one long job must reach the lemon rule.
+TEST(Decide, ANodeLostAgainUnderALaterPlacementIsAnotherFault) {
+  Cluster cluster({"n1", "n2", "n3"});
+  cluster.commit(cluster.decideAt(0)); // pair on two of the three
+  auto lostNodeOfPair = [&]() {
+    for (const char *n : {"n1", "n2", "n3"})
+      if (cluster.store.keys.count(assignmentKey(n, "pair")))
+        return std::string(n);
+    return std::string();
+  };
+  std::string first = lostNodeOfPair();
+  cluster.lose(first);
+  ++cluster.store.revision;
+  cluster.decideAt(10 * kSecond);
+  Decision moved = cluster.decideAt(13 * kSecond); // placed again on the two left
+  ASSERT_EQ(historyPut(moved, first).size(), 1u);
+  cluster.commit(moved);
+  cluster.store.node(first); // back, and the next loss of the new placement takes it again
+  ++cluster.store.revision;
+  for (const char *n : {"n1", "n2", "n3"})
+    if (n != first && cluster.store.keys.count(assignmentKey(n, "pair"))) {
+      cluster.lose(n);
+      break;
+    }
+  ++cluster.store.revision;
+  cluster.decideAt(20 * kSecond);
+  Decision again = cluster.decideAt(23 * kSecond);
+  cluster.commit(again);
+  ASSERT_TRUE(cluster.store.keys.count(assignmentKey(first, "pair"))) << "placed on the node that came back";
+  cluster.lose(first);
+  ++cluster.store.revision;
+  cluster.decideAt(30 * kSecond);
+  Decision third = cluster.decideAt(33 * kSecond);
+  std::vector<NodeFault> h = historyPut(third, first);
+  ASSERT_EQ(h.size(), 2u);
+  EXPECT_NE(h[0].id, h[1].id);
+  EXPECT_EQ(h[1].id.rfind("lost:pair:7:", 0), 0u) << h[1].id;
 }
 
 TEST(Decide, AnUnreadableFaultHistoryIsReportedOnceAndNotOverwritten) {
