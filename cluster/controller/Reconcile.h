@@ -23,6 +23,11 @@ using FencedCommit = std::function<etcd::Result<etcd::TxnResult>(const etcd::Txn
 etcd::Status commitActions(const std::vector<ContractAction> &actions, int64_t readRevision,
                            const FencedCommit &commit);
 
+// Writes everything `decision` (decided on the state read at `readRevision`) asks, each write in
+// its own transaction guarded as Decide.h says: the fault histories, the drains, the cordons, then
+// the contracts' actions. `commit` is the leader's fenced commit, or the simulated store's (sim/).
+etcd::Status commitDecision(const Decision &decision, int64_t readRevision, const FencedCommit &commit);
+
 // Reads, decides, writes. Returns ERR_CLUSTER_001 (through Fencing) when the leadership was lost:
 // the caller stops leading.
 etcd::Result<ReconcileReport> reconcile(etcd::EtcdClient &client, etcd::Fencing &fencing,
