@@ -226,6 +226,20 @@ void Topology::reindex() {
     return shape.graph[a].as<GpuInfo>()->pci < shape.graph[b].as<GpuInfo>()->pci;
   });
   shape.gpuOrder = std::move(g);
+  // Every core by its first PU: PUs ascend, so the first seen of a core is its smallest.
+  shape.coreFirstPus.clear();
+  std::vector<bool> coreSeen(n, false);
+  for (unsigned pu = 0; pu < shape.puByOs.size(); ++pu) {
+    if (shape.puByOs[pu] == NoVertex)
+      continue;
+    VertexId core = physicalCoreOf(pu);
+    if (core == NoVertex)
+      shape.coreFirstPus.push_back(pu);
+    else if (!coreSeen[core]) {
+      coreSeen[core] = true;
+      shape.coreFirstPus.push_back(pu);
+    }
+  }
 }
 
 std::vector<GpuRef> Topology::gpus() const {
@@ -548,7 +562,7 @@ size_t Topology::memoryFootprint() const {
       bytes += ri->ports.capacity() * sizeof(RdmaPort);
   }
   bytes += n * (sizeof(VertexId) * 3 + sizeof(int) + sizeof(std::vector<VertexId>));
-  bytes += shape_->puByOs.capacity() * sizeof(VertexId);
+  bytes += shape_->puByOs.capacity() * sizeof(VertexId) + shape_->coreFirstPus.capacity() * sizeof(unsigned);
   bytes += shape_->numaByOs.getMemorySize() + shape_->pciByAddr.getMemorySize();
   bytes += shape_->byName.getNumBuckets() * (sizeof(void *) + 32);
   bytes += shape_->cmdline.capacity() + shape_->distMatrix.capacity() * sizeof(uint64_t);

@@ -232,6 +232,9 @@ public:
   std::vector<unsigned> smtSiblings(unsigned pu) const; // PUs of the same core, itself included
   // The smallest PU of the core that holds `pu`: how a physical core is named in plans and claims.
   unsigned firstPuOfCore(unsigned pu) const;
+  // Every physical core once, by its first PU (a PU outside any core stands for itself), ascending:
+  // firstPuOfCore of every PU, indexed once, for callers that count cores on every node each round.
+  const std::vector<unsigned> &firstPusOfCores() const { return shape_->coreFirstPus; }
   std::optional<unsigned> numaNodeOfPu(unsigned pu) const;
   std::vector<unsigned> cpusOfNumaNode(unsigned node) const;
 
@@ -300,6 +303,7 @@ private:
     std::vector<std::vector<VertexId>> children;
     std::vector<std::vector<VertexId>> byKind;
     std::vector<VertexId> puByOs;
+    std::vector<unsigned> coreFirstPus; // firstPusOfCores()
     llvm::DenseMap<unsigned, VertexId> numaByOs;
     llvm::DenseMap<uint64_t, VertexId> pciByAddr;
     llvm::StringMap<VertexId> byName;

@@ -25,6 +25,7 @@ void sayOnce(std::map<std::string, int64_t> &saidAt, const std::string &node, in
 ClusterState clusterStateFrom(const std::vector<etcd::KeyValue> &kvs, int64_t revision, ReconcileMemory &memory) {
   ClusterState state;
   state.revision = revision;
+  std::set<std::string> seenAssignments;
   for (const etcd::KeyValue &kv : kvs) {
     llvm::StringRef key(kv.key);
     if (key.starts_with(kNodesPrefix)) {
@@ -119,21 +120,28 @@ ClusterState clusterStateFrom(const std::vector<etcd::KeyValue> &kvs, int64_t re
     } else if (key.starts_with(kAssignmentsPrefix)) {
       std::string rest = key.drop_front(llvm::StringRef(kAssignmentsPrefix).size()).str();
       size_t slash = rest.find('/');
-      std::string why;
-      std::optional<Assignment> a = decodeAssignment(kv.value, why);
-      if (slash == std::string::npos || !a)
+      if (slash == std::string::npos)
         continue;
-      // A plan that does not decode is the agent's to refuse; here it holds nothing.
-      CollectingConsumer sink;
-      DiagnosticEngine quiet(nullptr, sink);
-      std::shared_ptr<const plan::Plan> decoded;
-      if (std::optional<plan::Plan> plan = plan::decodePlan(a->plan, kv.key, quiet))
-        decoded = std::make_shared<const plan::Plan>(std::move(*plan));
+      seenAssignments.insert(kv.key);
+      ReconcileMemory::DecodedAssignment &d = memory.assignments[kv.key];
+      if (d.value != kv.value) { // compared, not trusted to the revision: a test's store may not move it
+        std::string why;
+        d = {kv.value, decodeAssignment(kv.value, why), nullptr};
+        // A plan that does not decode is the agent's to refuse; here it holds nothing.
+        CollectingConsumer sink;
+        DiagnosticEngine quiet(nullptr, sink);
+        if (d.assignment)
+          if (std::optional<plan::Plan> plan = plan::decodePlan(d.assignment->plan, kv.key, quiet))
+            d.plan = std::make_shared<const plan::Plan>(std::move(*plan));
+      }
+      if (!d.assignment)
+        continue;
       state.assigned[rest.substr(slash + 1)].push_back(
-          {rest.substr(0, slash), kv.key, std::move(*a), std::move(decoded), kv.modRevision});
+          {rest.substr(0, slash), kv.key, *d.assignment, d.plan, kv.modRevision});
     }
   }
   std::erase_if(memory.nodes, [&](const auto &entry) { return !state.nodes.count(entry.first); });
+  std::erase_if(memory.assignments, [&](const auto &entry) { return !seenAssignments.count(entry.first); });
   std::erase_if(memory.unreadableFaultsAt, [&](const auto &entry) { return !state.unreadableFaults.count(entry.first); });
   std::erase_if(memory.unreadableDrainsAt, [&](const auto &entry) { return !state.unreadableDrains.count(entry.first); });
   std::erase_if(memory.unreadableLendingAt, [&](const auto &entry) { return !state.unreadableLending.count(entry.first); });

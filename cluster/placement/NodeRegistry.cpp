@@ -20,10 +20,7 @@ NodeCapacity capacityOf(const hal::Topology &topology, const admission::Held &he
   for (const hal::GpuRef &gpu : topology.gpus())
     if (!admission::gpuHolder(held, gpu.info->pci))
       ++c.freeGpus;
-  std::set<unsigned> cores;
-  for (unsigned pu : topology.pus())
-    cores.insert(topology.firstPuOfCore(pu));
-  for (unsigned core : cores)
+  for (unsigned core : topology.firstPusOfCores())
     if (!admission::coreHolder(held, core))
       ++c.freeCores;
   for (hal::VertexId v : topology.verticesOf(hal::VertexKind::RdmaDevice))
@@ -44,8 +41,13 @@ bool NodeRegistry::add(std::string name, std::shared_ptr<const hal::Topology> to
   node->name = name;
   node->topology = std::move(topology);
   node->capacity = capacityOf(*node->topology, node->held);
+  // In name order, as byName_: callers add a cluster's nodes in that order, so this is an append,
+  // not the whole list again per node (a 2,000-node registry was built in quadratic time).
+  NodeState *added = node.get();
+  auto at = std::lower_bound(ordered_.begin(), ordered_.end(), added->name,
+                             [](const NodeState *n, const std::string &key) { return n->name < key; });
+  ordered_.insert(at, added);
   byName_.emplace(std::move(name), std::move(node));
-  reorder();
   return true;
 }
 
@@ -114,12 +116,6 @@ bool NodeRegistry::exclude(llvm::StringRef name, const std::string &why, Diagnos
 const NodeState *NodeRegistry::find(llvm::StringRef name) const {
   auto it = byName_.find(name);
   return it == byName_.end() ? nullptr : it->second.get();
-}
-
-void NodeRegistry::reorder() {
-  ordered_.clear();
-  for (const auto &[name, node] : byName_)
-    ordered_.push_back(node.get());
 }
 
 } // namespace msc::cluster

@@ -71,7 +71,6 @@ public:
   size_t size() const { return byName_.size(); }
 
 private:
-  void reorder();
   // ERR_PLACE_003 with the closest registered name; `what` says where the name came from.
   void reportUnknown(llvm::StringRef name, llvm::StringRef what, DiagnosticEngine &diags) const;
   // held, heldKey and capacity from the node's admitted plans and reservation.

@@ -5,6 +5,8 @@
 #include "hal/Render.h"
 #include "support/CpuList.h"
 
+#include <set>
+
 using namespace msc;
 using namespace msc::hal;
 using namespace msc::hal::test;
@@ -55,6 +57,24 @@ TEST(Cpus, LargestFixture) {
   for (unsigned pu : t.pus())
     EXPECT_EQ(t.smtSiblings(pu).size(), 2u);
   EXPECT_EQ(t.numaDistance(0, 0), 10u);
+}
+
+// Every core once by its first PU, on every recorded machine: what firstPuOfCore says PU by PU.
+TEST(Cpus, FirstPusOfCoresAreEachCoresFirstPuOnce) {
+  for (const char *f : {"hwloc-xml/hwloc-24em64t-2n6c2t-pci.xml", "hwloc-xml/hwloc-192em64t-24n8c2t.xml",
+                        "hwloc-xml/mpibind-coral-lassen-power9-4xV100.xml",
+                        "hwloc-xml/psmgmt-jwb0004-juwelsbooster-4xA100.xml"}) {
+    auto l = loadFile(fixture(f));
+    ASSERT_TRUE(l->topo) << f;
+    std::set<unsigned> expected;
+    for (unsigned pu : l->topo->pus())
+      expected.insert(l->topo->firstPuOfCore(pu));
+    EXPECT_EQ(l->topo->firstPusOfCores(), std::vector<unsigned>(expected.begin(), expected.end())) << f;
+  }
+  auto hp = loadFile(fixture("hwloc-xml/hwloc-24em64t-2n6c2t-pci.xml"));
+  ASSERT_TRUE(hp->topo);
+  EXPECT_EQ(hp->topo->firstPusOfCores().size(), 12u); // 24 PUs, SMT2
+  EXPECT_EQ(hp->topo->firstPusOfCores().front(), 0u);
 }
 
 TEST(Devices, LookupByNameAndAddress) {
