@@ -6,11 +6,13 @@
 //   exec-test-worker env PREFIX        prints the environment variables starting with PREFIX
 //   exec-test-worker exit N | sleep S  exits with N | sleeps S seconds
 //   exec-test-worker standby-job DIR [wait|die|beat-early]
-//       a job under a warm standby (WorkerApi.h takeOver). As a standby: touches DIR/standby-<rank>-ready
-//       and waits for the job (wait), exits 9 (die), or beats on its page without waiting, as a program
-//       that writes the page itself would (beat-early). With the job: writes "PID REASON worker|standby
-//       cuda=CUDA_VISIBLE_DEVICES" to DIR/rank-<rank>.<attempt>; attempt 0 then beats step 1 every 10 ms for 3 s and exits 0, its
-//       last rank SIGKILLing itself once its standby waits (wait); later attempts beat step 2 and exit 0.
+//       a job under a warm standby (WorkerApi.h takeOver). As a standby: touches
+//       DIR/standby-<rank>-ready and waits for the job (wait), exits 9 leaving
+//       DIR/standby-<rank>-died-<pid> (die), or beats on its page without waiting, as a program that
+//       writes the page itself would (beat-early). With the job: writes "PID REASON worker|standby
+//       cuda=CUDA_VISIBLE_DEVICES" to DIR/rank-<rank>.<attempt>; attempt 0 then beats step 1 every
+//       10 ms for 3 s and exits 0, its last rank SIGKILLing itself once its standby waits (wait), or
+//       running until three standbys died and 2 s more (die); later attempts beat step 2 and exit 0.
 #include "worker/WorkerApi.h"
 
 #include <csignal>
@@ -21,6 +23,7 @@
 #include <iostream>
 #include <string>
 #include <thread>
+#include <dirent.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -36,6 +39,18 @@ static std::string statusLine(const char *path, const char *key) {
 
 static bool exists(const std::string &path) { return access(path.c_str(), F_OK) == 0; }
 
+// How many standbys of `rank` died before they were needed (their marker files in `dir`).
+static int diedStandbys(const std::string &dir, const std::string &rank) {
+  int n = 0;
+  std::string prefix = "standby-" + rank + "-died-";
+  if (DIR *d = opendir(dir.c_str())) {
+    while (dirent *e = readdir(d))
+      n += std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0;
+    closedir(d);
+  }
+  return n;
+}
+
 static int standbyJob(const std::string &dir, const std::string &asStandby) {
   auto var = [](const char *name, const char *otherwise) {
     const char *v = std::getenv(name);
@@ -43,8 +58,11 @@ static int standbyJob(const std::string &dir, const std::string &asStandby) {
   };
   std::string rank = var("RANK", "0");
   if (mscale::worker::standby()) {
-    if (asStandby == "die")
+    if (asStandby == "die") {
+      // Counted by the job, which runs until it has seen its supervisor's three standbys die.
+      std::ofstream(dir + "/standby-" + rank + "-died-" + std::to_string(getpid())) << "\n";
       return 9;
+    }
     if (asStandby == "beat-early") {
       if (mscale::worker::ControlPage *c = mscale::worker::detail::mapControlPage())
         c->beats.fetch_add(1, std::memory_order_release);
@@ -63,7 +81,17 @@ static int standbyJob(const std::string &dir, const std::string &asStandby) {
     return 0;
   }
   bool victim = std::atoi(rank.c_str()) + 1 == std::atoi(var("WORLD_SIZE", "1").c_str());
-  for (int i = 0; i < 300; ++i) {
+  // With standbys that die, the job outlives the third by 2 s (its supervisor gives up on standbys
+  // then), however slowly they start (a sanitizer build on a loaded machine), within a minute.
+  int steps = 300;
+  if (asStandby == "die") {
+    for (steps = 0; steps < 6000 && diedStandbys(dir, rank) < 3; ++steps) {
+      mscale::worker::heartbeat(1);
+      usleep(10'000);
+    }
+    steps = 200;
+  }
+  for (int i = 0; i < steps; ++i) {
     mscale::worker::heartbeat(1);
     if (asStandby == "wait" && victim && exists(dir + "/standby-" + rank + "-ready"))
       raise(SIGKILL);
