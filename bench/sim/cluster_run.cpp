@@ -6,9 +6,11 @@
 // times as often (10 unless said), and `--lemon-rule` publishes the cluster config's rule, 3 faults
 // within a week (a day's window sees no lemon whose every fault takes it out for a day's repair,
 // as each of Llama 3's GPU causes does). Costs are this machine's, from docs/PERFORMANCE.md (each
-// named below); the repair time is an assumption.
+// named below); the repair time is an assumption. `--elastic MIN` makes the job elastic (`nodes =
+// MIN..N`): it shrinks when a node is lost and grows back through the controller's planned stop;
+// `--standby` gives every rank a warm standby worker.
 //   build/bench/cluster_run [--nodes 2048] [--spares 32] [--days 54] [--seeds 3] [--lemons 0]
-//                           [--lemon-factor 10] [--lemon-rule] [--trace]
+//                           [--lemon-factor 10] [--lemon-rule] [--elastic MIN] [--standby] [--trace]
 #include "sim/Estimate.h"
 #include "sim/cluster/ClusterRun.h"
 
@@ -52,8 +54,8 @@ std::string recordedNode() {
 } // namespace
 
 int main(int argc, char **argv) {
-  unsigned long nodes = 2048, spares = 32, days = 54, seeds = 3, lemons = 0, lemonFactor = 10;
-  bool lemonRule = false, trace = false;
+  unsigned long nodes = 2048, spares = 32, days = 54, seeds = 3, lemons = 0, lemonFactor = 10, elastic = 0;
+  bool lemonRule = false, trace = false, standby = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--lemon-rule")) {
       lemonRule = true;
@@ -63,12 +65,17 @@ int main(int argc, char **argv) {
       trace = true;
       continue;
     }
+    if (!std::strcmp(argv[i], "--standby")) {
+      standby = true;
+      continue;
+    }
     unsigned long *into = !std::strcmp(argv[i], "--nodes")    ? &nodes
                           : !std::strcmp(argv[i], "--spares") ? &spares
                           : !std::strcmp(argv[i], "--days")   ? &days
                           : !std::strcmp(argv[i], "--seeds")  ? &seeds
                           : !std::strcmp(argv[i], "--lemons") ? &lemons
                           : !std::strcmp(argv[i], "--lemon-factor") ? &lemonFactor
+                          : !std::strcmp(argv[i], "--elastic")      ? &elastic
                                                               : nullptr;
     if (!into || i + 1 >= argc)
       return usage();
@@ -77,7 +84,7 @@ int main(int argc, char **argv) {
     if (!end || *end)
       return usage();
   }
-  if (seeds < 2 || days < 1 || spares >= nodes || lemons > nodes || lemonFactor < 1)
+  if (seeds < 2 || days < 1 || spares >= nodes || lemons > nodes || lemonFactor < 1 || elastic > nodes - spares)
     return usage();
 
   ClusterSpec spec;
@@ -87,8 +94,10 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "cluster_run: the recorded node does not load\n");
     return 1;
   }
-  spec.contractSource = "import \"profiles/mlvm.msc\";\ncontract job uses profile mlvm_light {\n  nodes = " +
-                        std::to_string(nodes - spares) +
+  std::string size = std::to_string(nodes - spares);
+  if (elastic)
+    size = std::to_string(elastic) + ".." + size;
+  spec.contractSource = "import \"profiles/mlvm.msc\";\ncontract job uses profile mlvm_light {\n  nodes = " + size +
                         ";\n  io_topology { r0 { gpu = any; rdma_port = nearest; } }\n}\n";
   if (lemonRule)
     spec.clusterConfig = "cluster: sim\nhealth: { lemon: { faults: 3, within: 168h } }\n";
@@ -103,6 +112,9 @@ int main(int argc, char **argv) {
   c.crashDetectNs = 0;                 // a worker's end is its supervisor's SIGCHLD
   c.hangDetectNs = 600 * kMsNs;        // the stdlib's heartbeat 200 ms x 3 misses
   c.restartNs = 2120 * kMsNs;          // PyTorch job, fault to first resumed step, median (issue 13)
+  if (standby)
+    c.standbyRestartNs = 141 * kMsNs;  // the same with a warm standby, median (issues 13, 15)
+  c.stepNs = 2340 * kMsNs;             // 128 steps in the snapshot interval below
   c.snapshotEveryNs = 300 * kSecondNs; // every(128 steps) at the 2-5 min the stdlib's comment gives
   c.snapshotStallNs = 9 * kMsNs;       // PyTorch job, one memory-tier snapshot, 8.9 ms (issue 13)
   c.repairNs = 24 * 3600 * kSecondNs;  // assumed: a node taken out is back in a day
@@ -111,8 +123,9 @@ int main(int argc, char **argv) {
       std::printf("%12.4f h  %s\n", double(now) / 3.6e12, what.c_str());
     };
 
-  std::printf("cluster_run: %lu nodes x 8 GPUs, job on %lu, %lu days, %lu seeds, %lu lemons (x%lu), lemon rule %s\n",
-              nodes, nodes - spares, days, seeds, lemons, lemonFactor, lemonRule ? "on" : "off");
+  std::printf("cluster_run: %lu nodes x 8 GPUs, job on %s, %lu days, %lu seeds, %lu lemons (x%lu), lemon rule %s, "
+              "standby %s\n",
+              nodes, size.c_str(), days, seeds, lemons, lemonFactor, lemonRule ? "on" : "off", standby ? "on" : "off");
   std::vector<double> ettr, scheduling, runtime, program;
   auto started = std::chrono::steady_clock::now();
   for (uint64_t seed = 1; seed <= seeds; ++seed) {
@@ -120,11 +133,11 @@ int main(int argc, char **argv) {
     ClusterRun r = runCluster(spec, days * 24 * 3600 * kSecondNs, seed);
     double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("seed %lu: ETTR %.4f (scheduling %.4f, runtime %.4f, program %.4f); %lu interruptions (%lu worker "
-                "faults), %lu nodes lost, %lu placements, %lu cordoned, %lu rounds; hours: training %.1f, replayed %.1f, "
+                "faults), %lu nodes lost, %lu placements, %lu grows, %lu cordoned, %lu rounds; hours: training %.1f, replayed %.1f, "
                 "snapshots %.2f, detection %.2f, unplaced %.2f, restart %.2f, stopped %.2f; %.1f s wall\n",
                 (unsigned long)seed, r.ettr(), r.schedulingGoodput(), r.runtimeGoodput(), r.programGoodput(),
                 (unsigned long)r.interruptions, (unsigned long)r.workerFaults, (unsigned long)r.lostNodes,
-                (unsigned long)r.placements, (unsigned long)r.cordoned, (unsigned long)r.rounds, r.training, r.replayed,
+                (unsigned long)r.placements, (unsigned long)r.grows, (unsigned long)r.cordoned, (unsigned long)r.rounds, r.training, r.replayed,
                 r.snapshots, r.detection, r.unplaced, r.restart, r.stopped, wall);
     std::fflush(stdout);
     ettr.push_back(r.ettr());

@@ -47,7 +47,7 @@ struct SimNode {
   int64_t lease = 0;  // 0: not registered (its lease expired, in repair)
   bool down = false;  // taken out by a fault: its agent is gone, its registration waits for the TTL
   bool lemon = false;
-  int64_t workerFaults = 0; // the agent's count of its workers' faults (AssignmentStatus::faults)
+  cluster::AssignmentStatus status; // what its agent last wrote for the job there
 };
 
 enum class Phase { Training, Detecting, Unplaced, Restarting, Stopped };
@@ -61,12 +61,12 @@ public:
     options_.stdlibDir = spec.stdlibDir;
     options_.compilerVersion = "sim";
     options_.lostNodeGrace = std::chrono::milliseconds(costs_.lostNodeGraceNs / 1'000'000);
-    options_.growElastic = false;
+    stepNs_ = costs_.stepNs ? costs_.stepNs : 1'000'000'000;
   }
 
   ClusterRun run(uint64_t durationNs) {
     for (unsigned k = 0; k < spec_.nodes; ++k) {
-      nodes_.push_back({nodeName(k)});
+      nodes_.push_back({nodeName(k), 0, false, false, {}});
       registerNode(k);
     }
     // Lemons spread over the cluster: placement takes nodes in name order, and lemons all at the
@@ -200,6 +200,7 @@ private:
       return; // a worker fault needs a worker
     ++out_.workerFaults;
     interrupted();
+    bool standby = costs_.standbyRestartNs && policy_.budgetLeft();
     exec::RestartDecision d = policy_.onFault(cause.faultClass, attemptTrained_ > 0, attemptStartedNs_, now_);
     // Its agent counts the fault in the assignment's status: the controller's evidence for the
     // lemon rule.
@@ -208,7 +209,7 @@ private:
       enter(Phase::Stopped);
       return;
     }
-    pendingRestartNs_ = d.delayNs + costs_.restartNs;
+    pendingRestartNs_ = d.delayNs + (standby ? costs_.standbyRestartNs : costs_.restartNs);
     enter(Phase::Detecting);
     waitingForStore_ = false;
     schedule(after(now_, cause.faultClass == exec::FaultClass::WorkerHung ? costs_.hangDetectNs : costs_.crashDetectNs),
@@ -216,15 +217,62 @@ private:
   }
 
   void writeStatus(unsigned k, const FaultCause &cause) {
-    SimNode &n = nodes_[k];
-    cluster::AssignmentStatus s;
-    s.state = "applied";
-    s.leaderRevision = kLeaderRevision;
-    s.worker = "running";
-    s.faults = ++n.workerFaults;
+    cluster::AssignmentStatus &s = nodes_[k].status;
+    ++s.faults;
     s.lastFault = std::string(exec::faultClassName(cause.faultClass)) + ": " + cause.name;
-    store_.put(cluster::statusKey(n.name, kJob), cluster::encodeStatus(s), n.lease);
+    putStatus(k);
+  }
+
+  void putStatus(unsigned k) {
+    SimNode &n = nodes_[k];
+    n.status.state = "applied";
+    n.status.leaderRevision = kLeaderRevision;
+    store_.put(cluster::statusKey(n.name, kJob), cluster::encodeStatus(n.status), n.lease);
     requestRound();
+  }
+
+  uint64_t step() const { return keptNs_ / stepNs_; }
+
+  // The agents answer the planned stop the job's assignments carry (PlannedStops.h): the step the
+  // job is at and how long a step takes, then, once the leader chose the step, nothing until every
+  // rank stopped after it (advance() stops the job there).
+  void answerStops() {
+    stopAfter_ = 0;
+    for (unsigned k : placement_) {
+      const etcd::KeyValue *kv = store_.get(cluster::assignmentKey(nodes_[k].name, kJob));
+      std::string why;
+      std::optional<cluster::Assignment> a = kv ? cluster::decodeAssignment(kv->value, why) : std::nullopt;
+      if (!a || !a->stop)
+        continue;
+      stopAsked_ = *a->stop;
+      cluster::AssignmentStatus &s = nodes_[k].status;
+      if (!a->stop->afterStep) {
+        if (!s.stop || s.stop->id != a->stop->id || s.stop->attempt != a->stop->attempt) {
+          s.stop = cluster::StopAnswer{a->stop->id, a->stop->attempt, step(), stepNs_ / 1'000'000};
+          putStatus(k);
+        }
+      } else {
+        stopAfter_ = a->stop->afterStep;
+      }
+    }
+    if (stopAfter_ && step() >= stopAfter_ && phase_ == Phase::Training)
+      stopAfter_ = 0; // past it already: not answered as a miss here, the leader's grow times out
+  }
+
+  // Every rank stopped after `stopAfter_` with its snapshot: the job waits to be placed again.
+  void stoppedForGrow() {
+    sinceSnapshot_ = 0; // the stop's snapshot: nothing is lost
+    stallLeft_ = 0;
+    for (unsigned k : placement_) {
+      cluster::AssignmentStatus &s = nodes_[k].status;
+      s.stop = cluster::StopAnswer{stopAsked_.id, stopAsked_.attempt, stopAfter_, stepNs_ / 1'000'000, stopAfter_};
+      s.worker = "none";
+      putStatus(k);
+    }
+    say("job: every rank stopped after step " + std::to_string(stopAfter_) + " for the controller's grow");
+    stopAfter_ = 0;
+    ++out_.grows;
+    enter(Phase::Unplaced);
   }
 
   // --- the controller -------------------------------------------------------------------------
@@ -248,13 +296,16 @@ private:
       ++out_.refusedRounds;
     if (!d.report.waiting.empty())
       requestRound(costs_.lostNodeGraceNs); // the grace runs out then
+    if (d.report.stopping)
+      requestRound(uint64_t(options_.growTimeout.count()) * 1'000'000 / 4); // look again before its deadline
     placementRead();
+    answerStops();
   }
 
   // The job's assignments as its agents find them after the round.
   void placementRead() {
     std::set<unsigned> nodes;
-    int64_t identity = 0;
+    std::string identity; // the rendezvous port and the nodes: fresh at every placement (Rendezvous.h)
     for (const etcd::KeyValue &kv : store_.range(cluster::kAssignmentsPrefix)) {
       llvm::StringRef rest = llvm::StringRef(kv.key).drop_front(std::strlen(cluster::kAssignmentsPrefix));
       auto [node, contract] = rest.split('/');
@@ -263,14 +314,20 @@ private:
       unsigned k = 0;
       if (node.getAsInteger(10, k) || k >= nodes_.size())
         continue;
+      if (nodes.empty()) {
+        std::string why;
+        if (std::optional<cluster::Assignment> a = cluster::decodeAssignment(kv.value, why))
+          identity = a->environment["MASTER_PORT"];
+      }
       nodes.insert(k);
-      identity = std::max(identity, kv.modRevision);
+      identity += " " + std::to_string(k);
     }
     if (nodes.empty()) {
       if (!placement_.empty()) { // released: whatever ran stops
         if (phase_ == Phase::Training)
           interrupted();
         placement_.clear();
+        placementIdentity_.clear(); // placed anew, it may take the same port on the same nodes
         enter(Phase::Unplaced);
       }
       return;
@@ -282,6 +339,8 @@ private:
       interrupted();
     placement_ = std::move(nodes);
     placementIdentity_ = identity;
+    for (unsigned k : placement_)
+      nodes_[k].status.worker = "running";
     ++out_.placements;
     if (out_.mostNodes == 0)
       out_.mostNodes = unsigned(placement_.size());
@@ -320,6 +379,7 @@ private:
   void interrupted() {
     ++out_.interruptions;
     double lost = double(sinceSnapshot_) / kHourNs;
+    keptNs_ -= sinceSnapshot_;
     out_.training -= lost;
     out_.sizedTraining -= lost * sizeShare();
     out_.replayed += lost;
@@ -329,6 +389,18 @@ private:
 
   // Accounts the time from now to `to` to what the job is doing.
   void advance(uint64_t to) {
+    if (to <= now_)
+      return;
+    if (phase_ == Phase::Training && stopAfter_ && stopAfter_ * stepNs_ > keptNs_) {
+      // The job reaches the step the leader asked it to stop after before `to`: it stops there.
+      uint64_t training = stopAfter_ * stepNs_ - keptNs_;
+      uint64_t wall = training + snapshotStallsWithin(training);
+      if (wall <= to - now_) {
+        train(wall);
+        now_ += wall;
+        stoppedForGrow();
+      }
+    }
     if (to <= now_)
       return;
     uint64_t ns = to - now_;
@@ -341,6 +413,27 @@ private:
     case Phase::Restarting: out_.restart += hours; break;
     case Phase::Stopped: out_.stopped += hours; break;
     }
+  }
+
+  // The time the job stands still for snapshots while it trains `trainNs` more.
+  uint64_t snapshotStallsWithin(uint64_t trainNs) const {
+    uint64_t stalls = 0, since = sinceSnapshot_, stall = stallLeft_;
+    while (trainNs > 0) {
+      if (stall) {
+        stalls += stall, stall = 0, since = 0;
+        continue;
+      }
+      uint64_t every = costs_.snapshotEveryNs;
+      uint64_t x = every ? std::min(trainNs, every - since) : trainNs;
+      trainNs -= x, since += x;
+      if (every && since == every) {
+        if (costs_.snapshotStallNs)
+          stall = costs_.snapshotStallNs;
+        else
+          since = 0;
+      }
+    }
+    return stalls;
   }
 
   void train(uint64_t ns) {
@@ -356,6 +449,7 @@ private:
       uint64_t every = costs_.snapshotEveryNs;
       uint64_t x = every ? std::min(ns, every - sinceSnapshot_) : ns;
       sinceSnapshot_ += x;
+      keptNs_ += x;
       attemptTrained_ += x;
       out_.training += double(x) / kHourNs;
       out_.sizedTraining += double(x) / kHourNs * sizeShare();
@@ -388,7 +482,11 @@ private:
   bool waitingForStore_ = false; // Detecting a lost node: the job waits for its lease to run out
   uint64_t pendingRestartNs_ = 0;
   std::set<unsigned> placement_;
-  int64_t placementIdentity_ = 0;
+  std::string placementIdentity_;
+  uint64_t stepNs_ = 0;
+  uint64_t keptNs_ = 0;    // trained and kept: the job's progress, in steps of stepNs_
+  uint64_t stopAfter_ = 0; // the step the leader asked every rank to stop after (0: none)
+  cluster::PlannedStop stopAsked_;
   uint64_t sinceSnapshot_ = 0, stallLeft_ = 0, attemptStartedNs_ = 0, attemptTrained_ = 0;
 };
 } // namespace

@@ -11,9 +11,9 @@
 // The job is one contract ("job"), synchronous across its nodes: any interruption of a rank stops
 // every rank, and it resumes from its newest snapshot. An elastic job (`nodes = MIN..MAX`) runs at
 // the size the controller gives it; the share of its most that it runs at is its program goodput.
-// Not simulated: an elastic job growing back at a snapshot boundary (Grow.h: the hollow agents do
-// not answer planned stops yet, so a shrunk job grows back only when it is placed again), drains,
-// borrowers.
+// An elastic job below its most grows back as the controller decides (Grow.h): the played agents
+// answer its planned stop with the job's step and stop every rank after the step it chose, with its
+// snapshot, and the controller places the job again, larger. Not simulated: drains, borrowers.
 #pragma once
 
 #include "executor/supervise/RestartPolicy.h"
@@ -35,6 +35,12 @@ struct ClusterCosts {
   uint64_t crashDetectNs = 0;   // a worker that ended, seen by its supervisor
   uint64_t hangDetectNs = 0;    // a worker that hangs (FaultClass::WorkerHung), seen by its supervisor
   uint64_t restartNs = 0;       // every rank started again and restored, to its first step
+  uint64_t stepNs = 0;          // a training step (what a planned stop's answer counts in; 0: 1 s)
+  // A warm standby worker per rank (fault_tolerance.standby_worker): a worker fault restarted in
+  // place takes this instead of restartNs while the restart policy has a restart left in its budget,
+  // as the node's supervisor keeps one only then. A new placement starts cold (its standby stood by
+  // for the old place). 0: no standby.
+  uint64_t standbyRestartNs = 0;
   uint64_t snapshotEveryNs = 0; // training between snapshots (0: none)
   uint64_t snapshotStallNs = 0; // the job stands still while one is taken (0: in the background)
   uint64_t repairNs = 0;        // a node taken out is registered again after this
@@ -72,6 +78,7 @@ struct ClusterRun {
   double sizedTraining = 0; // `training` weighted by the size trained at over mostNodes
   uint64_t interruptions = 0, lostNodes = 0, workerFaults = 0;
   uint64_t placements = 0, rounds = 0, cordoned = 0, refusedRounds = 0;
+  uint64_t grows = 0; // the job stopped at a step the controller chose and was placed again, larger
   // Google's ML goodput terms: the share of the time the job held its resources (scheduling), of
   // that the share it trained and kept (runtime), of that the share of its full size (program).
   double schedulingGoodput() const { return hours > 0 ? (hours - unplaced) / hours : 0; }

@@ -81,8 +81,9 @@ TEST(ClusterRunTest, ANodeLostIsSeenAtItsLeaseAndTheJobPlacedAgainOnASpareAfterT
 }
 
 // Without a spare, a fixed-size job cannot be placed whole while a node is in repair: the controller
-// releases it, and places it again when the node is back. An elastic one shrinks instead.
-TEST(ClusterRunTest, WithoutASpareAFixedJobWaitsForRepairsAndAnElasticOneShrinks) {
+// releases it, and places it again when the node is back. An elastic one shrinks instead, and grows
+// back when the node returns.
+TEST(ClusterRunTest, WithoutASpareAFixedJobWaitsForRepairsAndAnElasticOneShrinksAndGrowsBack) {
   std::vector<FaultCause> lost = {cause(Scope::Node, exec::FaultClass::NodeLost, 1.0 / 96)};
   ClusterRun fixed = runCluster(spec(4, kFixed, lost), 30 * 24 * kHour, 5);
   ClusterRun elastic = runCluster(spec(4, kElastic, lost), 30 * 24 * kHour, 5);
@@ -98,8 +99,11 @@ TEST(ClusterRunTest, WithoutASpareAFixedJobWaitsForRepairsAndAnElasticOneShrinks
   EXPECT_LT(elastic.unplaced, 0.1 * fixed.unplaced);
   EXPECT_LT(elastic.programGoodput(), 1);
   EXPECT_GT(elastic.programGoodput(), 0.5);
-  // It does not grow back at a snapshot boundary here (ClusterRun.h): only a later placement gives
-  // it more, so it runs below its most for much of the month.
+  // It grows back as each node returns: the controller's planned stop, answered by the agents, at a
+  // step boundary with its snapshot (no training lost to it), then a larger placement.
+  EXPECT_GT(elastic.grows, 0u);
+  EXPECT_EQ(elastic.placements, 1 + elastic.interruptions + elastic.grows);
+  EXPECT_GT(elastic.ettr(), fixed.ettr());
 }
 
 // A worker fault is its node's supervisor's: seen after the crash's detection, restarted in place by
@@ -119,6 +123,16 @@ TEST(ClusterRunTest, AWorkerFaultIsRestartedInPlaceAndAHangSeenAfterItsDetection
   EXPECT_NEAR(crash.detection, crash.interruptions * 1 * h, 1e-9);
   EXPECT_NEAR(hang.detection, hang.interruptions * 60 * h, 60 * h);
   EXPECT_EQ(crash.interruptions, hang.interruptions); // the same draws
+  EXPECT_NEAR(crash.restart, (crash.interruptions + 1) * 60 * h, 60 * h);
+
+  // With a warm standby per rank, a restart in place takes the standby's time; the first start is
+  // cold.
+  ClusterSpec withStandby = spec(4, kFixed, {cause(Scope::Job, exec::FaultClass::WorkerCrashed, 1.0 / 24)});
+  withStandby.costs.standbyRestartNs = kSecond / 4;
+  ClusterRun warm = runCluster(withStandby, 30 * 24 * kHour, 7);
+  EXPECT_EQ(warm.interruptions, crash.interruptions);
+  EXPECT_NEAR(warm.restart, (60 + warm.interruptions * 0.25) * h, 1e-9);
+  EXPECT_GT(warm.ettr(), crash.ettr());
 }
 
 // Lemons fault far more often than their peers. With the cluster config's lemon rule the controller
