@@ -50,12 +50,18 @@ class Agent:
             sys.exit("mscale-cli " + " ".join(args) + " failed: " + r.stderr)
         return r
 
-    def worker_pid(self, contract):
-        for line in self.cli("contract", "status", contract).stdout.splitlines():
-            words = line.split()
-            if words[:2] == ["worker", "running"] and "pid" in words:
-                return int(words[words.index("pid") + 1])
-        sys.exit("no running worker of " + contract)
+    def worker_pid(self, contract, seconds=20):
+        # The worker starts after the submit returns; a sanitizer build on a loaded machine can take
+        # seconds to get there.
+        end = time.monotonic() + seconds
+        while True:
+            for line in self.cli("contract", "status", contract).stdout.splitlines():
+                words = line.split()
+                if words[:2] == ["worker", "running"] and "pid" in words:
+                    return int(words[words.index("pid") + 1])
+            if time.monotonic() >= end:
+                sys.exit("no running worker of " + contract)
+            time.sleep(0.05)
 
     def metric(self, name):
         s = socket.socket(socket.AF_UNIX)

@@ -38,12 +38,12 @@ try:
     cli("contract", "submit", borrower_plan, "--", "/bin/sh", "-c",
         "/bin/sh -c 'while :; do :; done' & while :; do :; done")
     borrower = worker_pid("lit_borrower")
-    if not until(lambda: children(borrower), 5):
+    if not until(lambda: children(borrower), 20):
         sys.exit("the borrower did not fork")
     forked = children(borrower)[0]
 
     # Computing, the owner lends CPU 1: the borrower's spinner runs there.
-    print("lent while computing:", until(lambda: runnable_on(borrower, 1), 5))
+    print("lent while computing:", until(lambda: runnable_on(borrower, 1), 20))
     print(cli("node", "loans").stdout, end="")
     status = cli("contract", "status", "lit_lender").stdout
     print("\n".join(l for l in status.splitlines() if l.split()[:1] in (["phase"], ["lends"], ["reclaims"])))
