@@ -18,6 +18,8 @@ packages=(
   # Visualising (docs/visualising.md): a headless browser proves the flame graph SVG renders and
   # zooms; promtool (from prometheus) checks the agent's metric names.
   chromium prometheus
+  # The plots of the cluster in virtual time (bench/sim/plot_goodput.py: PNG and SVG).
+  python3-matplotlib
   # The executor logs to the journal under systemd (sd_journal_send).
   libsystemd-dev
   # The SPANK plugin (slurm/) builds against slurm/spank.h; its tests run a one-node Slurm on

@@ -8,9 +8,11 @@
 // as each of Llama 3's GPU causes does). Costs are this machine's, from docs/PERFORMANCE.md (each
 // named below); the repair time is an assumption. `--elastic MIN` makes the job elastic (`nodes =
 // MIN..N`): it shrinks when a node is lost and grows back through the controller's planned stop;
-// `--standby` gives every rank a warm standby worker.
+// `--standby` gives every rank a warm standby worker. `--restart-ms` and `--snapshot-s` replace the
+// measured restart and snapshot interval, to see a larger job's costs (say which when quoting).
 //   build/bench/cluster_run [--nodes 2048] [--spares 32] [--days 54] [--seeds 3] [--lemons 0]
-//                           [--lemon-factor 10] [--lemon-rule] [--elastic MIN] [--standby] [--trace]
+//                           [--lemon-factor 10] [--lemon-rule] [--elastic MIN] [--standby]
+//                           [--restart-ms MS] [--snapshot-s S] [--trace]
 #include "sim/Estimate.h"
 #include "sim/cluster/ClusterRun.h"
 
@@ -36,7 +38,8 @@ constexpr uint64_t kSecondNs = 1000 * kMsNs;
 
 int usage() {
   std::fprintf(stderr, "usage: cluster_run [--nodes N] [--spares N] [--days N] [--seeds N (>= 2)] [--lemons N] "
-                       "[--lemon-factor N] [--lemon-rule] [--trace]\n");
+                       "[--lemon-factor N] [--lemon-rule] [--elastic MIN] [--standby] [--restart-ms MS] "
+                       "[--snapshot-s S] [--trace]\n");
   return 2;
 }
 
@@ -54,7 +57,8 @@ std::string recordedNode() {
 } // namespace
 
 int main(int argc, char **argv) {
-  unsigned long nodes = 2048, spares = 32, days = 54, seeds = 3, lemons = 0, lemonFactor = 10, elastic = 0;
+  unsigned long nodes = 2048, spares = 32, days = 54, seeds = 3, lemons = 0, lemonFactor = 10, elastic = 0,
+                restartMs = 2120, snapshotS = 300;
   bool lemonRule = false, trace = false, standby = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--lemon-rule")) {
@@ -76,6 +80,8 @@ int main(int argc, char **argv) {
                           : !std::strcmp(argv[i], "--lemons") ? &lemons
                           : !std::strcmp(argv[i], "--lemon-factor") ? &lemonFactor
                           : !std::strcmp(argv[i], "--elastic")      ? &elastic
+                          : !std::strcmp(argv[i], "--restart-ms")   ? &restartMs
+                          : !std::strcmp(argv[i], "--snapshot-s")   ? &snapshotS
                                                               : nullptr;
     if (!into || i + 1 >= argc)
       return usage();
@@ -84,7 +90,7 @@ int main(int argc, char **argv) {
     if (!end || *end)
       return usage();
   }
-  if (seeds < 2 || days < 1 || spares >= nodes || lemons > nodes || lemonFactor < 1 || elastic > nodes - spares)
+  if (seeds < 2 || days < 1 || snapshotS < 1 || spares >= nodes || lemons > nodes || lemonFactor < 1 || elastic > nodes - spares)
     return usage();
 
   ClusterSpec spec;
@@ -111,11 +117,11 @@ int main(int argc, char **argv) {
   c.reconcileNs = 86 * kMsNs;          // submit to plan applied through the leader, median (issue 14)
   c.crashDetectNs = 0;                 // a worker's end is its supervisor's SIGCHLD
   c.hangDetectNs = 600 * kMsNs;        // the stdlib's heartbeat 200 ms x 3 misses
-  c.restartNs = 2120 * kMsNs;          // PyTorch job, fault to first resumed step, median (issue 13)
+  c.restartNs = restartMs * kMsNs;     // 2120: PyTorch job, fault to first resumed step, median (issue 13)
   if (standby)
     c.standbyRestartNs = 141 * kMsNs;  // the same with a warm standby, median (issues 13, 15)
-  c.stepNs = 2340 * kMsNs;             // 128 steps in the snapshot interval below
-  c.snapshotEveryNs = 300 * kSecondNs; // every(128 steps) at the 2-5 min the stdlib's comment gives
+  c.stepNs = snapshotS * kSecondNs / 128; // every(128 steps), the stdlib's cadence
+  c.snapshotEveryNs = snapshotS * kSecondNs; // 300: every(128 steps) at the 2-5 min the stdlib's comment gives
   c.snapshotStallNs = 9 * kMsNs;       // PyTorch job, one memory-tier snapshot, 8.9 ms (issue 13)
   c.repairNs = 24 * 3600 * kSecondNs;  // assumed: a node taken out is back in a day
   if (trace)
@@ -124,8 +130,9 @@ int main(int argc, char **argv) {
     };
 
   std::printf("cluster_run: %lu nodes x 8 GPUs, job on %s, %lu days, %lu seeds, %lu lemons (x%lu), lemon rule %s, "
-              "standby %s\n",
-              nodes, size.c_str(), days, seeds, lemons, lemonFactor, lemonRule ? "on" : "off", standby ? "on" : "off");
+              "standby %s, restart %lu ms, snapshots every %lu s\n",
+              nodes, size.c_str(), days, seeds, lemons, lemonFactor, lemonRule ? "on" : "off", standby ? "on" : "off",
+              restartMs, snapshotS);
   std::vector<double> ettr, scheduling, runtime, program;
   auto started = std::chrono::steady_clock::now();
   for (uint64_t seed = 1; seed <= seeds; ++seed) {
@@ -148,9 +155,9 @@ int main(int argc, char **argv) {
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  std::printf("ETTR %s\n  scheduling %s\n  runtime %s\n  program %s\n", formatEstimate(estimate(ettr)).c_str(),
-              formatEstimate(estimate(scheduling)).c_str(), formatEstimate(estimate(runtime)).c_str(),
-              formatEstimate(estimate(program)).c_str());
+  std::printf("ETTR %s\n  scheduling %s\n  runtime %s\n  program %s\n", formatEstimate(estimate(ettr), 4).c_str(),
+              formatEstimate(estimate(scheduling), 4).c_str(), formatEstimate(estimate(runtime), 4).c_str(),
+              formatEstimate(estimate(program), 4).c_str());
   std::printf("%.1f s wall for %lu runs of %lu days (%.1f s a run), peak RSS %.0f MiB\n", wall, seeds, days,
               wall / double(seeds), double(usage.ru_maxrss) / 1024);
   return 0;
