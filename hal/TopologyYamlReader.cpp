@@ -549,19 +549,23 @@ bool namedOnce(llvm::StringRef item) {
   return keys && llvm::count_if(*keys, [](const auto &k) { return k.first == "name"; }) == 1;
 }
 
-// An item with nothing after its dash but blank lines and comments: a null to YAML, which the whole
-// document reads as an empty mapping or as none depending on what follows the item (the fuzzer
-// found one read alone as a node that the whole document refuses). Such items are left to it.
-bool blankItem(llvm::StringRef item) {
-  item = item.ltrim(" ").drop_front(1); // the dash
-  while (!item.empty()) {
-    auto [line, rest] = item.split('\n');
-    line = line.trim(" \t\r");
-    if (!line.empty() && !line.starts_with("#"))
-      return false;
-    item = rest;
-  }
-  return true;
+// An item whose value is null to YAML: nothing after its dash but blank lines and comments, or only
+// a tag or an anchor (`- !`). The whole document reads such an item as an empty mapping or as none
+// depending on what follows it (the fuzzer found both forms read alone as a node that the whole
+// document refuses). Such items are left to it.
+bool nullItem(llvm::StringRef item) {
+  llvm::SourceMgr sm;
+  sm.setDiagHandler([](const llvm::SMDiagnostic &, void *) {});
+  std::error_code ec;
+  llvm::yaml::Stream stream(item, sm, false, &ec);
+  auto doc = stream.begin();
+  if (doc == stream.end())
+    return true;
+  auto *seq = llvm::dyn_cast_or_null<llvm::yaml::SequenceNode>(doc->getRoot());
+  if (!seq)
+    return false;
+  auto first = seq->begin();
+  return first == seq->end() || llvm::isa<llvm::yaml::NullNode>(*first);
 }
 
 // Diagnostics of a reading whose failure is not reported (the whole reading reports it again).
@@ -614,7 +618,7 @@ std::optional<Cluster> readClusterByNode(llvm::StringRef text, llvm::StringRef f
       }
     }
     std::vector<NodeDoc> docs;
-    if (blankItem(node.item) || !parseYaml(node.item, src, diags, docs) || docs.size() != 1)
+    if (nullItem(node.item) || !parseYaml(node.item, src, diags, docs) || docs.size() != 1)
       return std::nullopt;
     cluster.nodes.emplace_back();
     if (!Builder(docs.front(), src, diags, cluster.nodes.back()).build())

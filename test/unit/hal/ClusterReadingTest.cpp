@@ -182,6 +182,9 @@ TEST(ClusterByNode, AgreesWithTheWholeReadingOnEdgeCases) {
       // empty items, one of them with a line of spaces (the fuzzer's)
       "---\n# N-\n# een the thr\nnodes:\n  - \n    \n  - \n      \n...\n",
       "nodes:\n  - \n  - \n",
+      // items that are a tag or an anchor on nothing: null too (the fuzzer's, again)
+      "---\n# N-\n# een the thr\nnodes:\n  - \n   !\n  - \n    !  \n...\n",
+      "nodes:\n  - &a\n  - !!null\n",
   };
   for (const char *text : cases) {
     SCOPED_TRACE(text);
