@@ -13,6 +13,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <queue>
 #include <random>
 #include <set>
@@ -80,7 +81,17 @@ public:
     requestRound();
     scheduleFault();
     scheduleLemonFault();
-    while (!events_.empty() && events_.top().at < durationNs) {
+    for (;;) {
+      // The job reaches the step the leader asked it to stop after before the next event: it
+      // stops there, and what that writes is seen in its own time.
+      uint64_t next = events_.empty() ? durationNs : std::min(events_.top().at, durationNs);
+      if (std::optional<uint64_t> stop = stopTime(); stop && *stop <= next && *stop < durationNs) {
+        advance(*stop);
+        stoppedForGrow();
+        continue;
+      }
+      if (events_.empty() || events_.top().at >= durationNs)
+        break;
       Event e = events_.top();
       events_.pop();
       advance(e.at);
@@ -146,7 +157,7 @@ private:
       requestRound();
       break;
     case Kind::Round:
-      if (e.at != lastRoundAt_ || out_.rounds == 0)
+      if (e.at > lastRoundAt_ || out_.rounds == 0) // a round at or after it saw what it was asked for
         round();
       break;
     case Kind::JobStep:
@@ -255,7 +266,7 @@ private:
         stopAfter_ = a->stop->afterStep;
       }
     }
-    if (stopAfter_ && step() >= stopAfter_ && phase_ == Phase::Training)
+    if (stopAfter_ && stopAfter_ * stepNs_ < keptNs_ && phase_ == Phase::Training)
       stopAfter_ = 0; // past it already: not answered as a miss here, the leader's grow times out
   }
 
@@ -391,18 +402,6 @@ private:
   void advance(uint64_t to) {
     if (to <= now_)
       return;
-    if (phase_ == Phase::Training && stopAfter_ && stopAfter_ * stepNs_ > keptNs_) {
-      // The job reaches the step the leader asked it to stop after before `to`: it stops there.
-      uint64_t training = stopAfter_ * stepNs_ - keptNs_;
-      uint64_t wall = training + snapshotStallsWithin(training);
-      if (wall <= to - now_) {
-        train(wall);
-        now_ += wall;
-        stoppedForGrow();
-      }
-    }
-    if (to <= now_)
-      return;
     uint64_t ns = to - now_;
     now_ = to;
     double hours = double(ns) / kHourNs;
@@ -413,6 +412,15 @@ private:
     case Phase::Restarting: out_.restart += hours; break;
     case Phase::Stopped: out_.stopped += hours; break;
     }
+  }
+
+  // When the training job reaches the step the leader asked it to stop after (none: not asked, or
+  // not training).
+  std::optional<uint64_t> stopTime() const {
+    if (phase_ != Phase::Training || !stopAfter_ || stopAfter_ * stepNs_ < keptNs_)
+      return std::nullopt;
+    uint64_t training = stopAfter_ * stepNs_ - keptNs_;
+    return after(now_, training + snapshotStallsWithin(training));
   }
 
   // The time the job stands still for snapshots while it trains `trainNs` more.

@@ -103,6 +103,8 @@ TEST(ClusterRunTest, WithoutASpareAFixedJobWaitsForRepairsAndAnElasticOneShrinks
   // step boundary with its snapshot (no training lost to it), then a larger placement.
   EXPECT_GT(elastic.grows, 0u);
   EXPECT_EQ(elastic.placements, 1 + elastic.interruptions + elastic.grows);
+  // A grow waits for the controller's rounds and the stop step, seconds; never for the next fault.
+  EXPECT_LT(elastic.unplaced, (elastic.interruptions + elastic.grows) * 10.0 / 3600);
   EXPECT_GT(elastic.ettr(), fixed.ettr());
 }
 
